@@ -1,0 +1,73 @@
+# jitsframe — top-level build. `make` builds the library and the CLI,
+# `make check` runs every test (plain, ASan+UBSan, TSan, fuzz), `make bench`.
+CC      ?= cc
+CLANG   ?= clang
+CFLAGS  ?= -O2 -g
+WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+CPPFLAGS += -Isframe
+LDLIBS  += -lpthread
+B       := build
+
+LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
+           sframe/validate.c sframe/export.c
+CLI_SRC := cli/main.c cli/region_cmd.c
+TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
+HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
+
+.PHONY: all check bench clean format deps
+all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe
+
+# --- one object set per flavour: build/<flavour>/... ---
+define flavour
+$(1)_OBJ := $$(patsubst %.c,$(B)/$(1)/%.o,$$(LIB_SRC))
+$(B)/$(1)/%.o: %.c $$(HDRS)
+	@mkdir -p $$(dir $$@)
+	$$($(1)_CC) $$(WARN) $$(CPPFLAGS) $$($(1)_CFLAGS) -c $$< -o $$@
+$(B)/$(1)/libjitsframe.a: $$($(1)_OBJ)
+	@rm -f $$@; ar rcs $$@ $$^
+$(B)/$(1)/tests/%: tests/%.c tests/harness.h $(B)/$(1)/libjitsframe.a
+	@mkdir -p $$(dir $$@)
+	$$($(1)_CC) $$(WARN) $$(CPPFLAGS) $$($(1)_CFLAGS) $$< $(B)/$(1)/libjitsframe.a -o $$@ $$(LDLIBS) $$(TEST_LIBS_$$*)
+endef
+rel_CC     := $(CC)
+rel_CFLAGS := $(CFLAGS) -fPIC -fvisibility=default
+asan_CC     := $(CC)
+asan_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+tsan_CC     := $(CC)
+tsan_CFLAGS := -O1 -g -fsanitize=thread
+$(eval $(call flavour,rel))
+$(eval $(call flavour,asan))
+$(eval $(call flavour,tsan))
+
+TEST_LIBS_t_libsframe := -lsframe
+
+$(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
+	cp $< $@
+$(B)/libjitsframe.so: $(rel_OBJ)
+	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
+$(B)/jitsframe: $(CLI_SRC) $(HDRS) $(B)/rel/libjitsframe.a
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+
+# --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
+FUZZERS := fuzz_view fuzz_sframe
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
+
+deps:
+	@scripts/install-deps
+
+check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
+       $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
+       $(addprefix $(B)/fuzz/,$(FUZZERS))
+	@scripts/run-tests
+
+bench: all
+	@$(MAKE) --no-print-directory -C bench
+
+format:
+	clang-format -i sframe/*.c sframe/*.h cli/*.c cli/*.h tests/*.c tests/*.h bench/*.c
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to libjitsframe: the region layout (docs/ABI.md) and helpers. */
+#ifndef JSF_INTERNAL_H
+#define JSF_INTERNAL_H
+
+#include "jitsframe.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* --- SFrame constants (binutils include/sframe.h, V3) --- */
+#define SFRAME_MAGIC 0xdee2
+#define SFRAME_V1 1
+#define SFRAME_V3 3
+#define SFRAME_F_FDE_SORTED 0x1
+#define SFRAME_F_FRAME_POINTER 0x2
+#define SFRAME_F_FDE_FUNC_START_PCREL 0x4
+#define SFRAME_HDR_SIZE 28
+#define SFRAME_V3_FDE_SIZE 16
+#define SFRAME_V3_ATTR_SIZE 5
+#define SFRAME_V1_FDE_SIZE 17
+#define SFRAME_RA_FIXED_X86_64 (-8)
+
+/* SFrame header field offsets. */
+#define SH_NUM_FDES 8
+#define SH_NUM_FRES 12
+#define SH_FRE_LEN 16
+#define SH_FDEOFF 20
+#define SH_FREOFF 24
+
+/* --- region layout --- */
+#define JSF_REGION_MAGIC "JSFREGN"  /* 8 bytes with the NUL */
+#define JSF_SECTION_MAGIC "JSFSECT" /* 8 bytes with the NUL */
+#define JSF_RHDR_SIZE 4096
+#define JSF_SHDR_SIZE 64
+#define JSF_LOG_ENTRY_SIZE 32
+#define JSF_STATE_LIVE 1
+#define JSF_STATE_CLOSED 2
+
+/* Region header at file offset 0 (all fields little-endian, naturally
+ * aligned; the atomically accessed ones are marked). */
+#define RH_MAGIC 0          /* char[8] */
+#define RH_ABI 8            /* u32 */
+#define RH_HDR_SIZE 12      /* u32 */
+#define RH_ARCH 16          /* u32 */
+#define RH_STATE 20         /* u32, atomic */
+#define RH_MAX_SIZE 24      /* u64 */
+#define RH_FILE_SIZE 32     /* u64, atomic (release after ftruncate) */
+#define RH_PRODUCER_BASE 40 /* u64 */
+#define RH_CREATE_NS 48     /* u64 */
+#define RH_CREATE_REAL 56   /* u64 CLOCK_REALTIME ns */
+#define RH_PID 64           /* u32 */
+#define RH_SEQ 72           /* u64, atomic: the generation counter */
+#define RH_SEC_OFF 80       /* u64, atomic: current section block */
+#define RH_CLOSE_NS 88      /* u64, atomic */
+
+/* Section block header at sec_off. The SFrame section follows at +64. */
+#define SB_MAGIC 0     /* char[8] */
+#define SB_TOTAL 8     /* u64 bytes of the whole block */
+#define SB_FDE_CAP 16  /* u32 FDE slots */
+#define SB_FRE_CAP 20  /* u32 bytes of FRE area */
+#define SB_LOG_CAP 24  /* u32 log entries */
+#define SB_LOG_N 28    /* u32, atomic (release): published log entries */
+#define SB_LOG_OFF 32  /* u32 offset of the log from the block start */
+#define SB_SEC_LEN 36  /* u32 bytes from the SFrame header to FRE area end */
+
+/* Function log entry. */
+#define LE_START 0  /* u64 */
+#define LE_ADD 8    /* u64 */
+#define LE_REMOVE 16 /* u64, atomic: 0 while live */
+#define LE_SIZE 24  /* u32 */
+#define LE_ATTR 28  /* u32 offset of the attribute record in the FRE area */
+
+/* --- relaxed/acquire/release access to shared memory ---
+ * Everything in a shared mapping is read and written with atomic builtins so
+ * that a reader racing with the producer is well-defined (seqlock pattern). */
+#define LD8(p) __atomic_load_n((const uint8_t *)(p), __ATOMIC_RELAXED)
+#define LD16(p) __atomic_load_n((const uint16_t *)(p), __ATOMIC_RELAXED)
+#define LD32(p) __atomic_load_n((const uint32_t *)(p), __ATOMIC_RELAXED)
+#define LD64(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_RELAXED)
+#define LD32A(p) __atomic_load_n((const uint32_t *)(p), __ATOMIC_ACQUIRE)
+#define LD64A(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_ACQUIRE)
+#define ST8(p, v) __atomic_store_n((uint8_t *)(p), (uint8_t)(v), __ATOMIC_RELAXED)
+#define ST32(p, v) __atomic_store_n((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELAXED)
+#define ST64(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED)
+#define ST32R(p, v) __atomic_store_n((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELEASE)
+#define ST64R(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELEASE)
+
+/* Unaligned little-endian loads, byte by byte (FRE fields). */
+static inline uint32_t ldu(const uint8_t *p, unsigned n)
+{
+	uint32_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint32_t)LD8(p + i) << (8 * i);
+	return v;
+}
+static inline int32_t lds(const uint8_t *p, unsigned n)
+{
+	uint32_t v = ldu(p, n);
+	if (n < 4 && (v & (1u << (8 * n - 1))))
+		v |= ~0u << (8 * n);
+	return (int32_t)v;
+}
+static inline void stu(uint8_t *p, uint32_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		ST8(p + i, v >> (8 * i));
+}
+static inline void copy_out(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ST8(dst + i, src[i]);
+}
+
+/* --- FRE encoding (sfenc.c) --- */
+
+/* Largest encoded size of a function with n rows (attr + FREs). */
+#define JSF_FUNC_ENC_MAX(n) (SFRAME_V3_ATTR_SIZE + (size_t)(n) * (4 + 1 + 2 * 4))
+
+/* Check rows for a function of `size` bytes; 0 or -EINVAL. */
+int jsf__check_rows(const struct jsf_row *rows, uint32_t nrows, uint32_t size);
+
+/* FRE start-address type (0, 1, 2) for a function of `size` bytes. */
+unsigned jsf__fre_type(uint32_t size);
+
+/* Encode the FREs only (no attribute record) into out; returns bytes. */
+size_t jsf__encode_fres(const struct jsf_row *rows, uint32_t nrows,
+			unsigned fre_type, uint8_t *out);
+
+/* Encode the V3 attribute record + FREs; returns bytes. */
+size_t jsf__encode_func(const struct jsf_row *rows, uint32_t nrows,
+			uint32_t size, uint8_t *out);
+
+/*
+ * Decode one FRE at p (at most `avail` bytes). Returns its length, or 0 when
+ * malformed (bad width/count, or does not fit).
+ */
+size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
+		       struct jsf_row *row);
+
+/*
+ * Read the function whose attribute record is at fre_area+attr_off
+ * (fre_len bytes valid): look up the row for `off` (if row != NULL) and/or
+ * decode all rows into `all` (capacity allcap). Returns the number of rows,
+ * or -EBADMSG if the record is malformed. Checks the kernel's per-FRE rules
+ * against func_size.
+ */
+int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len,
+		   uint32_t attr_off, uint32_t func_size, uint32_t off,
+		   struct jsf_row *row, struct jsf_row *all, uint32_t allcap);
+
+/* Formatted message into a caller buffer (never overflows). */
+void jsf__msg(char *msg, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* --- snapshots of a section block (snap.c) --- */
+
+struct jsf_sent { /* one logged function, decoded */
+	uint64_t start, add, remove;
+	uint32_t size, attr, nrows, row0;
+	uint32_t log_idx;
+};
+
+struct jsf_snap {
+	uint8_t *blk; /* private copy of the section block (owned) */
+	uint64_t blk_len;
+	uint64_t blk_addr; /* the block's address in the producer */
+	uint32_t fde_cap, fre_cap, log_cap, log_n;
+	const uint8_t *sf;  /* SFrame header inside blk */
+	uint32_t sec_len;   /* bytes of the SFrame section in use */
+	struct jsf_sent *e; /* log_n entries sorted by (start, log index) */
+	struct jsf_row *rows;
+	uint32_t maxsize; /* largest function: bounds the backward scan */
+	uint32_t nlive;
+};
+
+/* Parse and check a block copy; takes ownership of blk. */
+int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
+		    uint64_t blk_addr, char *msg, size_t msglen);
+void jsf__snap_free(struct jsf_snap *s);
+/* The function covering pc at time t (0: live at the end), or NULL. */
+const struct jsf_sent *jsf__snap_find(const struct jsf_snap *s, uint64_t pc,
+				      uint64_t t);
+/* The row of f at pc. */
+struct jsf_row jsf__snap_row(const struct jsf_snap *s,
+			     const struct jsf_sent *f, uint64_t pc);
+static inline bool jsf__alive(const struct jsf_sent *f, uint64_t t)
+{
+	if (t == 0)
+		return f->remove == 0;
+	return f->add <= t && (f->remove == 0 || t < f->remove);
+}
+
+/* --- region header read by views and the validator (view.c) --- */
+struct jsf_rinfo {
+	uint32_t abi, arch, state, pid;
+	uint64_t max_size, file_size, producer_base, create_ns, close_ns;
+	uint64_t seq, sec_off;
+};
+/* Check a region header (hdr: JSF_RHDR_SIZE bytes) against the file size. */
+int jsf__rhdr_parse(const uint8_t *hdr, uint64_t st_size, struct jsf_rinfo *ri,
+		    char *msg, size_t msglen);
+/*
+ * Open `path` and take a consistent snapshot of its current section (live:
+ * under the seqlock; post-mortem: read from the file). *live tells which.
+ */
+int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
+	      bool *live, bool *recovered, char *msg, size_t msglen);
+/* A view's snapshot: its own (post-mortem) or a fresh one in *tmp (live;
+ * free it with jsf__snap_free). */
+int jsf__view_snap(const struct jsf_view *v, struct jsf_snap *tmp,
+		   const struct jsf_snap **out);
+/* jsf_validate_sframe with the region's relaxation (empty allowed). */
+int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
+			 uint64_t text_start, uint64_t text_size,
+			 bool allow_empty, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libjitsframe: exact unwind rows for JIT-compiled code, published as
+ * SFrame V3 records in a shared, concurrently readable memory region.
+ *
+ * Conventions (libbpf style):
+ *  - every int-returning call returns 0 (or a count) on success and a
+ *    negative errno on failure; nothing is printed by the library;
+ *  - option structs start with `size_t sz` = sizeof(struct ...) so that the
+ *    library can grow them without breaking callers; a NULL opts pointer
+ *    means "all defaults";
+ *  - times are CLOCK_MONOTONIC nanoseconds (jsf_now_ns()).
+ *
+ * The on-disk/in-memory format is specified in docs/ABI.md.
+ */
+#ifndef JITSFRAME_H
+#define JITSFRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define JSF_ABI_VERSION 1 /* region format version, see docs/ABI.md */
+
+/* CFA base register of a row. */
+enum { JSF_SP = 1, JSF_FP = 2 };
+
+/* Architectures (the SFrame ABI/arch identifiers). */
+enum { JSF_ARCH_X86_64 = 3 };
+
+/*
+ * One unwind row: from instruction `offset` (bytes from the function start)
+ * until the next row's offset,
+ *   CFA = (cfa_base == JSF_SP ? SP : FP) + cfa_offset
+ *   RA  at CFA - 8 (x86-64)
+ *   saved FP at CFA + fp_offset when has_fp
+ * An `outermost` row says: no caller (the other fields are ignored).
+ */
+struct jsf_row {
+	uint32_t offset;
+	uint8_t cfa_base;
+	int32_t cfa_offset;
+	bool has_fp;
+	int32_t fp_offset;
+	bool outermost;
+};
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t jsf_now_ns(void);
+
+/* Human-readable text for a negative errno returned by this library. */
+const char *jsf_strerror(int err);
+
+/* ---------------------------------------------------------------- producer */
+
+struct jsf_region;
+
+enum {
+	/* Replace an existing file at `path` (default: fail with -EEXIST). */
+	JSF_REGION_REPLACE = 1u << 0,
+};
+
+struct jsf_region_opts {
+	size_t sz;              /* sizeof(struct jsf_region_opts) */
+	uint32_t arch;          /* 0: the host (JSF_ARCH_X86_64) */
+	uint32_t mode;          /* file mode; 0: 0600 (it reveals addresses) */
+	uint32_t flags;         /* JSF_REGION_* */
+	uint32_t history_max;   /* removed functions kept for time queries;
+	                           0: 1048576; oldest dropped first */
+	uint64_t max_size;      /* largest the file may grow; 0: 1 GiB */
+	uint32_t initial_funcs; /* capacity hint; 0: 256 */
+	uint32_t __pad;
+};
+
+/*
+ * Create a region. `path` NULL: an anonymous memfd (readable by others
+ * through /proc/PID/fd/N, see jsf_region_path()). The file is created with
+ * O_EXCL|O_NOFOLLOW. The calling process is "the producer" until destroy.
+ */
+int jsf_region_create(struct jsf_region **out, const char *path,
+		      const struct jsf_region_opts *opts);
+
+/*
+ * Publish a function [start, start+size) with `nrows` rows sorted by
+ * strictly increasing offset, the first at offset 0, all < size.
+ * -EEXIST: it overlaps a live function; -EINVAL: bad rows;
+ * -ENOSPC: max_size reached even after dropping all history.
+ * Functions may be added in any address order.
+ */
+int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
+		   const struct jsf_row *rows, uint32_t nrows, uint64_t now_ns);
+
+/* Tombstone the live function starting at `start` (-ENOENT if none). */
+int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns);
+
+/* Tombstone every live function (a JIT that frees all its code at once). */
+int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns);
+
+/*
+ * Rewrite the region into a fresh section: reclaims the space of dropped
+ * history and re-centres the index. Done automatically when space runs out.
+ */
+int jsf_region_compact(struct jsf_region *r);
+
+struct jsf_region_stats {
+	size_t sz;
+	uint32_t live_funcs;
+	uint32_t logged_funcs; /* live + retained history */
+	uint64_t file_size;
+	uint64_t compactions;
+	uint64_t dropped_history;
+	uint64_t seq; /* the region's generation counter */
+};
+int jsf_region_stats(const struct jsf_region *r, struct jsf_region_stats *st);
+
+/*
+ * The live SFrame V3 section inside the region, for registration with a
+ * kernel-side unwinder: valid only under the protocol of docs/ABI.md, and
+ * moved by compaction (re-query after each call that changed the region).
+ */
+int jsf_region_section(const struct jsf_region *r, const void **addr,
+		       size_t *len);
+
+/* Path of the region file ("/proc/self/fd/N" for a memfd). */
+const char *jsf_region_path(const struct jsf_region *r);
+
+/* Unmap and close: the file stays, marked closed. */
+void jsf_region_destroy(struct jsf_region *r);
+
+/* ------------------------------------------------------------------ reader */
+
+struct jsf_view;
+
+/*
+ * Open a region file read-only, live (its producer is running) or
+ * post-mortem. Hostile or damaged files fail with -EBADMSG (never a crash);
+ * jsf_view_error() then says what was wrong.
+ */
+int jsf_view_open(struct jsf_view **out, const char *path);
+
+/* Why the last jsf_view_open on this thread failed (static buffer). */
+const char *jsf_view_error(void);
+
+/*
+ * Which function covered `pc`, and its row there, at time `at_ns`
+ * (0: as of now; post-mortem: as of the end of the file).
+ * -ENOENT: none; -EAGAIN: the producer kept rewriting the table during
+ * every bounded retry (live regions only).  Outputs may be NULL.
+ */
+int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
+		    uint64_t *func_start, uint32_t *func_size,
+		    struct jsf_row *row);
+
+struct jsf_view_info {
+	size_t sz;
+	uint32_t abi_version;
+	uint32_t arch;
+	uint32_t producer_pid;
+	bool live;          /* a producer holds the region */
+	bool closed;        /* the producer closed it cleanly */
+	bool recovered;     /* producer died mid-update; index rebuilt */
+	uint64_t create_ns; /* CLOCK_MONOTONIC at creation */
+	uint64_t close_ns;  /* 0 unless closed */
+	uint64_t file_size;
+	uint64_t seq;
+	uint32_t live_funcs;
+	uint32_t logged_funcs;
+};
+int jsf_view_info(const struct jsf_view *v, struct jsf_view_info *info);
+
+/* One function as iterated. remove_ns 0: still live. */
+struct jsf_func {
+	uint64_t start;
+	uint32_t size;
+	uint32_t nrows;
+	uint64_t add_ns;
+	uint64_t remove_ns;
+	const struct jsf_row *rows; /* valid during the callback only */
+};
+
+/*
+ * Call `cb` for every function in address order: at_ns 0: the live ones;
+ * JSF_ALL: every logged one (live and history); else those live at at_ns.
+ * A non-zero return from cb stops the walk and is returned.
+ */
+#define JSF_ALL UINT64_MAX
+int jsf_view_foreach(const struct jsf_view *v, uint64_t at_ns,
+		     int (*cb)(const struct jsf_func *f, void *ctx), void *ctx);
+
+void jsf_view_close(struct jsf_view *v);
+
+/* ------------------------------------------------------------------ export */
+
+struct jsf_export_opts {
+	size_t sz;
+	uint32_t version; /* 3 (default when 0) or 1 */
+	uint32_t __pad;
+	uint64_t at_ns;   /* 0: live now, else the functions live at at_ns */
+	uint64_t base;    /* V3: address the section is laid out for (default
+	                     0). V1: address starts are relative to */
+	bool has_base;    /* V1: use `base`; else choose one (see out_base) */
+};
+
+/*
+ * Serialise the selected functions as a standalone SFrame section (sorted;
+ * V3 with FDE_FUNC_START_PCREL). *out is malloc'd. *out_base (may be NULL)
+ * receives the base used. -ENOENT when no function is selected, -ERANGE when
+ * a V1 export cannot reach every function with 32-bit starts.
+ */
+int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
+		    void **out, size_t *out_len, uint64_t *out_base);
+
+/* --------------------------------------------------------------- validator */
+
+/*
+ * Check a region file: the kernel unwinder's rules on its SFrame section
+ * plus the region's own invariants. 0 if valid, else -EBADMSG with the first
+ * violation in msg.
+ */
+int jsf_validate_region(const char *path, char *msg, size_t msglen);
+
+/*
+ * Check a raw SFrame V3 section of `len` bytes, loaded at address
+ * `sec_addr`, against the rules the proposed kernel unwinder applies, for
+ * text [text_start, text_start+text_size) (text_size 0: any address).
+ */
+int jsf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
+			uint64_t text_start, uint64_t text_size, char *msg,
+			size_t msglen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The producer side of a region: a file-backed shared mapping holding a valid
+ * SFrame V3 section (sorted, PC-relative starts) plus an append-only function
+ * log. The protocol and layout are specified in docs/ABI.md; the comments
+ * here name the step of that protocol each store implements.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Producer-private mirror of one FDE slot. */
+struct pent {
+	uint64_t start;
+	uint32_t size;
+	uint32_t log_idx;
+	uint32_t attr_off;
+};
+
+struct jsf_region {
+	pthread_mutex_t mu;
+	int fd;
+	char *path;
+	uint8_t *base; /* mapping of max_size bytes */
+	uint64_t max_size, file_size;
+	uint32_t arch, history_max, initial;
+	/* current section block */
+	uint64_t sec_off, sec_total;
+	uint8_t *sf;   /* SFrame header */
+	uint8_t *fde0; /* FDE slot 0 */
+	uint8_t *fre;  /* FRE sub-section */
+	uint8_t *log;
+	uint32_t fde_cap, fre_cap, log_cap;
+	uint32_t lo, n; /* live window: slots [lo, lo+n) */
+	uint32_t fre_used, num_fres, log_n;
+	struct pent *win; /* fde_cap entries, indexed by slot */
+	uint64_t seq, compactions, dropped;
+};
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* --- seqlock writer side (docs/ABI.md, "Rewrites") --- */
+static void seq_begin(struct jsf_region *r)
+{
+	r->seq++;
+	ST64(r->base + RH_SEQ, r->seq); /* odd: rewrite in progress */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void seq_end(struct jsf_region *r)
+{
+	r->seq++;
+	ST64R(r->base + RH_SEQ, r->seq); /* even: table consistent */
+}
+
+static void write_fde(struct jsf_region *r, uint32_t slot)
+{
+	uint8_t *p = r->fde0 + (size_t)slot * SFRAME_V3_FDE_SIZE;
+	const struct pent *e = &r->win[slot];
+	/* FDE_FUNC_START_PCREL: start = address of this field + value. */
+	ST64(p, e->start - (uint64_t)(uintptr_t)p);
+	ST32(p + 8, e->size);
+	ST32(p + 12, e->attr_off);
+}
+
+static void move_slot(struct jsf_region *r, uint32_t from, uint32_t to)
+{
+	r->win[to] = r->win[from];
+	write_fde(r, to);
+}
+
+static void publish_window(struct jsf_region *r)
+{
+	ST32(r->sf + SH_FDEOFF, 4 + r->lo * SFRAME_V3_FDE_SIZE);
+	ST32R(r->sf + SH_NUM_FDES, r->n);
+}
+
+/* Move the whole window so that it starts at new_lo (inside a seqlock). */
+static void shift_window(struct jsf_region *r, uint32_t new_lo)
+{
+	if (new_lo < r->lo)
+		for (uint32_t i = 0; i < r->n; i++)
+			move_slot(r, r->lo + i, new_lo + i);
+	else if (new_lo > r->lo)
+		for (uint32_t i = r->n; i-- > 0;)
+			move_slot(r, r->lo + i, new_lo + i);
+	r->lo = new_lo;
+}
+
+/* First window position whose start is >= start. */
+static uint32_t lower_bound(const struct jsf_region *r, uint64_t start)
+{
+	uint32_t a = 0, b = r->n;
+	while (a < b) {
+		uint32_t m = a + (b - a) / 2;
+		if (r->win[r->lo + m].start < start)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+/* --- section block construction --- */
+
+struct lent { /* a log entry being carried into a new section */
+	uint64_t start, add, remove;
+	uint32_t size, attr, len;
+	uint32_t new_attr;
+};
+
+/* Byte length of the attribute record + FREs at attr_off, or 0 if bad. */
+static uint32_t func_enc_len(const uint8_t *fre, uint32_t fre_len,
+			     uint32_t attr)
+{
+	if (attr > fre_len || fre_len - attr < SFRAME_V3_ATTR_SIZE)
+		return 0;
+	uint32_t n = ldu(fre + attr, 2);
+	unsigned t = LD8(fre + attr + 2) & 0xf;
+	size_t off = attr + SFRAME_V3_ATTR_SIZE;
+	for (uint32_t i = 0; i < n; i++) {
+		struct jsf_row row;
+		size_t l = jsf__decode_fre(fre + off, fre_len - off, t, &row);
+		if (!l)
+			return 0;
+		off += l;
+	}
+	return (uint32_t)(off - attr);
+}
+
+static uint64_t block_size(uint32_t fde_cap, uint32_t fre_cap,
+			   uint32_t log_cap, uint32_t *log_off)
+{
+	uint64_t sec = SFRAME_HDR_SIZE + 4 + (uint64_t)fde_cap * 16 + fre_cap;
+	uint64_t lo = round_up(JSF_SHDR_SIZE + sec, 8);
+	*log_off = (uint32_t)lo;
+	return round_up(lo + (uint64_t)log_cap * JSF_LOG_ENTRY_SIZE, 4096);
+}
+
+static void set_section(struct jsf_region *r, uint64_t off, uint32_t fde_cap,
+			uint32_t fre_cap, uint32_t log_cap, uint32_t log_off,
+			uint64_t total)
+{
+	uint8_t *blk = r->base + off;
+	r->sec_off = off;
+	r->sec_total = total;
+	r->sf = blk + JSF_SHDR_SIZE;
+	r->fde0 = r->sf + SFRAME_HDR_SIZE + 4;
+	r->fre = r->fde0 + (size_t)fde_cap * SFRAME_V3_FDE_SIZE;
+	r->log = blk + log_off;
+	r->fde_cap = fde_cap;
+	r->fre_cap = fre_cap;
+	r->log_cap = log_cap;
+}
+
+static int ensure_file(struct jsf_region *r, uint64_t end)
+{
+	if (end <= r->file_size)
+		return 0;
+	if (ftruncate(r->fd, (off_t)end) < 0)
+		return -errno;
+	r->file_size = end;
+	ST64R(r->base + RH_FILE_SIZE, end); /* readers may now touch it */
+	return 0;
+}
+
+static void write_log_entry(uint8_t *p, const struct lent *e)
+{
+	ST64(p + LE_START, e->start);
+	ST64(p + LE_ADD, e->add);
+	ST64(p + LE_REMOVE, e->remove);
+	ST32(p + LE_SIZE, e->size);
+	ST32(p + LE_ATTR, e->new_attr);
+}
+
+/*
+ * Build a new section holding every live function and the newest retained
+ * history, with room for `need_fre` more FRE bytes, then switch readers to
+ * it. On failure the current section is untouched.
+ */
+static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
+{
+	uint32_t ln = r->log_n, nlive = 0, nhist = 0;
+	struct lent *ents = calloc(ln ? ln : 1, sizeof(*ents));
+	uint32_t *remap = calloc(ln ? ln : 1, sizeof(*remap));
+	struct pent *win = NULL;
+	int err = -ENOMEM;
+	if (!ents || !remap)
+		goto out;
+	for (uint32_t i = 0; i < ln; i++) {
+		const uint8_t *p = r->log + (size_t)i * JSF_LOG_ENTRY_SIZE;
+		struct lent *e = &ents[i];
+		e->start = LD64(p + LE_START);
+		e->add = LD64(p + LE_ADD);
+		e->remove = LD64(p + LE_REMOVE);
+		e->size = LD32(p + LE_SIZE);
+		e->attr = LD32(p + LE_ATTR);
+		e->len = func_enc_len(r->fre, r->fre_used, e->attr);
+		if (!e->len) {
+			err = -EIO; /* our own data is corrupt: stop */
+			goto out;
+		}
+		if (e->remove)
+			nhist++;
+		else
+			nlive++;
+	}
+	/* Drop the oldest history beyond history_max (and all if forced). */
+	uint32_t keep_hist = nhist > r->history_max ? r->history_max : nhist;
+	if (force_drop)
+		keep_hist = 0;
+	for (;;) {
+		uint32_t skip = nhist - keep_hist, kept = 0;
+		uint64_t fre_bytes = 0;
+		for (uint32_t i = 0; i < ln; i++) {
+			if (ents[i].remove && skip) {
+				skip--;
+				remap[i] = UINT32_MAX;
+				continue;
+			}
+			remap[i] = kept++;
+			fre_bytes += ents[i].len;
+		}
+		uint64_t fde_cap = 2 * (uint64_t)nlive + 16;
+		if (fde_cap < r->initial)
+			fde_cap = r->initial;
+		uint64_t log_cap = 2 * (uint64_t)kept + 16;
+		if (log_cap < r->initial)
+			log_cap = r->initial;
+		uint64_t fre_cap = round_up(2 * (fre_bytes + need_fre) + 1024, 64);
+		uint32_t log_off = 0;
+		uint64_t total = 0, off = JSF_RHDR_SIZE;
+		bool fits = fde_cap <= 0x7ffffff && log_cap <= 0x7ffffff &&
+			    fre_cap <= 0x7fffffff;
+		if (fits) {
+			total = block_size((uint32_t)fde_cap, (uint32_t)fre_cap,
+					   (uint32_t)log_cap, &log_off);
+			if (off + total > r->sec_off)
+				off = round_up(r->sec_off + r->sec_total, 4096);
+			fits = off + total <= r->max_size;
+		}
+		if (!fits) {
+			if (keep_hist == 0) {
+				err = -ENOSPC;
+				goto out;
+			}
+			keep_hist /= 2;
+			continue;
+		}
+		err = ensure_file(r, off + total);
+		if (err)
+			goto out;
+		/* Write the whole new block; no reader can reach it yet. */
+		uint8_t *blk = r->base + off;
+		const uint8_t *old_fre = r->fre;
+		for (uint64_t i = 0; i < JSF_SHDR_SIZE; i += 8)
+			ST64(blk + i, 0);
+		copy_out(blk + SB_MAGIC, (const uint8_t *)JSF_SECTION_MAGIC, 8);
+		ST64(blk + SB_TOTAL, total);
+		ST32(blk + SB_FDE_CAP, fde_cap);
+		ST32(blk + SB_FRE_CAP, fre_cap);
+		ST32(blk + SB_LOG_CAP, log_cap);
+		ST32(blk + SB_LOG_OFF, log_off);
+		ST32(blk + SB_SEC_LEN, SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
+		uint32_t fre_used = 0, num_fres = 0;
+		uint8_t *new_fre = blk + JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
+				   fde_cap * SFRAME_V3_FDE_SIZE;
+		uint8_t *new_log = blk + log_off;
+		for (uint32_t i = 0; i < ln; i++) {
+			struct lent *e = &ents[i];
+			if (remap[i] == UINT32_MAX)
+				continue;
+			e->new_attr = fre_used;
+			for (uint32_t b = 0; b < e->len; b++)
+				ST8(new_fre + fre_used + b, LD8(old_fre + e->attr + b));
+			fre_used += e->len;
+			num_fres += ldu(old_fre + e->attr, 2);
+			write_log_entry(new_log + (size_t)remap[i] * JSF_LOG_ENTRY_SIZE, e);
+		}
+		ST32(blk + SB_LOG_N, kept);
+		/* The new window, centred, from the sorted private mirror. */
+		win = calloc(fde_cap, sizeof(*win));
+		if (!win) {
+			err = -ENOMEM;
+			goto out;
+		}
+		uint32_t lo = (uint32_t)(fde_cap - nlive) / 2;
+		for (uint32_t i = 0; i < r->n; i++) {
+			struct pent e = r->win[r->lo + i];
+			e.log_idx = remap[e.log_idx];
+			e.attr_off = ents[r->win[r->lo + i].log_idx].new_attr;
+			win[lo + i] = e;
+		}
+		uint8_t *sf = blk + JSF_SHDR_SIZE;
+		ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
+				 ((uint32_t)(SFRAME_F_FDE_SORTED |
+					     SFRAME_F_FDE_FUNC_START_PCREL)
+				  << 24));
+		ST32(sf + 4, (uint32_t)r->arch | (0u << 8) |
+				     ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
+		ST32(sf + SH_NUM_FRES, num_fres);
+		ST32(sf + SH_FRE_LEN, fre_used);
+		ST32(sf + SH_FREOFF, 4 + fde_cap * SFRAME_V3_FDE_SIZE);
+		/* Switch: from here on this block is the region's table. */
+		free(r->win);
+		r->win = win;
+		win = NULL;
+		set_section(r, off, (uint32_t)fde_cap, (uint32_t)fre_cap,
+			    (uint32_t)log_cap, log_off, total);
+		r->lo = lo;
+		r->fre_used = fre_used;
+		r->num_fres = num_fres;
+		r->log_n = kept;
+		for (uint32_t i = 0; i < r->n; i++)
+			write_fde(r, lo + i);
+		publish_window(r);
+		seq_begin(r);
+		ST64(r->base + RH_SEC_OFF, off);
+		seq_end(r);
+		r->compactions++;
+		r->dropped += nhist - keep_hist;
+		err = 0;
+		goto out;
+	}
+out:
+	free(ents);
+	free(remap);
+	free(win);
+	return err;
+}
+
+/* --- public producer API --- */
+
+int jsf_region_create(struct jsf_region **out, const char *path,
+		      const struct jsf_region_opts *opts)
+{
+	struct jsf_region_opts o = {0};
+	int err;
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (opts) {
+		if (opts->sz < offsetof(struct jsf_region_opts, initial_funcs))
+			return -EINVAL;
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+		/* Unknown trailing fields must be zero (libbpf rule). */
+		for (size_t i = sizeof(o); i < opts->sz; i++)
+			if (((const char *)opts)[i])
+				return -EINVAL;
+	}
+	if (o.arch && o.arch != JSF_ARCH_X86_64)
+		return -EOPNOTSUPP;
+	if (o.flags & ~(uint32_t)JSF_REGION_REPLACE)
+		return -EINVAL;
+	struct jsf_region *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	pthread_mutex_init(&r->mu, NULL);
+	r->arch = JSF_ARCH_X86_64;
+	r->history_max = o.history_max ? o.history_max : 1u << 20;
+	r->max_size = o.max_size ? o.max_size : 1ull << 30;
+	r->initial = o.initial_funcs ? o.initial_funcs : 256;
+	if (r->initial > 1u << 24)
+		r->initial = 1u << 24;
+	r->fd = -1;
+	if (r->max_size < 64 * 1024 || r->max_size > (1ull << 40)) {
+		err = -EINVAL;
+		goto fail;
+	}
+	if (path) {
+		mode_t mode = o.mode ? o.mode : 0600;
+		if (o.flags & JSF_REGION_REPLACE)
+			unlink(path);
+		r->fd = open(path,
+			     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			     mode);
+		if (r->fd < 0) {
+			err = -errno;
+			goto fail;
+		}
+		fchmod(r->fd, mode); /* exact mode, whatever the umask */
+		r->path = strdup(path);
+	} else {
+		r->fd = memfd_create("jitsframe-region", MFD_CLOEXEC);
+		if (r->fd < 0) {
+			err = -errno;
+			goto fail;
+		}
+		char buf[64];
+		snprintf(buf, sizeof(buf), "/proc/%d/fd/%d", (int)getpid(), r->fd);
+		r->path = strdup(buf);
+	}
+	if (!r->path) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	/* The lock tells readers a producer is alive (released on death). */
+	if (flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	r->base = mmap(NULL, r->max_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->fd, 0);
+	if (r->base == MAP_FAILED) {
+		r->base = NULL;
+		err = -errno;
+		goto fail;
+	}
+	err = ensure_file(r, JSF_RHDR_SIZE);
+	if (err)
+		goto fail;
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	uint8_t *h = r->base;
+	ST32(h + RH_ABI, JSF_ABI_VERSION);
+	ST32(h + RH_HDR_SIZE, JSF_RHDR_SIZE);
+	ST32(h + RH_ARCH, r->arch);
+	ST64(h + RH_MAX_SIZE, r->max_size);
+	ST64(h + RH_PRODUCER_BASE, (uint64_t)(uintptr_t)r->base);
+	ST64(h + RH_CREATE_NS, jsf_now_ns());
+	ST64(h + RH_CREATE_REAL,
+	     (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+	ST32(h + RH_PID, (uint32_t)getpid());
+	ST32(h + RH_STATE, JSF_STATE_LIVE);
+	/* First section: placed right after the header (sec_off/total 0 make
+	 * rebuild() put it there). */
+	r->sec_off = JSF_RHDR_SIZE + ((uint64_t)1 << 62);
+	err = rebuild(r, 0, false);
+	if (err)
+		goto fail;
+	r->compactions = 0;
+	/* Magic last: a reader never accepts a half-initialised header. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	copy_out(h + RH_MAGIC, (const uint8_t *)JSF_REGION_MAGIC, 8);
+	*out = r;
+	return 0;
+fail:
+	if (r->base)
+		munmap(r->base, r->max_size);
+	if (r->fd >= 0)
+		close(r->fd);
+	if (path && r->path)
+		unlink(path);
+	free(r->path);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+	return err;
+}
+
+static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
+		      const struct jsf_row *rows, uint32_t nrows, uint64_t now)
+{
+	int err = jsf__check_rows(rows, nrows, size);
+	if (err)
+		return err;
+	if (start + size < start || size == 0)
+		return -EINVAL;
+	uint32_t k = lower_bound(r, start);
+	/* Live functions never overlap: check both neighbours. */
+	if (k < r->n && r->win[r->lo + k].start < start + size)
+		return -EEXIST;
+	if (k > 0) {
+		const struct pent *p = &r->win[r->lo + k - 1];
+		if (p->start + p->size > start)
+			return -EEXIST;
+	}
+	uint8_t stackbuf[512], *enc = stackbuf;
+	size_t maxlen = JSF_FUNC_ENC_MAX(nrows);
+	if (maxlen > sizeof(stackbuf) && !(enc = malloc(maxlen)))
+		return -ENOMEM;
+	uint32_t len = (uint32_t)jsf__encode_func(rows, nrows, size, enc);
+	if (r->fre_cap - r->fre_used < len || r->log_n == r->log_cap ||
+	    r->n == r->fde_cap) {
+		err = rebuild(r, len, false);
+		if (err == -ENOSPC)
+			err = rebuild(r, len, true); /* last resort */
+		if (err)
+			goto out;
+	}
+	/* 1. attribute record and FREs, beyond what any FDE references. */
+	uint32_t attr = r->fre_used;
+	copy_out(r->fre + attr, enc, len);
+	r->fre_used += len;
+	r->num_fres += nrows;
+	ST32(r->sf + SH_NUM_FRES, r->num_fres);
+	ST32(r->sf + SH_FRE_LEN, r->fre_used);
+	/* 2. the log entry, published with release. */
+	struct lent le = {.start = start, .add = now, .size = size,
+			  .new_attr = attr};
+	write_log_entry(r->log + (size_t)r->log_n * JSF_LOG_ENTRY_SIZE, &le);
+	r->log_n++;
+	ST32R(r->base + r->sec_off + SB_LOG_N, r->log_n);
+	/* 3. the FDE: append with a release count, or rewrite in a seqlock. */
+	struct pent e = {start, size, r->log_n - 1, attr};
+	uint32_t right_free = r->fde_cap - r->lo - r->n;
+	if (k == r->n && right_free) {
+		r->win[r->lo + r->n] = e;
+		write_fde(r, r->lo + r->n);
+		r->n++;
+		ST32R(r->sf + SH_NUM_FDES, r->n); /* the publishing store */
+		goto out;
+	}
+	seq_begin(r);
+	/* Open a hole at k on the cheaper side; when that side is full,
+	 * re-centre the window first, so that runs of descending (LuaJIT) or
+	 * ascending adds cost O(1) amortised. n < fde_cap holds here. */
+	bool use_left = k <= r->n - k;
+	if (use_left ? r->lo == 0 : right_free == 0)
+		shift_window(r, (r->fde_cap - r->n) / 2);
+	if (use_left && r->lo == 0)
+		use_left = false;
+	else if (!use_left && r->fde_cap - r->lo - r->n == 0)
+		use_left = true;
+	if (use_left) {
+		for (uint32_t i = 0; i < k; i++)
+			move_slot(r, r->lo + i, r->lo + i - 1);
+		r->lo--;
+	} else {
+		for (uint32_t i = r->n; i-- > k;)
+			move_slot(r, r->lo + i, r->lo + i + 1);
+	}
+	r->win[r->lo + k] = e;
+	write_fde(r, r->lo + k);
+	r->n++;
+	publish_window(r);
+	seq_end(r);
+out:
+	if (enc != stackbuf)
+		free(enc);
+	return err;
+}
+
+int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
+		   const struct jsf_row *rows, uint32_t nrows, uint64_t now_ns)
+{
+	if (!r)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	int err = add_locked(r, start, size, rows, nrows,
+			     now_ns ? now_ns : jsf_now_ns());
+	pthread_mutex_unlock(&r->mu);
+	return err;
+}
+
+int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
+{
+	if (!r)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	uint64_t now = now_ns ? now_ns : jsf_now_ns();
+	uint32_t k = lower_bound(r, start);
+	int err = -ENOENT;
+	if (k < r->n && r->win[r->lo + k].start == start) {
+		const struct pent *e = &r->win[r->lo + k];
+		/* The tombstone: the log entry gets its removal time... */
+		ST64R(r->log + (size_t)e->log_idx * JSF_LOG_ENTRY_SIZE + LE_REMOVE,
+		      now);
+		/* ...and the FDE leaves the index (close the smaller side). */
+		seq_begin(r);
+		if (k < r->n - 1 - k) {
+			for (uint32_t i = k; i-- > 0;)
+				move_slot(r, r->lo + i, r->lo + i + 1);
+			r->lo++;
+		} else {
+			for (uint32_t i = k + 1; i < r->n; i++)
+				move_slot(r, r->lo + i, r->lo + i - 1);
+		}
+		r->n--;
+		publish_window(r);
+		seq_end(r);
+		err = 0;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return err;
+}
+
+int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
+{
+	if (!r)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	uint64_t now = now_ns ? now_ns : jsf_now_ns();
+	for (uint32_t i = 0; i < r->n; i++)
+		ST64R(r->log + (size_t)r->win[r->lo + i].log_idx *
+					 JSF_LOG_ENTRY_SIZE +
+			      LE_REMOVE,
+		      now);
+	seq_begin(r);
+	r->n = 0;
+	r->lo = r->fde_cap / 2;
+	publish_window(r);
+	seq_end(r);
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+int jsf_region_compact(struct jsf_region *r)
+{
+	if (!r)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	int err = rebuild(r, 0, false);
+	pthread_mutex_unlock(&r->mu);
+	return err;
+}
+
+int jsf_region_stats(const struct jsf_region *r, struct jsf_region_stats *st)
+{
+	if (!r || !st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	struct jsf_region_stats s = {.sz = st->sz};
+	struct jsf_region *m = (struct jsf_region *)r;
+	pthread_mutex_lock(&m->mu);
+	s.live_funcs = r->n;
+	s.logged_funcs = r->log_n;
+	s.file_size = r->file_size;
+	s.compactions = r->compactions;
+	s.dropped_history = r->dropped;
+	s.seq = r->seq;
+	pthread_mutex_unlock(&m->mu);
+	memcpy(st, &s, st->sz < sizeof(s) ? st->sz : sizeof(s));
+	return 0;
+}
+
+int jsf_region_section(const struct jsf_region *r, const void **addr,
+		       size_t *len)
+{
+	if (!r || !addr || !len)
+		return -EINVAL;
+	struct jsf_region *m = (struct jsf_region *)r;
+	pthread_mutex_lock(&m->mu);
+	*addr = r->sf;
+	*len = (size_t)(r->fre - r->sf) + r->fre_used;
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+const char *jsf_region_path(const struct jsf_region *r)
+{
+	return r ? r->path : NULL;
+}
+
+void jsf_region_destroy(struct jsf_region *r)
+{
+	if (!r)
+		return;
+	ST64(r->base + RH_CLOSE_NS, jsf_now_ns());
+	ST32R(r->base + RH_STATE, JSF_STATE_CLOSED);
+	munmap(r->base, r->max_size);
+	close(r->fd); /* releases the producer lock */
+	free(r->win);
+	free(r->path);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}

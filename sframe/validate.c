@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The validator: the rules the proposed kernel SFrame unwinder applies before
+ * trusting a section (docs/ABI.md, "Validation"), plus the region's own
+ * invariants. Every check names the first violation it finds.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...)                                                               \
+	do {                                                                   \
+		jsf__msg(msg, msglen, __VA_ARGS__);                            \
+		return -EBADMSG;                                               \
+	} while (0)
+
+int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
+			 uint64_t text_start, uint64_t text_size,
+			 bool allow_empty, char *msg, size_t msglen)
+{
+	const uint8_t *b = buf;
+	if (!buf || len < SFRAME_HDR_SIZE)
+		BAD("section shorter than the %d-byte SFrame header",
+		    SFRAME_HDR_SIZE);
+	if (LD16(b) != SFRAME_MAGIC)
+		BAD("bad magic %#x", LD16(b));
+	if (LD8(b + 2) != SFRAME_V3)
+		BAD("version %u (the kernel accepts 3 only)", LD8(b + 2));
+	uint8_t flags = LD8(b + 3);
+	if (flags & ~(SFRAME_F_FDE_SORTED | SFRAME_F_FDE_FUNC_START_PCREL))
+		BAD("unknown or V1/V2-only flags %#x", flags);
+	if (!(flags & SFRAME_F_FDE_SORTED))
+		BAD("FDE_SORTED flag not set");
+	if (!(flags & SFRAME_F_FDE_FUNC_START_PCREL))
+		BAD("FDE_FUNC_START_PCREL flag not set");
+	if (LD8(b + 4) != JSF_ARCH_X86_64)
+		BAD("ABI/arch %u, expected %d (AMD64 little-endian)", LD8(b + 4),
+		    JSF_ARCH_X86_64);
+	if ((int8_t)LD8(b + 5) != 0)
+		BAD("cfa_fixed_fp_offset %d, must be 0 on AMD64",
+		    (int8_t)LD8(b + 5));
+	if ((int8_t)LD8(b + 6) != SFRAME_RA_FIXED_X86_64)
+		BAD("cfa_fixed_ra_offset %d, must be -8 on AMD64",
+		    (int8_t)LD8(b + 6));
+	if (LD8(b + 7) != 0)
+		BAD("auxhdr_len %u, must be 0", LD8(b + 7));
+	uint32_t nf = LD32(b + SH_NUM_FDES), nfres = LD32(b + SH_NUM_FRES);
+	uint32_t fre_len = LD32(b + SH_FRE_LEN), fdeoff = LD32(b + SH_FDEOFF);
+	uint32_t freoff = LD32(b + SH_FREOFF);
+	if (!allow_empty && nf == 0)
+		BAD("num_fdes is 0");
+	if (!allow_empty && nfres == 0)
+		BAD("num_fres is 0");
+	uint64_t body = len - SFRAME_HDR_SIZE;
+	if ((uint64_t)fdeoff + (uint64_t)nf * SFRAME_V3_FDE_SIZE > body)
+		BAD("FDE sub-section [%u, +%u*16) outside the section (%llu)",
+		    fdeoff, nf, (unsigned long long)body);
+	if ((uint64_t)freoff + fre_len > body)
+		BAD("FRE sub-section [%u, +%u) outside the section (%llu)", freoff,
+		    fre_len, (unsigned long long)body);
+	const uint8_t *fdes = b + SFRAME_HDR_SIZE + fdeoff;
+	const uint8_t *fre = b + SFRAME_HDR_SIZE + freoff;
+	uint64_t prev_start = 0, prev_end = 0, seen_fres = 0;
+	for (uint32_t i = 0; i < nf; i++) {
+		const uint8_t *p = fdes + (size_t)i * SFRAME_V3_FDE_SIZE;
+		uint64_t field = sec_addr + (uint64_t)(p - b);
+		uint64_t start = field + LD64(p);
+		uint32_t size = LD32(p + 8), attr = LD32(p + 12);
+		if (text_size && (start < text_start || start - text_start >= text_size ||
+				  size > text_size - (start - text_start)))
+			BAD("FDE %u: function [%#llx, +%u) outside the text "
+			    "[%#llx, +%#llx)",
+			    i, (unsigned long long)start, size,
+			    (unsigned long long)text_start,
+			    (unsigned long long)text_size);
+		if (i && start <= prev_start)
+			BAD("FDE %u: start %#llx does not increase (previous %#llx)", i,
+			    (unsigned long long)start,
+			    (unsigned long long)prev_start);
+		if (i && start < prev_end)
+			BAD("FDE %u: start %#llx overlaps the previous function "
+			    "ending at %#llx",
+			    i, (unsigned long long)start,
+			    (unsigned long long)prev_end);
+		if (start + size < start)
+			BAD("FDE %u: function wraps the address space", i);
+		prev_start = start;
+		prev_end = start + size;
+		if (attr > fre_len || fre_len - attr < SFRAME_V3_ATTR_SIZE)
+			BAD("FDE %u: attribute record at %u outside the FRE "
+			    "sub-section (%u bytes)",
+			    i, attr, fre_len);
+		const uint8_t *a = fre + attr;
+		uint32_t n = ldu(a, 2);
+		uint8_t info = LD8(a + 2), info2 = LD8(a + 3), rep = LD8(a + 4);
+		unsigned t = info & 0xf, pctype = (info >> 4) & 1;
+		if (n == 0)
+			BAD("FDE %u: no FREs", i);
+		if (n > size)
+			BAD("FDE %u: %u FREs for a %u-byte function", i, n, size);
+		if (t > 2)
+			BAD("FDE %u: FRE type %u", i, t);
+		if (pctype == 1 && rep == 0)
+			BAD("FDE %u: PC-mask FDE with rep_size 0", i);
+		if ((info2 & 0x0f) != 0)
+			BAD("FDE %u: FDE type %u (only the default type is "
+			    "supported)",
+			    i, info2 & 0x0f);
+		size_t off = attr + SFRAME_V3_ATTR_SIZE;
+		uint32_t prev = 0;
+		for (uint32_t k = 0; k < n; k++) {
+			struct jsf_row r;
+			unsigned aw = 1u << t;
+			if (off + aw + 1 > fre_len)
+				BAD("FDE %u FRE %u: runs past the FRE sub-section", i, k);
+			uint8_t finfo = LD8(fre + off + aw);
+			unsigned nw = (finfo >> 1) & 0xf, ws = (finfo >> 5) & 3;
+			if (ws > 2)
+				BAD("FDE %u FRE %u: data-word size code %u", i, k, ws);
+			if (nw > 2)
+				BAD("FDE %u FRE %u: %u data words (AMD64 has CFA and FP "
+				    "only)",
+				    i, k, nw);
+			if (finfo & 0x80)
+				BAD("FDE %u FRE %u: mangled-RA bit on AMD64", i, k);
+			size_t l = jsf__decode_fre(fre + off, fre_len - off, t, &r);
+			if (!l)
+				BAD("FDE %u FRE %u: data words run past the FRE "
+				    "sub-section",
+				    i, k);
+			if (r.offset >= size)
+				BAD("FDE %u FRE %u: start offset %u >= function size %u",
+				    i, k, r.offset, size);
+			if (k && r.offset <= prev)
+				BAD("FDE %u FRE %u: start offset %u does not increase",
+				    i, k, r.offset);
+			if (k == 0 && r.offset != 0)
+				BAD("FDE %u: first FRE starts at %u, not 0", i, r.offset);
+			prev = r.offset;
+			off += l;
+		}
+		seen_fres += n;
+	}
+	if (seen_fres > nfres)
+		BAD("FDEs reference %llu FREs, header num_fres is %u",
+		    (unsigned long long)seen_fres, nfres);
+	jsf__msg(msg, msglen, "valid SFrame V3 section: %u functions, %u FREs",
+		 nf, nfres);
+	return 0;
+}
+
+int jsf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
+			uint64_t text_start, uint64_t text_size, char *msg,
+			size_t msglen)
+{
+	return jsf__validate_sframe(buf, len, sec_addr, text_start, text_size,
+				    false, msg, msglen);
+}
+
+int jsf_validate_region(const char *path, char *msg, size_t msglen)
+{
+	struct jsf_rinfo ri;
+	struct jsf_snap s;
+	bool live, recovered;
+	char sub[400];
+	int err = jsf__load(path, &ri, &s, &live, &recovered, sub, sizeof(sub));
+	if (err) {
+		jsf__msg(msg, msglen, "%s", sub);
+		return err == -ENOMEM ? err : -EBADMSG;
+	}
+	/* Live functions never overlap (the log is sorted by start). */
+	const struct jsf_sent *prev = NULL;
+	for (uint32_t i = 0; i < s.log_n; i++) {
+		const struct jsf_sent *e = &s.e[i];
+		if (e->remove)
+			continue;
+		if (prev && prev->start + prev->size > e->start) {
+			jsf__msg(msg, msglen,
+				 "live functions overlap: %#llx+%u and %#llx",
+				 (unsigned long long)prev->start, prev->size,
+				 (unsigned long long)e->start);
+			goto bad;
+		}
+		prev = e;
+	}
+	if (recovered) {
+		/* The producer died inside a rewrite: the index may be torn; the
+		 * log (authoritative, crash-consistent) was checked above and
+		 * readers rebuild the index from it (docs/ABI.md, "Crashes"). */
+		jsf__msg(msg, msglen,
+			 "valid (recovered): producer died mid-update; %u live "
+			 "functions rebuilt from the log of %u",
+			 s.nlive, s.log_n);
+		jsf__snap_free(&s);
+		return 0;
+	}
+	err = jsf__validate_sframe(s.sf, s.sec_len, s.blk_addr + JSF_SHDR_SIZE,
+				   0, 0, true, sub, sizeof(sub));
+	if (err) {
+		jsf__msg(msg, msglen, "SFrame section: %s", sub);
+		goto bad;
+	}
+	/* The SFrame index holds exactly the live functions of the log. */
+	uint32_t nf = LD32(s.sf + SH_NUM_FDES), k = 0;
+	const uint8_t *fdes = s.sf + SFRAME_HDR_SIZE + LD32(s.sf + SH_FDEOFF);
+	for (uint32_t i = 0; i < s.log_n; i++) {
+		const struct jsf_sent *e = &s.e[i];
+		if (e->remove)
+			continue;
+		if (k == nf) {
+			jsf__msg(msg, msglen,
+				 "live function %#llx is missing from the index",
+				 (unsigned long long)e->start);
+			goto bad;
+		}
+		const uint8_t *p = fdes + (size_t)k * 16;
+		uint64_t start = s.blk_addr + (uint64_t)(p - s.blk) + LD64(p);
+		if (start != e->start || LD32(p + 8) != e->size ||
+		    LD32(p + 12) != e->attr) {
+			jsf__msg(msg, msglen,
+				 "index entry %u (%#llx) does not match live function "
+				 "%#llx of the log",
+				 k, (unsigned long long)start,
+				 (unsigned long long)e->start);
+			goto bad;
+		}
+		k++;
+	}
+	if (k != nf) {
+		jsf__msg(msg, msglen,
+			 "index has %u entries, the log %u live functions", nf, k);
+		goto bad;
+	}
+	jsf__msg(msg, msglen,
+		 "valid: %u live functions, %u logged, %s, seq %llu", s.nlive,
+		 s.log_n, live ? "live" : (ri.state == JSF_STATE_CLOSED ? "closed" : "producer gone"),
+		 (unsigned long long)ri.seq);
+	jsf__snap_free(&s);
+	return 0;
+bad:
+	jsf__snap_free(&s);
+	return -EBADMSG;
+}

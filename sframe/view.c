@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader side: open a region live (its producer holds the file lock) or
+ * post-mortem, and look up (pc, time). Live "now" lookups read the shared
+ * SFrame index directly under the seqlock protocol of docs/ABI.md; the rest
+ * works on checked snapshots (snap.c).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOOKUP_TRIES 4096 /* bounded retries of a live lookup */
+#define SNAP_TRIES 256    /* bounded retries of a live snapshot */
+#define MAP_MAX (1ull << 40)
+
+struct jsf_view {
+	int fd;
+	bool live, recovered;
+	const uint8_t *map; /* live only: max_size bytes, read-only */
+	uint64_t map_len;
+	struct jsf_rinfo ri;
+	struct jsf_snap snap; /* post-mortem only */
+};
+
+static __thread char view_err[512];
+
+const char *jsf_view_error(void)
+{
+	return view_err;
+}
+
+int jsf__rhdr_parse(const uint8_t *h, uint64_t st_size, struct jsf_rinfo *ri,
+		    char *msg, size_t msglen)
+{
+#define BAD(...)                                                               \
+	do {                                                                   \
+		jsf__msg(msg, msglen, __VA_ARGS__);                            \
+		return -EBADMSG;                                               \
+	} while (0)
+	if (st_size < JSF_RHDR_SIZE)
+		BAD("not a region: %llu bytes, shorter than the %d-byte header",
+		    (unsigned long long)st_size, JSF_RHDR_SIZE);
+	if (memcmp(h + RH_MAGIC, JSF_REGION_MAGIC, 8))
+		BAD("not a region file (bad magic; still being created?)");
+	ri->abi = LD32(h + RH_ABI);
+	if (ri->abi != JSF_ABI_VERSION)
+		BAD("region ABI version %u, this reader knows %d", ri->abi,
+		    JSF_ABI_VERSION);
+	if (LD32(h + RH_HDR_SIZE) != JSF_RHDR_SIZE)
+		BAD("region header size %u, expected %d", LD32(h + RH_HDR_SIZE),
+		    JSF_RHDR_SIZE);
+	ri->arch = LD32(h + RH_ARCH);
+	if (ri->arch != JSF_ARCH_X86_64)
+		BAD("unsupported architecture %u", ri->arch);
+	ri->state = LD32(h + RH_STATE);
+	if (ri->state != JSF_STATE_LIVE && ri->state != JSF_STATE_CLOSED)
+		BAD("bad region state %u", ri->state);
+	ri->max_size = LD64(h + RH_MAX_SIZE);
+	ri->file_size = LD64A(h + RH_FILE_SIZE);
+	ri->producer_base = LD64(h + RH_PRODUCER_BASE);
+	ri->create_ns = LD64(h + RH_CREATE_NS);
+	ri->close_ns = LD64(h + RH_CLOSE_NS);
+	ri->pid = LD32(h + RH_PID);
+	ri->seq = LD64A(h + RH_SEQ);
+	ri->sec_off = LD64(h + RH_SEC_OFF);
+	if (ri->max_size > MAP_MAX || ri->file_size > ri->max_size)
+		BAD("bad sizes: file %llu, max %llu",
+		    (unsigned long long)ri->file_size,
+		    (unsigned long long)ri->max_size);
+	if (ri->file_size > st_size)
+		BAD("file truncated: header says %llu bytes, file has %llu",
+		    (unsigned long long)ri->file_size,
+		    (unsigned long long)st_size);
+	if (ri->sec_off < JSF_RHDR_SIZE || ri->sec_off % 4096 ||
+	    ri->sec_off + JSF_SHDR_SIZE > ri->file_size)
+		BAD("section offset %llu outside the file",
+		    (unsigned long long)ri->sec_off);
+	if (ri->producer_base % 4096)
+		BAD("producer base %#llx not page aligned",
+		    (unsigned long long)ri->producer_base);
+#undef BAD
+	return 0;
+}
+
+/* Consistent copy of the current block of a live mapping (seqlock). */
+static int snap_from_map(const uint8_t *map, uint64_t map_len,
+			 struct jsf_snap *s, char *msg, size_t msglen)
+{
+	for (int tries = 0; tries < SNAP_TRIES; tries++) {
+		uint64_t s1 = LD64A(map + RH_SEQ);
+		if (s1 & 1) {
+			sched_yield();
+			continue;
+		}
+		uint64_t fsz = LD64A(map + RH_FILE_SIZE);
+		uint64_t off = LD64(map + RH_SEC_OFF);
+		if (fsz > map_len)
+			fsz = map_len;
+		if (off < JSF_RHDR_SIZE || off % 8 || off + JSF_SHDR_SIZE > fsz)
+			goto check;
+		uint64_t total = LD64(map + off + SB_TOTAL);
+		if (total % 8 || total > fsz - off || total < JSF_SHDR_SIZE)
+			goto check;
+		uint8_t *copy = malloc(total);
+		if (!copy) {
+			jsf__msg(msg, msglen, "out of memory");
+			return -ENOMEM;
+		}
+		for (uint64_t i = 0; i < total; i += 8)
+			ST64(copy + i, LD64(map + off + i));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LD64(map + RH_SEQ) != s1) {
+			free(copy);
+			continue;
+		}
+		return jsf__snap_parse(s, copy, total,
+				       LD64(map + RH_PRODUCER_BASE) + off, msg,
+				       msglen);
+	check:
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LD64(map + RH_SEQ) == s1) {
+			jsf__msg(msg, msglen, "section block outside the file");
+			return -EBADMSG;
+		}
+	}
+	jsf__msg(msg, msglen, "the producer kept rewriting the region");
+	return -EAGAIN;
+}
+
+static int snap_from_file(int fd, const struct jsf_rinfo *ri,
+			  struct jsf_snap *s, char *msg, size_t msglen)
+{
+	uint8_t sh[JSF_SHDR_SIZE];
+	if (pread(fd, sh, sizeof(sh), (off_t)ri->sec_off) != (ssize_t)sizeof(sh)) {
+		jsf__msg(msg, msglen, "cannot read the section block");
+		return -EBADMSG;
+	}
+	uint64_t total = LD64(sh + SB_TOTAL);
+	if (total < JSF_SHDR_SIZE || total > ri->file_size - ri->sec_off) {
+		jsf__msg(msg, msglen,
+			 "section block of %llu bytes at %llu outside the file",
+			 (unsigned long long)total,
+			 (unsigned long long)ri->sec_off);
+		return -EBADMSG;
+	}
+	uint8_t *copy = malloc(total);
+	if (!copy) {
+		jsf__msg(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	if (pread(fd, copy, total, (off_t)ri->sec_off) != (ssize_t)total) {
+		free(copy);
+		jsf__msg(msg, msglen, "short read of the section block");
+		return -EBADMSG;
+	}
+	return jsf__snap_parse(s, copy, total, ri->producer_base + ri->sec_off,
+			       msg, msglen);
+}
+
+static int open_region(const char *path, int *fdp, struct jsf_rinfo *ri,
+		       bool *live, char *msg, size_t msglen)
+{
+	uint8_t hdr[JSF_RHDR_SIZE];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		jsf__msg(msg, msglen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		jsf__msg(msg, msglen, "%s: not a regular file", path);
+		close(fd);
+		return -EBADMSG;
+	}
+	ssize_t got = pread(fd, hdr, sizeof(hdr), 0);
+	uint64_t avail = got < JSF_RHDR_SIZE ? (got < 0 ? 0 : (uint64_t)got)
+					     : (uint64_t)st.st_size;
+	int err = jsf__rhdr_parse(hdr, avail, ri, msg, msglen);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	/* A live producer holds LOCK_EX for its whole life. */
+	*live = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	if (!*live)
+		flock(fd, LOCK_UN);
+	*fdp = fd;
+	return 0;
+}
+
+int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
+	      bool *live, bool *recovered, char *msg, size_t msglen)
+{
+	int fd, err = open_region(path, &fd, ri, live, msg, msglen);
+	if (err)
+		return err;
+	if (*live) {
+		void *m = mmap(NULL, ri->max_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
+			err = -errno;
+			jsf__msg(msg, msglen, "mmap: %s", strerror(-err));
+		} else {
+			err = snap_from_map(m, ri->max_size, s, msg, msglen);
+			munmap(m, ri->max_size);
+		}
+	} else {
+		err = snap_from_file(fd, ri, s, msg, msglen);
+	}
+	*recovered = !*live && (ri->seq & 1);
+	close(fd);
+	return err;
+}
+
+int jsf_view_open(struct jsf_view **out, const char *path)
+{
+	if (!out || !path)
+		return -EINVAL;
+	*out = NULL;
+	view_err[0] = 0;
+	struct jsf_view *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	int err = open_region(path, &v->fd, &v->ri, &v->live, view_err,
+			      sizeof(view_err));
+	if (err) {
+		free(v);
+		return err;
+	}
+	if (v->live) {
+		void *m = mmap(NULL, v->ri.max_size, PROT_READ, MAP_SHARED, v->fd,
+			       0);
+		if (m == MAP_FAILED) {
+			err = -errno;
+			jsf__msg(view_err, sizeof(view_err), "mmap: %s",
+				 strerror(-err));
+			goto fail;
+		}
+		v->map = m;
+		v->map_len = v->ri.max_size;
+	} else {
+		err = snap_from_file(v->fd, &v->ri, &v->snap, view_err,
+				     sizeof(view_err));
+		if (err)
+			goto fail;
+		v->recovered = v->ri.seq & 1;
+	}
+	*out = v;
+	return 0;
+fail:
+	close(v->fd);
+	free(v);
+	return err;
+}
+
+void jsf_view_close(struct jsf_view *v)
+{
+	if (!v)
+		return;
+	if (v->map)
+		munmap((void *)v->map, v->map_len);
+	jsf__snap_free(&v->snap);
+	close(v->fd);
+	free(v);
+}
+
+/*
+ * One attempt at a live lookup, reading the shared mapping. Any
+ * inconsistency returns -EBADMSG; the caller's seqlock check decides whether
+ * it was a concurrent rewrite (retry) or real damage.
+ */
+static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
+		     uint64_t *fs, uint32_t *fz, struct jsf_row *row)
+{
+	const uint8_t *m = v->map;
+	uint64_t fsz = LD64A(m + RH_FILE_SIZE);
+	uint64_t off = LD64(m + RH_SEC_OFF);
+	if (fsz > v->map_len)
+		fsz = v->map_len;
+	if (off < JSF_RHDR_SIZE || off % 8 || off + JSF_SHDR_SIZE > fsz)
+		return -EBADMSG;
+	const uint8_t *blk = m + off;
+	uint64_t total = LD64(blk + SB_TOTAL);
+	uint64_t fde_cap = LD32(blk + SB_FDE_CAP), fre_cap = LD32(blk + SB_FRE_CAP);
+	if (total > fsz - off ||
+	    JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap > total)
+		return -EBADMSG;
+	const uint8_t *sf = blk + JSF_SHDR_SIZE;
+	uint32_t nf = LD32A(sf + SH_NUM_FDES);
+	uint64_t fdeoff = LD32(sf + SH_FDEOFF), freoff = LD32(sf + SH_FREOFF);
+	uint32_t fre_len = LD32(sf + SH_FRE_LEN);
+	if (freoff != 4 + fde_cap * 16 || fre_len > fre_cap || fdeoff % 8 != 4 ||
+	    fdeoff + (uint64_t)nf * 16 > freoff)
+		return -EBADMSG;
+	const uint8_t *fre = sf + SFRAME_HDR_SIZE + freoff;
+	uint64_t start, attr;
+	uint32_t size;
+	if (t == 0) {
+		const uint8_t *fdes = sf + SFRAME_HDR_SIZE + fdeoff;
+		/* PC-relative starts, decoded at the producer's addresses. */
+		uint64_t rebase = v->ri.producer_base - (uint64_t)(uintptr_t)m;
+		uint32_t a = 0, b = nf;
+		while (a < b) { /* first FDE with start > pc */
+			uint32_t i = a + (b - a) / 2;
+			const uint8_t *p = fdes + (size_t)i * 16;
+			if ((uint64_t)(uintptr_t)p + rebase + LD64(p) <= pc)
+				a = i + 1;
+			else
+				b = i;
+		}
+		if (!a)
+			return -ENOENT;
+		const uint8_t *p = fdes + (size_t)(a - 1) * 16;
+		start = (uint64_t)(uintptr_t)p + rebase + LD64(p);
+		size = LD32(p + 8);
+		attr = LD32(p + 12);
+		if (pc - start >= size)
+			return -ENOENT;
+	} else {
+		/* Past times: scan the function log, newest first. */
+		uint64_t log_off = LD32(blk + SB_LOG_OFF);
+		uint64_t log_cap = LD32(blk + SB_LOG_CAP);
+		uint32_t log_n = LD32A(blk + SB_LOG_N);
+		if (log_off + log_cap * JSF_LOG_ENTRY_SIZE > total || log_n > log_cap)
+			return -EBADMSG;
+		const uint8_t *le = blk + log_off;
+		for (uint32_t i = log_n; i-- > 0;) {
+			const uint8_t *p = le + (size_t)i * JSF_LOG_ENTRY_SIZE;
+			struct jsf_sent f = {
+				.start = LD64(p + LE_START),
+				.add = LD64(p + LE_ADD),
+				.remove = LD64(p + LE_REMOVE),
+				.size = LD32(p + LE_SIZE),
+			};
+			if (pc - f.start < f.size && jsf__alive(&f, t)) {
+				start = f.start;
+				size = f.size;
+				attr = LD32(p + LE_ATTR);
+				goto found;
+			}
+		}
+		return -ENOENT;
+	}
+found:;
+	struct jsf_row r;
+	int n = jsf__read_func(fre, fre_len, (uint32_t)attr, size,
+			       (uint32_t)(pc - start), &r, NULL, 0);
+	if (n < 0)
+		return -EBADMSG;
+	if (fs)
+		*fs = start;
+	if (fz)
+		*fz = size;
+	if (row)
+		*row = r;
+	return 0;
+}
+
+int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
+		    uint64_t *func_start, uint32_t *func_size,
+		    struct jsf_row *row)
+{
+	if (!v)
+		return -EINVAL;
+	if (!v->live) {
+		const struct jsf_sent *f = jsf__snap_find(&v->snap, pc, at_ns);
+		if (!f)
+			return -ENOENT;
+		if (func_start)
+			*func_start = f->start;
+		if (func_size)
+			*func_size = f->size;
+		if (row)
+			*row = jsf__snap_row(&v->snap, f, pc);
+		return 0;
+	}
+	for (int tries = 0; tries < LOOKUP_TRIES; tries++) {
+		uint64_t s1 = LD64A(v->map + RH_SEQ);
+		if (s1 & 1) {
+			if (tries > 64)
+				sched_yield();
+			continue;
+		}
+		uint64_t fs;
+		uint32_t fz;
+		struct jsf_row r;
+		int rc = live_once(v, pc, at_ns, &fs, &fz, &r);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LD64(v->map + RH_SEQ) != s1)
+			continue; /* rewritten under us: what we read is void */
+		if (rc == 0) {
+			if (func_start)
+				*func_start = fs;
+			if (func_size)
+				*func_size = fz;
+			if (row)
+				*row = r;
+		}
+		return rc;
+	}
+	return -EAGAIN;
+}
+
+/* The snapshot to iterate: the frozen one, or a fresh live one. */
+static int get_snap(const struct jsf_view *v, struct jsf_snap *tmp,
+		    const struct jsf_snap **out)
+{
+	if (!v->live) {
+		*out = &v->snap;
+		return 0;
+	}
+	char msg[256];
+	int err = snap_from_map(v->map, v->map_len, tmp, msg, sizeof(msg));
+	*out = tmp;
+	return err;
+}
+
+int jsf_view_info(const struct jsf_view *v, struct jsf_view_info *info)
+{
+	if (!v || !info || info->sz < sizeof(size_t))
+		return -EINVAL;
+	struct jsf_view_info i = {.sz = info->sz};
+	struct jsf_snap tmp = {0};
+	const struct jsf_snap *s;
+	int err = get_snap(v, &tmp, &s);
+	if (err)
+		return err;
+	i.abi_version = v->ri.abi;
+	i.arch = v->ri.arch;
+	i.producer_pid = v->ri.pid;
+	i.live = v->live;
+	i.recovered = v->recovered;
+	i.create_ns = v->ri.create_ns;
+	if (v->live) {
+		i.closed = false;
+		i.file_size = LD64A(v->map + RH_FILE_SIZE);
+		i.seq = LD64A(v->map + RH_SEQ);
+	} else {
+		i.closed = v->ri.state == JSF_STATE_CLOSED;
+		i.close_ns = v->ri.close_ns;
+		i.file_size = v->ri.file_size;
+		i.seq = v->ri.seq;
+	}
+	i.live_funcs = s->nlive;
+	i.logged_funcs = s->log_n;
+	jsf__snap_free(&tmp);
+	memcpy(info, &i, info->sz < sizeof(i) ? info->sz : sizeof(i));
+	return 0;
+}
+
+int jsf_view_foreach(const struct jsf_view *v, uint64_t at_ns,
+		     int (*cb)(const struct jsf_func *f, void *ctx), void *ctx)
+{
+	if (!v || !cb)
+		return -EINVAL;
+	struct jsf_snap tmp = {0};
+	const struct jsf_snap *s;
+	int err = get_snap(v, &tmp, &s);
+	if (err)
+		return err;
+	int rc = 0;
+	for (uint32_t i = 0; i < s->log_n && !rc; i++) {
+		const struct jsf_sent *e = &s->e[i];
+		if (at_ns != JSF_ALL && !jsf__alive(e, at_ns))
+			continue;
+		struct jsf_func f = {e->start, e->size, e->nrows, e->add,
+				     e->remove, s->rows + e->row0};
+		rc = cb(&f, ctx);
+	}
+	jsf__snap_free(&tmp);
+	return rc;
+}
+
+/* For export.c and validate.c: the view's snapshot. */
+int jsf__view_snap(const struct jsf_view *v, struct jsf_snap *tmp,
+		   const struct jsf_snap **out)
+{
+	return get_snap(v, tmp, out);
+}

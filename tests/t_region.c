@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/* Round trips: the region against the brute-force model (tests/model.h). */
+#include "model.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static const char *tmp_path(const char *name)
+{
+	static char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return p;
+}
+
+/* Make n non-overlapping functions with random gaps, in ascending order. */
+static void make_set(struct model *m, uint32_t n, uint64_t base, uint64_t t0)
+{
+	uint64_t at = base;
+	for (uint32_t i = 0; i < n; i++) {
+		at += h_below(3) ? h_below(64) : 0; /* gaps, sometimes none */
+		uint32_t size = 1 + (h_below(8) ? h_below(600) : h_below(70000));
+		m_add(m, at, size, t0);
+		at += size;
+	}
+}
+
+static void shuffle(uint32_t *o, uint32_t n)
+{
+	for (uint32_t i = n; i > 1; i--) {
+		uint32_t j = h_below(i), t = o[i - 1];
+		o[i - 1] = o[j];
+		o[j] = t;
+	}
+}
+
+/* Check every pc of every model function (and the bytes around). */
+static int check_all(const struct model *m, const struct jsf_view *v,
+		     uint64_t t, uint32_t stride)
+{
+	int bad = 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (m->f[i].start < lo)
+			lo = m->f[i].start;
+		if (m->f[i].start + m->f[i].size > hi)
+			hi = m->f[i].start + m->f[i].size;
+	}
+	if (lo > 0)
+		lo--;
+	for (uint64_t pc = lo; pc <= hi && bad < 5; pc += stride)
+		bad += m_check(m, v, pc, t);
+	/* every function boundary exactly */
+	for (uint32_t i = 0; i < m->n && bad < 5; i++) {
+		const struct mfunc *f = &m->f[i];
+		bad += m_check(m, v, f->start, t);
+		bad += m_check(m, v, f->start + f->size - 1, t);
+		bad += m_check(m, v, f->start + f->size, t);
+		for (uint32_t k = 0; k < f->nrows; k++)
+			bad += m_check(m, v, f->start + f->rows[k].offset, t);
+	}
+	return bad;
+}
+
+static int add_model(struct jsf_region *r, const struct mfunc *f)
+{
+	return jsf_region_add(r, f->start, f->size, f->rows, f->nrows, f->add);
+}
+
+/* Insert in a given order, check live and post-mortem, at all times. */
+static void round_trip(const char *name, int order, uint32_t n, uint32_t initial)
+{
+	struct model m = {0};
+	make_set(&m, n, 0x7f0000100000ull, 1000);
+	uint32_t *o = calloc(n, sizeof(*o));
+	for (uint32_t i = 0; i < n; i++)
+		o[i] = order == 1 ? n - 1 - i : i; /* 1: descending (LuaJIT) */
+	if (order == 2)
+		shuffle(o, n);
+	for (uint32_t i = 0; i < n; i++)
+		m.f[o[i]].add = 1000 + i; /* add times follow insertion */
+	struct jsf_region_opts opts = {.sz = sizeof(opts), .initial_funcs = initial};
+	struct jsf_region *r;
+	const char *path = tmp_path(name);
+	CASE(name)
+	{
+		int rc = jsf_region_create(&r, path, &opts);
+		CHECK_EQ(rc, 0);
+		if (rc)
+			break;
+		for (uint32_t i = 0; i < n; i++) {
+			rc = add_model(r, &m.f[o[i]]);
+			CHECK(rc == 0, "add %u: %d", i, rc);
+		}
+		struct jsf_view *v;
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		struct jsf_view_info info = {.sz = sizeof(info)};
+		jsf_view_info(v, &info);
+		CHECK(info.live, "view of a running producer is live");
+		CHECK_EQ(info.live_funcs, n);
+		check_all(&m, v, 0, 7);
+		/* at a time when only the first half had been added */
+		check_all(&m, v, 1000 + n / 2, 13);
+		/* remove a random third, at later times */
+		uint64_t now = 1000 + n;
+		for (uint32_t i = 0; i < n; i++) {
+			if (h_below(3))
+				continue;
+			m.f[i].remove = ++now;
+			CHECK_EQ(jsf_region_remove(r, m.f[i].start, m.f[i].remove), 0);
+		}
+		check_all(&m, v, 0, 7);
+		check_all(&m, v, 1000 + n + n / 6, 11); /* mid-removals */
+		check_all(&m, v, 1000 + n - 1, 11);     /* before removals */
+		uint64_t before_compact = now;
+		CHECK_EQ(jsf_region_compact(r), 0);
+		check_all(&m, v, 0, 7);
+		check_all(&m, v, before_compact - n / 10, 11);
+		char msg[512];
+		rc = jsf_validate_region(path, msg, sizeof(msg));
+		CHECK(rc == 0, "validate: %s", msg);
+		jsf_view_close(v);
+		jsf_region_destroy(r);
+		/* post-mortem: reopen the file */
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		jsf_view_info(v, &info);
+		CHECK(!info.live && info.closed, "closed region reads post-mortem");
+		check_all(&m, v, 0, 5);
+		check_all(&m, v, 1000 + n / 3, 9);
+		check_all(&m, v, before_compact - n / 10, 9);
+		rc = jsf_validate_region(path, msg, sizeof(msg));
+		CHECK(rc == 0, "validate post-mortem: %s", msg);
+		jsf_view_close(v);
+	}
+	unlink(path);
+	free(o);
+	m_free(&m);
+}
+
+/* Flush storms: everything removed, addresses reused, history kept. */
+static void reuse(void)
+{
+	struct model m = {0};
+	const char *path = tmp_path("reuse");
+	struct jsf_region *r;
+	CASE("flush storms: reused addresses resolve by time")
+	{
+		CHECK_EQ(jsf_region_create(&r, path, NULL), 0);
+		uint64_t now = 10;
+		for (int epoch = 0; epoch < 20; epoch++) {
+			uint32_t first = m.n;
+			/* LuaJIT-like: each epoch's traces top-down from the
+			 * same area, with different sizes each time */
+			uint64_t top = 0x10000000;
+			for (int i = 0; i < 50; i++) {
+				uint32_t size = 16 + h_below(300);
+				top -= size + h_below(8);
+				struct mfunc *f = m_add(&m, top, size, ++now);
+				CHECK_EQ(add_model(r, f), 0);
+			}
+			now++;
+			CHECK_EQ(jsf_region_remove_all(r, now), 0);
+			for (uint32_t i = first; i < m.n; i++)
+				m.f[i].remove = now;
+			now++;
+		}
+		struct jsf_view *v;
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		for (uint64_t t = 1; t <= now; t += 3)
+			for (int k = 0; k < 200; k++)
+				m_check(&m, v, 0x10000000 - 1 - h_below(20000), t);
+		check_all(&m, v, 0, 1); /* nothing live now */
+		jsf_view_close(v);
+		jsf_region_destroy(r);
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		for (uint64_t t = 1; t <= now; t += 3)
+			for (int k = 0; k < 200; k++)
+				m_check(&m, v, 0x10000000 - 1 - h_below(20000), t);
+		jsf_view_close(v);
+	}
+	unlink(path);
+	m_free(&m);
+}
+
+static void errors(void)
+{
+	const char *path = tmp_path("errors");
+	struct jsf_region *r;
+	struct jsf_row row = {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
+	struct jsf_row two[2] = {row, row};
+	CASE("API errors are negative errnos, nothing half-written")
+	{
+		CHECK_EQ(jsf_region_create(&r, path, NULL), 0);
+		struct stat st;
+		CHECK_EQ(stat(path, &st), 0);
+		CHECK((st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
+		struct jsf_region *r2;
+		CHECK_EQ(jsf_region_create(&r2, path, NULL), -EEXIST);
+		CHECK_EQ(jsf_region_add(r, 0x1000, 16, &row, 1, 1), 0);
+		CHECK_EQ(jsf_region_add(r, 0x1008, 16, &row, 1, 1), -EEXIST);
+		CHECK_EQ(jsf_region_add(r, 0x0ff8, 9, &row, 1, 1), -EEXIST);
+		CHECK_EQ(jsf_region_add(r, 0x0ff8, 8, &row, 1, 1), 0);
+		CHECK_EQ(jsf_region_add(r, 0x2000, 0, &row, 1, 1), -EINVAL);
+		CHECK_EQ(jsf_region_add(r, 0x2000, 16, &row, 0, 1), -EINVAL);
+		two[1].offset = 0;
+		CHECK_EQ(jsf_region_add(r, 0x2000, 16, two, 2, 1), -EINVAL);
+		two[1].offset = 16;
+		CHECK_EQ(jsf_region_add(r, 0x2000, 16, two, 2, 1), -EINVAL);
+		two[0].offset = 1;
+		two[1].offset = 2;
+		CHECK_EQ(jsf_region_add(r, 0x2000, 16, two, 2, 1), -EINVAL);
+		struct jsf_row badbase = row;
+		badbase.cfa_base = 7;
+		CHECK_EQ(jsf_region_add(r, 0x2000, 16, &badbase, 1, 1), -EINVAL);
+		CHECK_EQ(jsf_region_add(r, UINT64_MAX - 4, 16, &row, 1, 1), -EINVAL);
+		CHECK_EQ(jsf_region_remove(r, 0x1001, 2), -ENOENT);
+		CHECK_EQ(jsf_region_remove(r, 0x1000, 2), 0);
+		CHECK_EQ(jsf_region_remove(r, 0x1000, 3), -ENOENT);
+		struct jsf_region_stats st2 = {.sz = sizeof(st2)};
+		CHECK_EQ(jsf_region_stats(r, &st2), 0);
+		CHECK_EQ(st2.live_funcs, 1);
+		CHECK_EQ(st2.logged_funcs, 2);
+		struct jsf_view *v;
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		uint64_t fs;
+		CHECK_EQ(jsf_view_lookup(v, 0x1000, 0, &fs, NULL, NULL), -ENOENT);
+		CHECK_EQ(jsf_view_lookup(v, 0x1000, 1, &fs, NULL, NULL), 0);
+		CHECK_EQ(jsf_view_lookup(v, 0x0fff, 0, &fs, NULL, NULL), 0);
+		CHECK_EQ(fs, 0x0ff8);
+		jsf_view_close(v);
+		jsf_region_destroy(r);
+		/* unknown non-zero option bytes are refused (libbpf rule) */
+		struct {
+			struct jsf_region_opts o;
+			uint64_t future;
+		} big = {{.sz = sizeof(big)}, 1};
+		CHECK_EQ(jsf_region_create(&r, tmp_path("future"), &big.o), -EINVAL);
+		struct jsf_region_opts rep = {.sz = sizeof(rep),
+					      .flags = JSF_REGION_REPLACE};
+		CHECK_EQ(jsf_region_create(&r, path, &rep), 0);
+		jsf_region_destroy(r);
+		/* a symlink is never followed when creating */
+		char target[600];
+		snprintf(target, sizeof(target), "%s", tmp_path("target"));
+		unlink(tmp_path("link"));
+		CHECK_EQ(symlink(target, tmp_path("link")), 0);
+		CHECK_EQ(jsf_region_create(&r, tmp_path("link"), NULL), -EEXIST);
+		CHECK(access(target, F_OK) != 0, "target not created");
+		unlink(tmp_path("link"));
+	}
+	unlink(path);
+}
+
+/* Bounded space: churn with a small history keeps the file small. */
+static void reclaim(void)
+{
+	const char *path = tmp_path("reclaim");
+	struct jsf_region *r;
+	struct jsf_region_opts o = {.sz = sizeof(o), .history_max = 100,
+				    .max_size = 4 << 20};
+	CASE("compaction reclaims dropped history; max_size is enforced")
+	{
+		CHECK_EQ(jsf_region_create(&r, path, &o), 0);
+		struct model m = {0};
+		uint64_t now = 1;
+		for (int round = 0; round < 400; round++) {
+			struct mfunc *f = m_add(&m, 0x400000 + (uint64_t)(round % 7) * 0x1000,
+						 1000, ++now);
+			CHECK_EQ(add_model(r, f), 0);
+			f->remove = ++now;
+			CHECK_EQ(jsf_region_remove(r, f->start, f->remove), 0);
+		}
+		struct jsf_region_stats st = {.sz = sizeof(st)};
+		jsf_region_stats(r, &st);
+		CHECK(st.compactions > 0, "compacted %llu times",
+		      (unsigned long long)st.compactions);
+		CHECK_EQ(st.dropped_history + st.logged_funcs, 400);
+		CHECK(st.logged_funcs <= 2 * 100 + 16, "kept %u", st.logged_funcs);
+		CHECK(st.file_size <= 1 << 20, "file %llu bytes",
+		      (unsigned long long)st.file_size);
+		/* the newest history is still answerable at its time */
+		struct jsf_view *v;
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		const struct mfunc *last = &m.f[m.n - 1];
+		m_check(&m, v, last->start + 5, last->add);
+		jsf_view_close(v);
+		/* a function too big for max_size fails cleanly */
+		struct jsf_row *rows = calloc(60000, sizeof(*rows));
+		for (uint32_t i = 0; i < 60000; i++)
+			rows[i] = (struct jsf_row){.offset = i * 100,
+						   .cfa_base = JSF_SP,
+						   .cfa_offset = 1 << 20,
+						   .has_fp = true,
+						   .fp_offset = -(1 << 20)};
+		int rc = 0;
+		for (int i = 0; i < 10 && rc == 0; i++)
+			rc = jsf_region_add(r, 0x10000000 + (uint64_t)i * 6000000,
+					    6000000, rows, 60000, ++now);
+		CHECK_EQ(rc, -ENOSPC);
+		free(rows);
+		char msg[256];
+		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s", msg);
+		jsf_region_destroy(r);
+		m_free(&m);
+	}
+	unlink(path);
+}
+
+static void memfd(void)
+{
+	struct jsf_region *r;
+	CASE("anonymous region (memfd) is readable through its path")
+	{
+		CHECK_EQ(jsf_region_create(&r, NULL, NULL), 0);
+		struct jsf_row row = {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 96};
+		CHECK_EQ(jsf_region_add(r, 0x5000, 64, &row, 1, 0), 0);
+		struct jsf_view *v;
+		CHECK_EQ(jsf_view_open(&v, jsf_region_path(r)), 0);
+		struct jsf_row got;
+		CHECK_EQ(jsf_view_lookup(v, 0x5010, 0, NULL, NULL, &got), 0);
+		CHECK_EQ(got.cfa_offset, 96);
+		jsf_view_close(v);
+		jsf_region_destroy(r);
+	}
+}
+
+int main(void)
+{
+	h_seed();
+	snprintf(dir, sizeof(dir), "/tmp/jsf-t_region-XXXXXX");
+	if (!mkdtemp(dir))
+		return 2;
+	round_trip("ascending adds, 1500 functions", 0, 1500, 0);
+	round_trip("descending adds (LuaJIT order), 1500 functions", 1, 1500, 0);
+	round_trip("random-order adds, 1500 functions", 2, 1500, 0);
+	round_trip("random-order adds, tiny initial capacity (growth)", 2, 700, 1);
+	reuse();
+	errors();
+	reclaim();
+	memfd();
+	rmdir(dir);
+	return h_exit();
+}
