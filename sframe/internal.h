@@ -73,20 +73,23 @@
 #define LE_SIZE 24  /* u32 */
 #define LE_ATTR 28  /* u32 offset of the attribute record in the FRE area */
 
-/* --- relaxed/acquire/release access to shared memory ---
- * Everything in a shared mapping is read and written with atomic builtins so
- * that a reader racing with the producer is well-defined (seqlock pattern). */
-#define LD8(p) __atomic_load_n((const uint8_t *)(p), __ATOMIC_RELAXED)
-#define LD16(p) __atomic_load_n((const uint16_t *)(p), __ATOMIC_RELAXED)
-#define LD32(p) __atomic_load_n((const uint32_t *)(p), __ATOMIC_RELAXED)
-#define LD64(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_RELAXED)
-#define LD32A(p) __atomic_load_n((const uint32_t *)(p), __ATOMIC_ACQUIRE)
-#define LD64A(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_ACQUIRE)
-#define ST8(p, v) __atomic_store_n((uint8_t *)(p), (uint8_t)(v), __ATOMIC_RELAXED)
-#define ST32(p, v) __atomic_store_n((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELAXED)
-#define ST64(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED)
-#define ST32R(p, v) __atomic_store_n((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELEASE)
-#define ST64R(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELEASE)
+/* --- access to shared memory ---
+ * Everything in a shared mapping is read with acquire loads and written with
+ * release stores (plain MOVs on x86-64). That makes the seqlock protocol of
+ * docs/ABI.md correct without standalone fences: a reader that sees any
+ * store made inside a rewrite also sees the odd sequence number that
+ * preceded it, and ThreadSanitizer can check it. */
+#define LD8(p) __atomic_load_n((const uint8_t *)(p), __ATOMIC_ACQUIRE)
+#define LD16(p) __atomic_load_n((const uint16_t *)(p), __ATOMIC_ACQUIRE)
+#define LD32(p) __atomic_load_n((const uint32_t *)(p), __ATOMIC_ACQUIRE)
+#define LD64(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_ACQUIRE)
+#define LD32A LD32
+#define LD64A LD64
+#define ST8(p, v) __atomic_store_n((uint8_t *)(p), (uint8_t)(v), __ATOMIC_RELEASE)
+#define ST32(p, v) __atomic_store_n((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELEASE)
+#define ST64(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELEASE)
+#define ST32R ST32
+#define ST64R ST64
 
 /* Unaligned little-endian loads, byte by byte (FRE fields). */
 static inline uint32_t ldu(const uint8_t *p, unsigned n)

@@ -57,7 +57,6 @@ static void seq_begin(struct jsf_region *r)
 {
 	r->seq++;
 	ST64(r->base + RH_SEQ, r->seq); /* odd: rewrite in progress */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
 static void seq_end(struct jsf_region *r)
@@ -443,7 +442,6 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 		goto fail;
 	r->compactions = 0;
 	/* Magic last: a reader never accepts a half-initialised header. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	copy_out(h + RH_MAGIC, (const uint8_t *)JSF_REGION_MAGIC, 8);
 	*out = r;
 	return 0;

@@ -117,7 +117,6 @@ static int snap_from_map(const uint8_t *map, uint64_t map_len,
 		}
 		for (uint64_t i = 0; i < total; i += 8)
 			ST64(copy + i, LD64(map + off + i));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (LD64(map + RH_SEQ) != s1) {
 			free(copy);
 			continue;
@@ -126,7 +125,6 @@ static int snap_from_map(const uint8_t *map, uint64_t map_len,
 				       LD64(map + RH_PRODUCER_BASE) + off, msg,
 				       msglen);
 	check:
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (LD64(map + RH_SEQ) == s1) {
 			jsf__msg(msg, msglen, "section block outside the file");
 			return -EBADMSG;
@@ -394,7 +392,6 @@ int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 		uint32_t fz;
 		struct jsf_row r;
 		int rc = live_once(v, pc, at_ns, &fs, &fz, &r);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (LD64(v->map + RH_SEQ) != s1)
 			continue; /* rewritten under us: what we read is void */
 		if (rc == 0) {

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared by the jitsframe CLI's commands: exit codes and small helpers. */
+#ifndef JSF_CLI_H
+#define JSF_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes (documented in `jitsframe --help` and docs/CLI.md). */
+enum {
+	EX_OK = 0,      /* success */
+	EX_FAIL = 1,    /* the check failed / nothing matched */
+	EX_USAGE = 2,   /* bad command line */
+	EX_INPUT = 3,   /* cannot read the input or write the output */
+};
+
+#define JSF_VERSION "0.1.0"
+
+/* Parse an unsigned number (decimal or 0x hex); false if malformed. */
+bool cli_u64(const char *s, uint64_t *out);
+
+/* Print s as a JSON string literal. */
+void json_str(FILE *f, const char *s);
+
+/* Write buf to path atomically (temp file in the same directory, then
+ * rename); returns 0 or a negative errno. */
+int cli_write_file(const char *path, const void *buf, size_t len);
+
+int cmd_region(int argc, char **argv);
+
+#endif

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Concurrency: reader threads look up random pcs non-stop while producers add
+ * out of order, remove, flush and compact. Every answer must have been true
+ * at some instant during that lookup (linearizability of single lookups).
+ *
+ * Ground truth: a global operation counter `ver`. Each producer operation
+ * takes begin = ver++ before and end = ver++ after its library call, and
+ * records both in a per-function table (written before it is needed). A
+ * function was live at most within [add.begin, remove.end] and certainly
+ * within [add.end, remove.begin]. A reader brackets each lookup with
+ * v1 = ver, v2 = ver and checks:
+ *  - found f: add.begin <= v2 and not (remove.end < v1), pc inside f, and
+ *    the row is f's row at that offset (rows are a pure function of f's id);
+ *  - -ENOENT: no function was certainly live over the whole [v1, v2] window
+ *    at pc (the slot's occupant is checked).
+ * Producers pass now_ns = the operation's begin counter, so time queries can
+ * be checked too: a function found at time t has add_ns <= t < remove_ns.
+ */
+#include "harness.h"
+#include "jitsframe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#define SLOTS 4096
+#define SLOT_BYTES 4096u
+#define BASE 0x7f1200000000ull
+#define MAXF (1u << 21)
+#define NEVER UINT64_MAX
+
+struct fn {
+	_Atomic uint64_t add_begin, add_end, rm_begin, rm_end;
+	uint64_t start;
+	uint32_t size;
+};
+
+static struct fn *fns;        /* by id; id 0 unused */
+static _Atomic uint32_t nfns; /* ids handed out */
+static _Atomic uint64_t ver = 2;
+static _Atomic uint32_t slot_id[SLOTS]; /* current occupant, 0: none */
+static _Atomic bool stop;
+static struct jsf_region *region;
+static const char *path;
+static uint64_t ops_target;
+static _Atomic uint64_t bad, lookups, found, again, timeq;
+
+/* Rows: a pure function of the id, so readers can recompute them. */
+static uint32_t rows_of(uint32_t id, uint32_t size, struct jsf_row *rows)
+{
+	uint32_t n = 1 + id % 6;
+	if (n > size)
+		n = size;
+	for (uint32_t k = 0; k < n; k++) {
+		rows[k] = (struct jsf_row){0};
+		rows[k].offset = k * (size / n);
+		rows[k].cfa_base = (id + k) % 3 ? JSF_SP : JSF_FP;
+		rows[k].cfa_offset = (int32_t)(id * 8 + k) + 8; /* encodes id */
+		rows[k].has_fp = (id + k) & 1;
+		rows[k].fp_offset = rows[k].has_fp ? -(int32_t)(16 + k) : 0;
+	}
+	return n;
+}
+
+static bool row_matches(uint32_t id, const struct fn *f, uint64_t pc,
+			const struct jsf_row *got)
+{
+	struct jsf_row rows[8];
+	uint32_t n = rows_of(id, f->size, rows), off = (uint32_t)(pc - f->start);
+	const struct jsf_row *w = &rows[0];
+	for (uint32_t k = 0; k < n; k++)
+		if (rows[k].offset <= off)
+			w = &rows[k];
+	return got->offset == w->offset && got->cfa_base == w->cfa_base &&
+	       got->cfa_offset == w->cfa_offset && got->has_fp == w->has_fp &&
+	       (!w->has_fp || got->fp_offset == w->fp_offset);
+}
+
+/* The id a found row claims (its CFA offset encodes it), checked against
+ * the table: start, size and the row itself must all agree. */
+static uint32_t id_of(uint64_t start, uint32_t size, const struct jsf_row *r,
+		      uint64_t pc)
+{
+	if (r->cfa_offset < 8)
+		return 0;
+	uint32_t id = (uint32_t)(r->cfa_offset - 8) / 8;
+	if (id == 0 || id > atomic_load(&nfns))
+		return 0;
+	const struct fn *f = &fns[id];
+	if (f->start != start || f->size != size || !row_matches(id, f, pc, r))
+		return 0;
+	return id;
+}
+
+static struct {
+	pthread_mutex_t mu; /* producers pick disjoint slots through it */
+} P = {PTHREAD_MUTEX_INITIALIZER};
+
+static void *producer(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+	struct jsf_row rows[8];
+	for (uint64_t op = 0; op < ops_target && !atomic_load(&stop); op++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		uint32_t dice = (uint32_t)(seed % 1000);
+		if (dice == 0) { /* a flush: every function at once */
+			pthread_mutex_lock(&P.mu);
+			uint64_t b = atomic_fetch_add(&ver, 1);
+			for (uint32_t s = 0; s < SLOTS; s++) {
+				uint32_t id = atomic_load(&slot_id[s]);
+				if (id)
+					atomic_store(&fns[id].rm_begin, b);
+			}
+			int rc = jsf_region_remove_all(region, b);
+			uint64_t e = atomic_fetch_add(&ver, 1);
+			for (uint32_t s = 0; s < SLOTS; s++) {
+				uint32_t id = atomic_exchange(&slot_id[s], 0);
+				if (id)
+					atomic_store(&fns[id].rm_end, e);
+			}
+			pthread_mutex_unlock(&P.mu);
+			if (rc)
+				atomic_fetch_add(&bad, 1);
+			continue;
+		}
+		if (dice < 3) {
+			jsf_region_compact(region);
+			continue;
+		}
+		/* Runs of descending slots (LuaJIT's order) and random ones. */
+		uint32_t s = dice < 500 ? (uint32_t)(SLOTS - 1 - op % SLOTS)
+					: (uint32_t)((seed >> 20) % SLOTS);
+		pthread_mutex_lock(&P.mu);
+		uint32_t id = atomic_load(&slot_id[s]);
+		if (id) {
+			uint64_t b = atomic_fetch_add(&ver, 1);
+			atomic_store(&fns[id].rm_begin, b);
+			int rc = jsf_region_remove(region, fns[id].start, b);
+			atomic_store(&slot_id[s], 0);
+			atomic_store(&fns[id].rm_end, atomic_fetch_add(&ver, 1));
+			if (rc)
+				atomic_fetch_add(&bad, 1);
+		} else {
+			id = atomic_load(&nfns) + 1;
+			if (id >= MAXF) {
+				pthread_mutex_unlock(&P.mu);
+				break;
+			}
+			struct fn *f = &fns[id];
+			uint32_t a = (uint32_t)((seed >> 8) % 64);
+			f->size = 1 + (uint32_t)((seed >> 16) % (SLOT_BYTES - 64 - 1));
+			f->start = BASE + (uint64_t)s * SLOT_BYTES + a;
+			atomic_store(&f->rm_begin, NEVER);
+			atomic_store(&f->rm_end, NEVER);
+			atomic_store(&f->add_end, NEVER);
+			uint64_t b = atomic_fetch_add(&ver, 1);
+			atomic_store(&f->add_begin, b);
+			atomic_store(&nfns, id);
+			uint32_t n = rows_of(id, f->size, rows);
+			int rc = jsf_region_add(region, f->start, f->size, rows, n, b);
+			atomic_store(&slot_id[s], id);
+			atomic_store(&f->add_end, atomic_fetch_add(&ver, 1));
+			if (rc)
+				atomic_fetch_add(&bad, 1);
+		}
+		pthread_mutex_unlock(&P.mu);
+	}
+	return NULL;
+}
+
+static void report(const char *what, uint64_t pc, uint64_t v1, uint64_t v2)
+{
+	if (atomic_fetch_add(&bad, 1) < 5)
+		printf("#   inconsistent: %s pc %#llx window [%llu, %llu]\n", what,
+		       (unsigned long long)pc, (unsigned long long)v1,
+		       (unsigned long long)v2);
+}
+
+static void *reader(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg * 0xda942042e4dd58b5ull + 7;
+	struct jsf_view *v;
+	if (jsf_view_open(&v, path)) {
+		atomic_fetch_add(&bad, 1);
+		return NULL;
+	}
+	uint64_t n = 0, nf = 0, na = 0, nt = 0;
+	while (!atomic_load(&stop)) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		uint32_t s = (uint32_t)(seed % SLOTS);
+		uint64_t pc = BASE + (uint64_t)s * SLOT_BYTES + (seed >> 40) % SLOT_BYTES;
+		bool past = (seed >> 12) % 64 == 0;
+		uint64_t v1 = atomic_load(&ver);
+		uint64_t t = past ? v1 - (seed >> 20) % 2000 : 0;
+		uint64_t fs = 0;
+		uint32_t fz = 0;
+		struct jsf_row row;
+		int rc = jsf_view_lookup(v, pc, t, &fs, &fz, &row);
+		uint64_t v2 = atomic_load(&ver);
+		n++;
+		if (rc == -EAGAIN) {
+			na++;
+			continue;
+		}
+		if (past) {
+			nt++;
+			if (rc == 0) {
+				uint32_t id = id_of(fs, fz, &row, pc);
+				if (!id)
+					report("time query: unknown function", pc, v1, v2);
+				/* live at t: added by t, and removed after t
+				 * (or its removal had not completed when the
+				 * lookup began: then "live" was true then) */
+				else if (!(atomic_load(&fns[id].add_begin) <= t &&
+					   (t < atomic_load(&fns[id].rm_begin) ||
+					    atomic_load(&fns[id].rm_end) > v1)))
+					report("time query: function not live at t", pc,
+					       t, t);
+			} else if (rc != -ENOENT) {
+				report("time query: error", pc, v1, v2);
+			}
+			continue;
+		}
+		if (rc == 0) {
+			nf++;
+			uint32_t id = id_of(fs, fz, &row, pc);
+			if (!id) {
+				report("found an unknown function or wrong row", pc, v1, v2);
+				continue;
+			}
+			struct fn *f = &fns[id];
+			if (pc < f->start || pc - f->start >= f->size)
+				report("pc outside the function", pc, v1, v2);
+			if (atomic_load(&f->add_begin) > v2 ||
+			    atomic_load(&f->rm_end) < v1)
+				report("function not live during the lookup", pc, v1, v2);
+		} else if (rc == -ENOENT) {
+			uint32_t id = atomic_load(&slot_id[s]);
+			if (id) {
+				struct fn *f = &fns[id];
+				if (pc >= f->start && pc - f->start < f->size &&
+				    atomic_load(&f->add_end) <= v1 &&
+				    atomic_load(&f->rm_begin) >= v2)
+					report("missed a function live throughout", pc,
+					       v1, v2);
+			}
+		} else {
+			report("unexpected error", pc, v1, v2);
+		}
+	}
+	atomic_fetch_add(&lookups, n);
+	atomic_fetch_add(&found, nf);
+	atomic_fetch_add(&again, na);
+	atomic_fetch_add(&timeq, nt);
+	jsf_view_close(v);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	/* argv[1]: producer operations per producer (smaller under TSan). */
+	ops_target = argc > 1 ? strtoull(argv[1], NULL, 0) : 400000;
+	char dir[] = "/tmp/jsf-t_conc-XXXXXX";
+	if (!mkdtemp(dir))
+		return 2;
+	static char p[64];
+	snprintf(p, sizeof(p), "%s/region", dir);
+	path = p;
+	fns = calloc(MAXF, sizeof(*fns));
+	CASE("readers never see a state that did not exist (2 producers, 2 "
+	     "readers)")
+	{
+		struct jsf_region_opts o = {.sz = sizeof(o), .initial_funcs = 16,
+					    .history_max = 5000};
+		CHECK_EQ(jsf_region_create(&region, path, &o), 0);
+		pthread_t pt[2], rt[2];
+		for (uintptr_t i = 0; i < 2; i++)
+			pthread_create(&rt[i], NULL, reader, (void *)(i + 1));
+		for (uintptr_t i = 0; i < 2; i++)
+			pthread_create(&pt[i], NULL, producer, (void *)(i + 1));
+		for (int i = 0; i < 2; i++)
+			pthread_join(pt[i], NULL);
+		atomic_store(&stop, true);
+		for (int i = 0; i < 2; i++)
+			pthread_join(rt[i], NULL);
+		struct jsf_region_stats st = {.sz = sizeof(st)};
+		jsf_region_stats(region, &st);
+		printf("# %llu lookups (%llu found, %llu past-time, %llu EAGAIN), "
+		       "%u functions, %llu compactions, seq %llu, %llu "
+		       "inconsistencies\n",
+		       (unsigned long long)lookups, (unsigned long long)found,
+		       (unsigned long long)timeq, (unsigned long long)again,
+		       atomic_load(&nfns), (unsigned long long)st.compactions,
+		       (unsigned long long)st.seq, (unsigned long long)bad);
+		CHECK_EQ(atomic_load(&bad), 0);
+		CHECK(lookups > 1000 && found > lookups / 20,
+		      "the readers did real work (%llu lookups)",
+		      (unsigned long long)lookups);
+		CHECK(again * 1000 <= lookups, "bounded retries rarely give up");
+		char msg[256];
+		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s", msg);
+		jsf_region_destroy(region);
+	}
+	unlink(path);
+	rmdir(dir);
+	free(fns);
+	return h_exit();
+}
