@@ -33,15 +33,26 @@ static const char *h_case;
 		CHECK(h_a == h_b, "%s = %lld, %s = %lld", #a, h_a, #b, h_b);   \
 	} while (0)
 
+static inline void h_end(void);
+static int h_open;
+
+/* A case stays open until the next h_begin() or h_exit(), so that a `break`
+ * out of a CASE body still reports it. */
 static inline void h_begin(const char *name)
 {
+	if (h_open)
+		h_end();
 	h_case = name;
 	h_case_failed = 0;
+	h_open = 1;
 	fflush(stdout);
 }
 
 static inline void h_end(void)
 {
+	if (!h_open)
+		return;
+	h_open = 0;
 	h_cases++;
 	if (h_case_failed) {
 		h_failed_total++;
@@ -57,6 +68,7 @@ static inline void h_end(void)
 
 static inline int h_exit(void)
 {
+	h_end();
 	printf("1..%d\n", h_cases);
 	return h_failed_total ? 1 : 0;
 }
