@@ -71,14 +71,21 @@ static void write_fde(struct jsf_region *r, uint32_t slot)
 	const struct pent *e = &r->win[slot];
 	/* FDE_FUNC_START_PCREL: start = address of this field + value. */
 	ST64(p, e->start - (uint64_t)(uintptr_t)p);
-	ST32(p + 8, e->size);
-	ST32(p + 12, e->attr_off);
+	/* func_size and func_start_fre_off in one aligned store */
+	ST64(p + 8, (uint64_t)e->size | (uint64_t)e->attr_off << 32);
 }
 
-static void move_slot(struct jsf_region *r, uint32_t from, uint32_t to)
+/* Move count slots from `from` to `to` (inside a rewrite): the private
+ * mirror moves with memmove, the shared slots are re-encoded (their
+ * PC-relative starts change with their position). */
+static void move_range(struct jsf_region *r, uint32_t from, uint32_t to,
+		       uint32_t count)
 {
-	r->win[to] = r->win[from];
-	write_fde(r, to);
+	if (!count || from == to)
+		return;
+	memmove(&r->win[to], &r->win[from], count * sizeof(*r->win));
+	for (uint32_t i = 0; i < count; i++)
+		write_fde(r, to + i);
 }
 
 static void publish_window(struct jsf_region *r)
@@ -87,15 +94,10 @@ static void publish_window(struct jsf_region *r)
 	ST32R(r->sf + SH_NUM_FDES, r->n);
 }
 
-/* Move the whole window so that it starts at new_lo (inside a seqlock). */
+/* Move the whole window so that it starts at new_lo (inside a rewrite). */
 static void shift_window(struct jsf_region *r, uint32_t new_lo)
 {
-	if (new_lo < r->lo)
-		for (uint32_t i = 0; i < r->n; i++)
-			move_slot(r, r->lo + i, new_lo + i);
-	else if (new_lo > r->lo)
-		for (uint32_t i = r->n; i-- > 0;)
-			move_slot(r, r->lo + i, new_lo + i);
+	move_range(r, r->lo, new_lo, r->n);
 	r->lo = new_lo;
 }
 
@@ -523,12 +525,10 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	else if (!use_left && r->fde_cap - r->lo - r->n == 0)
 		use_left = true;
 	if (use_left) {
-		for (uint32_t i = 0; i < k; i++)
-			move_slot(r, r->lo + i, r->lo + i - 1);
+		move_range(r, r->lo, r->lo - 1, k);
 		r->lo--;
 	} else {
-		for (uint32_t i = r->n; i-- > k;)
-			move_slot(r, r->lo + i, r->lo + i + 1);
+		move_range(r, r->lo + k, r->lo + k + 1, r->n - k);
 	}
 	r->win[r->lo + k] = e;
 	write_fde(r, r->lo + k);
@@ -569,12 +569,10 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 		/* ...and the FDE leaves the index (close the smaller side). */
 		seq_begin(r);
 		if (k < r->n - 1 - k) {
-			for (uint32_t i = k; i-- > 0;)
-				move_slot(r, r->lo + i, r->lo + i + 1);
+			move_range(r, r->lo, r->lo + 1, k);
 			r->lo++;
 		} else {
-			for (uint32_t i = k + 1; i < r->n; i++)
-				move_slot(r, r->lo + i, r->lo + i - 1);
+			move_range(r, r->lo + k + 1, r->lo + k, r->n - 1 - k);
 		}
 		r->n--;
 		publish_window(r);

@@ -319,8 +319,9 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 			return -ENOENT;
 		const uint8_t *p = fdes + (size_t)(a - 1) * 16;
 		start = (uint64_t)(uintptr_t)p + rebase + LD64(p);
-		size = LD32(p + 8);
-		attr = LD32(p + 12);
+		uint64_t sa = LD64(p + 8); /* func_size, func_start_fre_off */
+		size = (uint32_t)sa;
+		attr = sa >> 32;
 		if (pc - start >= size)
 			return -ENOENT;
 	} else {
