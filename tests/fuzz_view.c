@@ -61,15 +61,10 @@
 		abort();                                                   \
 	} while (0)
 
-static char file_path[] = "/tmp/jsf_fuzz_view.XXXXXX";
+static char tmpl[] = "/tmp/jsf_fuzz_view.XXXXXX";
+static char file_path[64]; /* /proc/self/fd/N of the unlinked temp file */
 static int file_fd = -1, lock_fd = -1;
 static bool strict;
-
-static void cleanup(void)
-{
-	if (file_fd >= 0)
-		unlink(file_path);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -78,11 +73,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	file_fd = mkstemp(file_path);
+	file_fd = mkstemp(tmpl);
 	if (file_fd < 0) {
 		perror("mkstemp");
 		abort();
 	}
+	/* Unlinked at once: nothing is left behind, even after a crash; the
+	 * library opens it again through /proc. */
+	unlink(tmpl);
+	snprintf(file_path, sizeof(file_path), "/proc/self/fd/%d", file_fd);
 	/* A second open file description: its LOCK_EX makes the reader's
 	 * LOCK_SH|LOCK_NB fail, i.e. the region looks live. */
 	lock_fd = open(file_path, O_RDWR | O_CLOEXEC);
@@ -90,7 +89,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		perror("open");
 		abort();
 	}
-	atexit(cleanup);
 	const char *s = getenv("JSF_FUZZ_STRICT");
 	strict = s && *s && *s != '0';
 	return 0;
