@@ -221,7 +221,7 @@ static int do_dump(const char *path, const struct ropts *o)
 
 static int read_whole(const char *path, void **buf, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size > (1 << 30)) {

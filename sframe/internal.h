@@ -154,6 +154,9 @@ int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len,
 		   uint32_t attr_off, uint32_t func_size, uint32_t off,
 		   struct jsf_row *row, struct jsf_row *all, uint32_t allcap);
 
+/* Bytes of the attribute record + FREs at attr, or 0 if malformed. */
+uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr);
+
 /* Formatted message into a caller buffer (never overflows). */
 void jsf__msg(char *msg, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

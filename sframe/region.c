@@ -123,25 +123,6 @@ struct lent { /* a log entry being carried into a new section */
 	uint32_t new_attr;
 };
 
-/* Byte length of the attribute record + FREs at attr_off, or 0 if bad. */
-static uint32_t func_enc_len(const uint8_t *fre, uint32_t fre_len,
-			     uint32_t attr)
-{
-	if (attr > fre_len || fre_len - attr < SFRAME_V3_ATTR_SIZE)
-		return 0;
-	uint32_t n = ldu(fre + attr, 2);
-	unsigned t = LD8(fre + attr + 2) & 0xf;
-	size_t off = attr + SFRAME_V3_ATTR_SIZE;
-	for (uint32_t i = 0; i < n; i++) {
-		struct jsf_row row;
-		size_t l = jsf__decode_fre(fre + off, fre_len - off, t, &row);
-		if (!l)
-			return 0;
-		off += l;
-	}
-	return (uint32_t)(off - attr);
-}
-
 static uint64_t block_size(uint32_t fde_cap, uint32_t fre_cap,
 			   uint32_t log_cap, uint32_t *log_off)
 {
@@ -209,7 +190,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		e->remove = LD64(p + LE_REMOVE);
 		e->size = LD32(p + LE_SIZE);
 		e->attr = LD32(p + LE_ATTR);
-		e->len = func_enc_len(r->fre, r->fre_used, e->attr);
+		e->len = jsf__func_len(r->fre, r->fre_used, e->attr);
 		if (!e->len) {
 			err = -EIO; /* our own data is corrupt: stop */
 			goto out;

@@ -198,3 +198,20 @@ int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len,
 		return -EBADMSG; /* first row is not at 0 */
 	return (int)nfres;
 }
+
+uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr)
+{
+	if (attr > fre_len || fre_len - attr < SFRAME_V3_ATTR_SIZE)
+		return 0;
+	uint32_t n = ldu(fre_area + attr, 2);
+	unsigned t = LD8(fre_area + attr + 2) & 0xf;
+	size_t off = attr + SFRAME_V3_ATTR_SIZE;
+	for (uint32_t i = 0; i < n; i++) {
+		struct jsf_row row;
+		size_t l = jsf__decode_fre(fre_area + off, fre_len - off, t, &row);
+		if (!l)
+			return 0;
+		off += l;
+	}
+	return (uint32_t)(off - attr);
+}

@@ -76,7 +76,7 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	if (!s->e)
 		BAD("out of memory");
 	/* Rows: counted first so that one allocation holds them all. */
-	uint64_t total_rows = 0;
+	uint64_t total_rows = 0, fre_bytes = 0;
 	for (uint32_t i = 0; i < s->log_n; i++) {
 		const uint8_t *p = blk + log_off + (size_t)i * JSF_LOG_ENTRY_SIZE;
 		struct jsf_sent *e = &s->e[i];
@@ -90,6 +90,15 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 			BAD("function log entry %u: bad range", i);
 		if (e->remove && e->remove < e->add)
 			BAD("function log entry %u: removed before it was added", i);
+		/* Each function owns its record: together they cannot need
+		 * more bytes than the FRE sub-section holds (this also bounds
+		 * the work and memory a hostile file can cause). */
+		uint32_t flen = jsf__func_len(fre, fre_len, e->attr);
+		fre_bytes += flen;
+		if (flen && fre_bytes > fre_len)
+			BAD("function log: entries share or overlap FRE records "
+			    "(%llu bytes referenced, %u exist)",
+			    (unsigned long long)fre_bytes, fre_len);
 		int n = jsf__read_func(fre, fre_len, e->attr, e->size, 0, NULL,
 				       NULL, 0);
 		if (n < 0)

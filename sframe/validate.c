@@ -10,6 +10,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The section being checked is private memory, possibly unaligned. */
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
 #define BAD(...)                                                               \
 	do {                                                                   \
 		jsf__msg(msg, msglen, __VA_ARGS__);                            \
@@ -24,31 +44,31 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 	if (!buf || len < SFRAME_HDR_SIZE)
 		BAD("section shorter than the %d-byte SFrame header",
 		    SFRAME_HDR_SIZE);
-	if (LD16(b) != SFRAME_MAGIC)
-		BAD("bad magic %#x", LD16(b));
-	if (LD8(b + 2) != SFRAME_V3)
-		BAD("version %u (the kernel accepts 3 only)", LD8(b + 2));
-	uint8_t flags = LD8(b + 3);
+	if (rd16(b) != SFRAME_MAGIC)
+		BAD("bad magic %#x", rd16(b));
+	if (b[2] != SFRAME_V3)
+		BAD("version %u (the kernel accepts 3 only)", b[2]);
+	uint8_t flags = b[3];
 	if (flags & ~(SFRAME_F_FDE_SORTED | SFRAME_F_FDE_FUNC_START_PCREL))
 		BAD("unknown or V1/V2-only flags %#x", flags);
 	if (!(flags & SFRAME_F_FDE_SORTED))
 		BAD("FDE_SORTED flag not set");
 	if (!(flags & SFRAME_F_FDE_FUNC_START_PCREL))
 		BAD("FDE_FUNC_START_PCREL flag not set");
-	if (LD8(b + 4) != JSF_ARCH_X86_64)
-		BAD("ABI/arch %u, expected %d (AMD64 little-endian)", LD8(b + 4),
+	if (b[4] != JSF_ARCH_X86_64)
+		BAD("ABI/arch %u, expected %d (AMD64 little-endian)", b[4],
 		    JSF_ARCH_X86_64);
-	if ((int8_t)LD8(b + 5) != 0)
+	if ((int8_t)b[5] != 0)
 		BAD("cfa_fixed_fp_offset %d, must be 0 on AMD64",
-		    (int8_t)LD8(b + 5));
-	if ((int8_t)LD8(b + 6) != SFRAME_RA_FIXED_X86_64)
+		    (int8_t)b[5]);
+	if ((int8_t)b[6] != SFRAME_RA_FIXED_X86_64)
 		BAD("cfa_fixed_ra_offset %d, must be -8 on AMD64",
-		    (int8_t)LD8(b + 6));
-	if (LD8(b + 7) != 0)
-		BAD("auxhdr_len %u, must be 0", LD8(b + 7));
-	uint32_t nf = LD32(b + SH_NUM_FDES), nfres = LD32(b + SH_NUM_FRES);
-	uint32_t fre_len = LD32(b + SH_FRE_LEN), fdeoff = LD32(b + SH_FDEOFF);
-	uint32_t freoff = LD32(b + SH_FREOFF);
+		    (int8_t)b[6]);
+	if (b[7] != 0)
+		BAD("auxhdr_len %u, must be 0", b[7]);
+	uint32_t nf = rd32(b + SH_NUM_FDES), nfres = rd32(b + SH_NUM_FRES);
+	uint32_t fre_len = rd32(b + SH_FRE_LEN), fdeoff = rd32(b + SH_FDEOFF);
+	uint32_t freoff = rd32(b + SH_FREOFF);
 	if (!allow_empty && nf == 0)
 		BAD("num_fdes is 0");
 	if (!allow_empty && nfres == 0)
@@ -57,6 +77,10 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 	if ((uint64_t)fdeoff + (uint64_t)nf * SFRAME_V3_FDE_SIZE > body)
 		BAD("FDE sub-section [%u, +%u*16) outside the section (%llu)",
 		    fdeoff, nf, (unsigned long long)body);
+	if ((uint64_t)freoff < (uint64_t)fdeoff + (uint64_t)nf * SFRAME_V3_FDE_SIZE)
+		BAD("inconsistent fde/fre offsets: FRE sub-section at %u starts "
+		    "inside or before the FDE sub-section [%u, +%u*16)",
+		    freoff, fdeoff, nf);
 	if ((uint64_t)freoff + fre_len > body)
 		BAD("FRE sub-section [%u, +%u) outside the section (%llu)", freoff,
 		    fre_len, (unsigned long long)body);
@@ -66,8 +90,8 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 	for (uint32_t i = 0; i < nf; i++) {
 		const uint8_t *p = fdes + (size_t)i * SFRAME_V3_FDE_SIZE;
 		uint64_t field = sec_addr + (uint64_t)(p - b);
-		uint64_t start = field + LD64(p);
-		uint32_t size = LD32(p + 8), attr = LD32(p + 12);
+		uint64_t start = field + rd64(p);
+		uint32_t size = rd32(p + 8), attr = rd32(p + 12);
 		if (text_size && (start < text_start || start - text_start >= text_size ||
 				  size > text_size - (start - text_start)))
 			BAD("FDE %u: function [%#llx, +%u) outside the text "
@@ -94,7 +118,7 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 			    i, attr, fre_len);
 		const uint8_t *a = fre + attr;
 		uint32_t n = ldu(a, 2);
-		uint8_t info = LD8(a + 2), info2 = LD8(a + 3), rep = LD8(a + 4);
+		uint8_t info = a[2], info2 = a[3], rep = a[4];
 		unsigned t = info & 0xf, pctype = (info >> 4) & 1;
 		if (n == 0)
 			BAD("FDE %u: no FREs", i);
@@ -115,7 +139,7 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 			unsigned aw = 1u << t;
 			if (off + aw + 1 > fre_len)
 				BAD("FDE %u FRE %u: runs past the FRE sub-section", i, k);
-			uint8_t finfo = LD8(fre + off + aw);
+			uint8_t finfo = fre[off + aw];
 			unsigned nw = (finfo >> 1) & 0xf, ws = (finfo >> 5) & 3;
 			if (ws > 2)
 				BAD("FDE %u FRE %u: data-word size code %u", i, k, ws);
@@ -202,9 +226,18 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		jsf__msg(msg, msglen, "SFrame section: %s", sub);
 		goto bad;
 	}
-	/* The SFrame index holds exactly the live functions of the log. */
-	uint32_t nf = LD32(s.sf + SH_NUM_FDES), k = 0;
-	const uint8_t *fdes = s.sf + SFRAME_HDR_SIZE + LD32(s.sf + SH_FDEOFF);
+	/* The SFrame index holds exactly the live functions of the log, in
+	 * a window of the FDE slots (docs/ABI.md section 2). */
+	uint32_t nf = rd32(s.sf + SH_NUM_FDES), k = 0;
+	uint32_t fdeoff = rd32(s.sf + SH_FDEOFF);
+	if (fdeoff % 16 != 4 || (fdeoff - 4) / 16 + (uint64_t)nf > s.fde_cap) {
+		jsf__msg(msg, msglen,
+			 "FDE window (fdeoff %u, %u entries) is not a run of the %u "
+			 "slots",
+			 fdeoff, nf, s.fde_cap);
+		goto bad;
+	}
+	const uint8_t *fdes = s.sf + SFRAME_HDR_SIZE + fdeoff;
 	for (uint32_t i = 0; i < s.log_n; i++) {
 		const struct jsf_sent *e = &s.e[i];
 		if (e->remove)
@@ -216,9 +249,9 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 			goto bad;
 		}
 		const uint8_t *p = fdes + (size_t)k * 16;
-		uint64_t start = s.blk_addr + (uint64_t)(p - s.blk) + LD64(p);
-		if (start != e->start || LD32(p + 8) != e->size ||
-		    LD32(p + 12) != e->attr) {
+		uint64_t start = s.blk_addr + (uint64_t)(p - s.blk) + rd64(p);
+		if (start != e->start || rd32(p + 8) != e->size ||
+		    rd32(p + 12) != e->attr) {
 			jsf__msg(msg, msglen,
 				 "index entry %u (%#llx) does not match live function "
 				 "%#llx of the log",

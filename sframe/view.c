@@ -27,6 +27,7 @@ struct jsf_view {
 	bool live, recovered;
 	const uint8_t *map; /* live only: max_size bytes, read-only */
 	uint64_t map_len;
+	uint64_t checked; /* live: bytes fstat() showed to exist (atomic) */
 	struct jsf_rinfo ri;
 	struct jsf_snap snap; /* post-mortem only */
 };
@@ -91,9 +92,29 @@ int jsf__rhdr_parse(const uint8_t *h, uint64_t st_size, struct jsf_rinfo *ri,
 	return 0;
 }
 
+/*
+ * How much of a live mapping may be touched, given the header's file_size:
+ * never more than the file really has (a damaged header must not make us
+ * fault). fstat() runs only when file_size grew past what was checked.
+ */
+static uint64_t live_limit(int fd, uint64_t *checked, uint64_t map_len,
+			   uint64_t fsz)
+{
+	if (fsz > map_len)
+		fsz = map_len;
+	uint64_t c = __atomic_load_n(checked, __ATOMIC_RELAXED);
+	if (fsz > c) {
+		struct stat st;
+		c = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+		__atomic_store_n(checked, c, __ATOMIC_RELAXED);
+	}
+	return fsz < c ? fsz : c;
+}
+
 /* Consistent copy of the current block of a live mapping (seqlock). */
-static int snap_from_map(const uint8_t *map, uint64_t map_len,
-			 struct jsf_snap *s, char *msg, size_t msglen)
+static int snap_from_map(int fd, uint64_t *checked, const uint8_t *map,
+			 uint64_t map_len, struct jsf_snap *s, char *msg,
+			 size_t msglen)
 {
 	for (int tries = 0; tries < SNAP_TRIES; tries++) {
 		uint64_t s1 = LD64A(map + RH_SEQ);
@@ -101,10 +122,9 @@ static int snap_from_map(const uint8_t *map, uint64_t map_len,
 			sched_yield();
 			continue;
 		}
-		uint64_t fsz = LD64A(map + RH_FILE_SIZE);
+		uint64_t fsz = live_limit(fd, checked, map_len,
+					  LD64A(map + RH_FILE_SIZE));
 		uint64_t off = LD64(map + RH_SEC_OFF);
-		if (fsz > map_len)
-			fsz = map_len;
 		if (off < JSF_RHDR_SIZE || off % 8 || off + JSF_SHDR_SIZE > fsz)
 			goto check;
 		uint64_t total = LD64(map + off + SB_TOTAL);
@@ -169,7 +189,8 @@ static int open_region(const char *path, int *fdp, struct jsf_rinfo *ri,
 {
 	uint8_t hdr[JSF_RHDR_SIZE];
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not block us before the S_ISREG check. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
 		jsf__msg(msg, msglen, "%s: %s", path, strerror(e));
@@ -208,7 +229,9 @@ int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
 			err = -errno;
 			jsf__msg(msg, msglen, "mmap: %s", strerror(-err));
 		} else {
-			err = snap_from_map(m, ri->max_size, s, msg, msglen);
+			uint64_t checked = 0;
+			err = snap_from_map(fd, &checked, m, ri->max_size, s, msg,
+					    msglen);
 			munmap(m, ri->max_size);
 		}
 	} else {
@@ -221,13 +244,18 @@ int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
 
 int jsf_view_open(struct jsf_view **out, const char *path)
 {
-	if (!out || !path)
-		return -EINVAL;
-	*out = NULL;
 	view_err[0] = 0;
+	if (!out || !path) {
+		jsf__msg(view_err, sizeof(view_err), "no %s given",
+			 out ? "path" : "output pointer");
+		return -EINVAL;
+	}
+	*out = NULL;
 	struct jsf_view *v = calloc(1, sizeof(*v));
-	if (!v)
+	if (!v) {
+		jsf__msg(view_err, sizeof(view_err), "out of memory");
 		return -ENOMEM;
+	}
 	int err = open_region(path, &v->fd, &v->ri, &v->live, view_err,
 			      sizeof(view_err));
 	if (err) {
@@ -280,10 +308,9 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 		     uint64_t *fs, uint32_t *fz, struct jsf_row *row)
 {
 	const uint8_t *m = v->map;
-	uint64_t fsz = LD64A(m + RH_FILE_SIZE);
+	uint64_t fsz = live_limit(v->fd, (uint64_t *)&v->checked, v->map_len,
+				  LD64A(m + RH_FILE_SIZE));
 	uint64_t off = LD64(m + RH_SEC_OFF);
-	if (fsz > v->map_len)
-		fsz = v->map_len;
 	if (off < JSF_RHDR_SIZE || off % 8 || off + JSF_SHDR_SIZE > fsz)
 		return -EBADMSG;
 	const uint8_t *blk = m + off;
@@ -296,7 +323,7 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 	uint32_t nf = LD32A(sf + SH_NUM_FDES);
 	uint64_t fdeoff = LD32(sf + SH_FDEOFF), freoff = LD32(sf + SH_FREOFF);
 	uint32_t fre_len = LD32(sf + SH_FRE_LEN);
-	if (freoff != 4 + fde_cap * 16 || fre_len > fre_cap || fdeoff % 8 != 4 ||
+	if (freoff != 4 + fde_cap * 16 || fre_len > fre_cap || fdeoff % 16 != 4 ||
 	    fdeoff + (uint64_t)nf * 16 > freoff)
 		return -EBADMSG;
 	const uint8_t *fre = sf + SFRAME_HDR_SIZE + freoff;
@@ -417,7 +444,8 @@ static int get_snap(const struct jsf_view *v, struct jsf_snap *tmp,
 		return 0;
 	}
 	char msg[256];
-	int err = snap_from_map(v->map, v->map_len, tmp, msg, sizeof(msg));
+	int err = snap_from_map(v->fd, (uint64_t *)&v->checked, v->map,
+				v->map_len, tmp, msg, sizeof(msg));
 	*out = tmp;
 	return err;
 }

@@ -90,7 +90,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	const char *s = getenv("JSF_FUZZ_STRICT");
-	strict = s && *s && *s != '0';
+	strict = !s || *s != '0'; /* the library bug is fixed: on by default */
 	return 0;
 }
 
