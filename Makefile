@@ -15,7 +15,7 @@ TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
 .PHONY: all check bench clean format deps
-all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe
+all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
 
 # --- one object set per flavour: build/<flavour>/... ---
 define flavour
@@ -47,6 +47,15 @@ $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(B)/rel/libjitsframe.a
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+
+# --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
+LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
+VM_SRC := vm/module.c vm/ljrows.c vm/vmcheck.c
+$(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h) $(rel_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) -Ivm $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
+		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
+		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS)
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
 FUZZERS := fuzz_view fuzz_sframe

@@ -131,6 +131,12 @@ const char *jsf_region_path(const struct jsf_region *r);
 /* Unmap and close: the file stays, marked closed. */
 void jsf_region_destroy(struct jsf_region *r);
 
+/*
+ * In a child after fork(): drop this process's copy of the parent's region
+ * without touching the file (the parent still owns and publishes it).
+ */
+void jsf_region_detach(struct jsf_region *r);
+
 /* ------------------------------------------------------------------ reader */
 
 struct jsf_view;

@@ -643,3 +643,15 @@ void jsf_region_destroy(struct jsf_region *r)
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 }
+
+void jsf_region_detach(struct jsf_region *r)
+{
+	if (!r)
+		return;
+	/* No lock (a parent thread may have held it at fork), no stores. */
+	munmap(r->base, r->max_size);
+	close(r->fd);
+	free(r->win);
+	free(r->path);
+	free(r);
+}

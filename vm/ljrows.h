@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* LuaJIT 2.1 x86-64 (GC64): unwind rows for one trace from its machine code. */
+#ifndef JSF_LJROWS_H
+#define JSF_LJROWS_H
+
+#include "jitsframe.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* CFA = rsp + LJ_CFRAME_JIT + spadj inside a trace; verified at start-up
+ * against the running VM (vm/vmcheck.c), never assumed. */
+#define LJ_CFRAME_JIT 96
+#define LJ_MAX_ROWS 4
+
+struct lj_trace_in {
+	const uint8_t *mc; /* the trace's machine code (tracemc) */
+	uint32_t len;
+	uint32_t loop;        /* tracemc's loop offset: 0 for non-looping */
+	uint32_t traceno;
+	bool side;            /* has a parent trace */
+	int32_t parent_spadj; /* the parent's stack adjustment, if side */
+};
+
+struct lj_trace_out {
+	struct jsf_row rows[LJ_MAX_ROWS];
+	uint32_t nrows;
+	int32_t spadj;      /* this trace's own stack adjustment */
+	uint32_t head_end;  /* offset of the trace-number store */
+	const char *why;    /* refusal reason */
+};
+
+/*
+ * Derive exact rows (docs/VM.md): CFA = rsp + 96 + adjustment, the parent's
+ * in a side trace's head up to and including its add, the trace's own in the
+ * body, the base value after the tail add; saved rbp at CFA-16, RA at CFA-8.
+ * Returns 0, or -1 with out->why set when the code does not match the
+ * patterns verified for this VM (then nothing may be published).
+ */
+int lj_trace_rows(const struct lj_trace_in *in, struct lj_trace_out *out);
+
+#endif
