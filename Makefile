@@ -10,7 +10,7 @@ B       := build
 
 LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
-CLI_SRC := cli/main.c cli/region_cmd.c
+CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 

@@ -28,5 +28,6 @@ void json_str(FILE *f, const char *s);
 int cli_write_file(const char *path, const void *buf, size_t len);
 
 int cmd_region(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static const char usage[] =
 	"Make JIT-compiled code visible to profilers and unwinders.\n"
 	"\n"
 	"Commands:\n"
+	"  run [opts] -- CMD...      run a LuaJIT program with the VM side on:\n"
+	"                            exact unwind rows for every trace\n"
 	"  region dump FILE          list a region's functions and unwind rows\n"
 	"  region validate FILE      check a region against the kernel's SFrame\n"
 	"                            rules and the region's own invariants\n"
@@ -22,7 +24,7 @@ static const char usage[] =
 	"  region export FILE -o OUT write the live functions as a standalone\n"
 	"                            SFrame section (V3, or V1 with --v1)\n"
 	"\n"
-	"Run 'jitsframe region --help' for the options of each command.\n"
+	"Run 'jitsframe run --help' or 'jitsframe region --help' for options.\n"
 	"\n"
 	"Exit status:\n"
 	"  0  success\n"
@@ -109,6 +111,8 @@ int main(int argc, char **argv)
 		printf("jitsframe %s\n", JSF_VERSION);
 		return EX_OK;
 	}
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "region"))
 		return cmd_region(argc - 1, argv + 1);
 	fprintf(stderr, "jitsframe: unknown command '%s'\n%s", cmd, usage);

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `jitsframe run [options] -- CMD [ARGS...]`: run a LuaJIT program with the
+ * VM side on, unmodified. The standalone luajit runs LUA_INIT before it
+ * handles -j options and the script, so setting LUA_INIT (keeping any the
+ * user had) and LUA_CPATH, then exec'ing, is enough. The pid stays the
+ * same, so the default region is ${TMPDIR:-/tmp}/jitsframe-UID/PID.region.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: jitsframe run [--region PATH] [--replace] [--module-dir DIR]\n"
+	"                     [--quiet] -- CMD [ARGS...]\n"
+	"\n"
+	"Run a LuaJIT program (the standalone `luajit` or anything honouring\n"
+	"LUA_INIT) with jitsframe publishing exact unwind rows for every trace.\n"
+	"\n"
+	"  --region PATH     region file (default ${TMPDIR:-/tmp}/jitsframe-UID/\n"
+	"                    PID.region; PID is CMD's pid, printed on stderr)\n"
+	"  --replace         replace an existing file at PATH\n"
+	"  --module-dir DIR  where jitsframe.so is (default: the lua/ directory\n"
+	"                    beside this program)\n"
+	"  --quiet           the module prints nothing on stderr\n"
+	"\n"
+	"Embedders (OpenResty): add the module directory to lua_package_cpath\n"
+	"and call  require(\"jitsframe\").start()  in init_by_lua*; each worker\n"
+	"process gets its own region (PID.region).\n"
+	"\n"
+	"Exit status: CMD's, or 127 if it cannot be run, 2 on usage errors.\n";
+
+/* Runs first in the VM; then whatever LUA_INIT the user had. */
+static const char init_code[] =
+	"local ok, m = pcall(require, 'jitsframe') "
+	"if not ok then io.stderr:write('jitsframe: cannot load the module: ', "
+	"tostring(m), '\\n') else "
+	"local r, e = m.start{replace = os.getenv('JITSFRAME_REGION_REPLACE') "
+	"== '1', quiet = os.getenv('JITSFRAME_QUIET') == '1'} "
+	"if not r then io.stderr:write(e, '\\n') end end "
+	"local o = os.getenv('JITSFRAME_LUA_INIT') "
+	"if o and o ~= '' then if o:sub(1, 1) == '@' then dofile(o:sub(2)) "
+	"else assert(loadstring(o, '=LUA_INIT'))() end end";
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"region", required_argument, 0, 'r'},
+		{"replace", no_argument, 0, 'R'},
+		{"module-dir", required_argument, 0, 'm'},
+		{"quiet", no_argument, 0, 'q'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *region = NULL, *moddir = NULL;
+	int replace = 0, quiet = 0, c;
+	optind = 1;
+	opterr = 0;
+	/* '+': stop at the first non-option (the command). */
+	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'r': region = optarg; break;
+		case 'R': replace = 1; break;
+		case 'm': moddir = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': fputs(usage, stdout); return EX_OK;
+		default:
+			fprintf(stderr, "jitsframe run: unknown or incomplete option "
+					"'%s'\nTry 'jitsframe run --help'.\n",
+				argv[optind - 1]);
+			return EX_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "jitsframe run: no command given\n"
+				"Try 'jitsframe run --help'.\n");
+		return EX_USAGE;
+	}
+	char self[PATH_MAX], dir[PATH_MAX + 8];
+	if (!moddir) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0) {
+			fprintf(stderr, "jitsframe run: cannot find myself; use "
+					"--module-dir\n");
+			return EX_USAGE;
+		}
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		*slash = 0;
+		snprintf(dir, sizeof(dir), "%s/lua", self);
+		moddir = dir;
+	}
+	char so[PATH_MAX + 32];
+	snprintf(so, sizeof(so), "%s/jitsframe.so", moddir);
+	if (access(so, R_OK) != 0) {
+		fprintf(stderr, "jitsframe run: %s: %s (build it with `make`)\n", so,
+			strerror(errno));
+		return EX_INPUT;
+	}
+	const char *old_cpath = getenv("LUA_CPATH");
+	size_t need = strlen(moddir) + (old_cpath ? strlen(old_cpath) : 2) + 16;
+	char *cpath = malloc(need);
+	if (!cpath)
+		return EX_INPUT;
+	snprintf(cpath, need, "%s/?.so;%s", moddir, old_cpath ? old_cpath : ";");
+	const char *old_init = getenv("LUA_INIT");
+	if (setenv("JITSFRAME_LUA_INIT", old_init ? old_init : "", 1) ||
+	    setenv("LUA_INIT", init_code, 1) || setenv("LUA_CPATH", cpath, 1) ||
+	    (region && setenv("JITSFRAME_REGION", region, 1)) ||
+	    setenv("JITSFRAME_REGION_REPLACE", replace ? "1" : "0", 1) ||
+	    setenv("JITSFRAME_QUIET", quiet ? "1" : "0", 1)) {
+		perror("jitsframe run: setenv");
+		return EX_INPUT;
+	}
+	if (!quiet) {
+		if (region)
+			fprintf(stderr, "jitsframe: region %s\n", region);
+		else
+			fprintf(stderr,
+				"jitsframe: region %s/jitsframe-%u/%d.region\n",
+				getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR")
+								     : "/tmp",
+				(unsigned)getuid(), (int)getpid());
+	}
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "jitsframe run: cannot run %s: %s\n", argv[optind],
+		strerror(errno));
+	return 127;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Coexistence: -jv, -jdump and a user's jit.attach keep working, in either
+# order of start, with jitsframe publishing too (TAP output).
+set -u
+cd "$(dirname "$0")/.."
+J=${JSF_CLI:-build/jitsframe}
+LJ=${LUAJIT:-luajit}
+W=tests/lua/coexist_work.lua
+T=$(mktemp -d /tmp/jsf-t_coexist-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+# published traces in a region (from its dump)
+logged() { "$J" region dump "$1" --all --json | grep -o '"logged_functions":[0-9]*' | cut -d: -f2; }
+# -jdump prints machine-code addresses and pointers; they differ per run
+norm() { sed -E 's/0x[0-9a-f]+/0xADDR/g; s/[0-9a-f]{8,16}  /ADDR  /g' "$1"; }
+
+# Reference outputs without jitsframe
+$LJ -jv="$T/v.ref" "$W" >/dev/null
+$LJ -jdump=tbirsT,"$T/d.ref" "$W" >/dev/null
+
+# 1. jitsframe first (LUA_INIT from `run`), then -jv
+$J run --quiet --region "$T/r1" -- $LJ -jv="$T/v1" "$W" >/dev/null 2>"$T/e1"
+if cmp -s "$T/v.ref" "$T/v1" && [ "$(logged "$T/r1")" -gt 0 ]; then
+	ok "jitsframe then -jv: -jv output unchanged, rows published ($(logged "$T/r1") traces)"
+else notok "jitsframe then -jv" "$(diff "$T/v.ref" "$T/v1" | head -5)" "logged: $(logged "$T/r1")" "$(cat "$T/e1")"; fi
+
+# 2. -jv first, then jitsframe (started from -e, after -jv is set up)
+LUA_CPATH="build/lua/?.so;;" $LJ -jv="$T/v2" -e "assert(require('jitsframe').start{region='$T/r2', quiet=true})" "$W" >/dev/null 2>"$T/e2"
+if cmp -s "$T/v.ref" "$T/v2" && [ "$(logged "$T/r2")" -gt 0 ]; then
+	ok "-jv then jitsframe: -jv output unchanged, rows published ($(logged "$T/r2") traces)"
+else notok "-jv then jitsframe" "$(diff "$T/v.ref" "$T/v2" | head -5)" "logged: $(logged "$T/r2")" "$(cat "$T/e2")"; fi
+
+# 3. -jdump with jitsframe, both orders
+$J run --quiet --region "$T/r3" -- $LJ -jdump=tbirsT,"$T/d3" "$W" >/dev/null 2>&1
+LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbirsT,"$T/d4" -e "assert(require('jitsframe').start{region='$T/r4', quiet=true})" "$W" >/dev/null 2>&1
+if diff -q <(norm "$T/d.ref") <(norm "$T/d3") >/dev/null && diff -q <(norm "$T/d.ref") <(norm "$T/d4") >/dev/null &&
+	[ "$(logged "$T/r3")" -gt 0 ] && [ "$(logged "$T/r4")" -gt 0 ]; then
+	ok "-jdump output unchanged in either order ($(wc -l <"$T/d3") lines), rows published"
+else notok "-jdump with jitsframe" "$(diff <(norm "$T/d.ref") <(norm "$T/d3") | head -5)" "$(diff <(norm "$T/d.ref") <(norm "$T/d4") | head -5)"; fi
+
+# 4. a user's jit.attach, before and after jitsframe, vs without it
+$LJ -e "package.loaded.jitsframe = {start = function() return true end, stats = function() return {} end}" \
+	tests/lua/coexist_user.lua "$T/u.ref" after "$W" >/dev/null 2>&1
+for when in before after; do
+	JITSFRAME_REGION="$T/r5$when" LUA_CPATH="build/lua/?.so;;" $LJ tests/lua/coexist_user.lua "$T/u$when" $when "$W" >/dev/null 2>"$T/e5$when"
+	if cmp -s "$T/u.ref" "$T/u$when" && [ "$(logged "$T/r5$when")" -gt 0 ]; then
+		ok "user jit.attach $when jitsframe: same events ($(tr '\n' ' ' <"$T/u$when")), rows published"
+	else notok "user jit.attach $when jitsframe" "ref: $(cat "$T/u.ref" | tr '\n' ' ')" "got: $(cat "$T/u$when" 2>/dev/null | tr '\n' ' ')" "$(cat "$T/e5$when")"; fi
+done
+
+# 5. stop() restores jit.attach and keeps the user's handler
+LUA_CPATH="build/lua/?.so;;" $LJ -e "
+local jsf = require('jitsframe')
+local orig = jit.attach
+assert(jsf.start{region='$T/r6', quiet=true})
+assert(jit.attach ~= orig, 'wrapped')
+local n = 0
+jit.attach(function(w) if w == 'stop' then n = n + 1 end end, 'trace')
+assert(jsf.stop())
+assert(jit.attach == orig, 'jit.attach restored after stop')
+local x = 0 for i = 1, 1e6 do x = x + i end
+assert(n > 0, 'user handler still called after stop')
+print('ok', n)" >"$T/o6" 2>&1
+if grep -q '^ok' "$T/o6"; then ok "stop() restores jit.attach and keeps the user's handler"
+else notok "stop() restores jit.attach" "$(cat "$T/o6")"; fi
+
+echo "1..$n"
+[ $fails -eq 0 ]
