@@ -40,6 +40,8 @@ $(eval $(call flavour,asan))
 $(eval $(call flavour,tsan))
 
 TEST_LIBS_t_libsframe := -lsframe
+TEST_LIBS_t_states := -lluajit-5.1
+CPPFLAGS += $(LUAJIT_CFLAGS)
 
 $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 	cp $< $@
@@ -69,6 +71,7 @@ deps:
 
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
+       $(B)/rel/tests/t_states \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@scripts/run-tests
 
