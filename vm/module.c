@@ -9,6 +9,7 @@
  *                                 -- ${TMPDIR:-/tmp}/jitsframe-UID/PID.region
  *   jsf.stop()
  */
+#include "jitdump.h"
 #include "jitsframe.h"
 #include "ljrows.h"
 #include "vmcheck.h"
@@ -41,6 +42,32 @@ static uint64_t g_traces, g_published, g_skipped, g_removed;
 static char g_last_skip[128];
 static int g_quiet;
 static int g_replace; /* replace an existing file at an explicit path */
+/* perf sinks (perfmap/): jitdump into a directory, and the perf map */
+static char g_jd_dir[2048];
+static int g_want_perfmap;
+static struct jsf_jitdump *g_jd;
+static struct jsf_perfmap *g_pm;
+/*
+ * jitdump timestamps. perf inject maps each CODE_LOAD's code *plus its
+ * unwind data* (mapping = ALIGN8(code) + eh_frame + hdr) and the newest
+ * mapping wins where two overlap. LuaJIT puts each new trace just below the
+ * previous one, so a new trace's unwind data would cover the first bytes of
+ * the older trace above it. Within one epoch (between flushes) we therefore
+ * stamp loads with decreasing times just after the epoch began: older
+ * (higher) traces then count as newer and keep their whole range, while
+ * each load still precedes every sample of its code (unless the trace was
+ * compiled less than JD_SPAN ns after the epoch began: then its real time).
+ */
+#define JD_SPAN 65536
+static uint64_t g_jd_epoch, g_jd_k;
+
+static uint64_t jd_stamp(uint64_t now)
+{
+	uint64_t k = g_jd_k < JD_SPAN - 1 ? g_jd_k : JD_SPAN - 1;
+	uint64_t ts = g_jd_epoch + JD_SPAN - k;
+	g_jd_k++;
+	return ts < now ? ts : now;
+}
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
@@ -64,6 +91,8 @@ struct tinfo {
 	uint8_t nrows;
 	uint8_t live;
 	struct jsf_row rows[LJ_MAX_ROWS];
+	uint32_t line;   /* Lua source line where the trace starts */
+	char file[96];   /* its chunk name */
 };
 
 struct lstate {
@@ -152,6 +181,20 @@ static int open_region(void)
 	}
 	g_pid = getpid();
 	g_epoch++;
+	if (g_jd_dir[0]) {
+		g_jd_epoch = jsf_now_ns();
+		g_jd_k = 0;
+		err = jsf_jitdump_open(&g_jd, g_jd_dir);
+		if (err)
+			logmsg("cannot create %s/jit-%d.dump: %s", g_jd_dir,
+			       (int)getpid(), strerror(-err));
+	}
+	if (g_want_perfmap) {
+		err = jsf_perfmap_open(&g_pm);
+		if (err)
+			logmsg("cannot create /tmp/perf-%d.map: %s", (int)getpid(),
+			       strerror(-err));
+	}
 	return 0;
 }
 
@@ -161,6 +204,13 @@ static int ensure_region(void)
 	if (g_region && g_pid != getpid()) {
 		jsf_region_detach(g_region); /* the parent's: leave it alone */
 		g_region = NULL;
+		/* the parent's jitdump and perf map are its own too */
+		if (g_jd)
+			jsf_jitdump_close(g_jd);
+		if (g_pm)
+			jsf_perfmap_close(g_pm);
+		g_jd = NULL;
+		g_pm = NULL;
 	}
 	if (!g_region)
 		return open_region();
@@ -175,13 +225,50 @@ static void stop_publishing(const char *what, int err)
 	g_failed = 1;
 }
 
-static void publish(struct tinfo *ti, uint64_t now)
+/* The name perf shows: TRACE_n::chunk:line. */
+static void trace_name(const struct tinfo *ti, uint32_t tr, char *buf,
+		       size_t len)
+{
+	snprintf(buf, len, "TRACE_%u::%s:%u", tr, ti->file[0] ? ti->file : "?",
+		 ti->line);
+}
+
+/* The perf sinks: code (read from the trace's own memory), rows, line. */
+static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
+{
+	char name[160];
+	if (!g_jd && !g_pm)
+		return;
+	trace_name(ti, tr, name, sizeof(name));
+	if (g_jd) {
+		struct jsf_line line = {ti->start, ti->line,
+					ti->file[0] ? ti->file : "?"};
+		int err = jsf_jitdump_code(g_jd, ti->start,
+					   (const void *)(uintptr_t)ti->start,
+					   ti->size, name, ti->rows, ti->nrows,
+					   &line, ti->line ? 1 : 0, jd_stamp(now));
+		if (err) {
+			logmsg("writing the jitdump failed (%s); it stops here",
+			       strerror(-err));
+			jsf_jitdump_close(g_jd);
+			g_jd = NULL;
+		}
+	}
+	if (g_pm && jsf_perfmap_add(g_pm, ti->start, ti->size, name)) {
+		logmsg("writing the perf map failed; it stops here");
+		jsf_perfmap_close(g_pm);
+		g_pm = NULL;
+	}
+}
+
+static void publish(struct tinfo *ti, uint32_t tr, uint64_t now)
 {
 	int err = jsf_region_add(g_region, ti->start, ti->size, ti->rows,
 				 ti->nrows, now);
 	if (err == 0) {
 		ti->live = 1;
 		g_published++;
+		publish_perf(ti, tr, now);
 	} else if (err == -EEXIST) {
 		g_skipped++;
 		snprintf(g_last_skip, sizeof(g_last_skip),
@@ -212,7 +299,7 @@ static void sync_state(struct lstate *s)
 	for (uint32_t i = 0; i < s->cap; i++)
 		if (s->t[i].live) {
 			s->t[i].live = 0;
-			publish(&s->t[i], now);
+			publish(&s->t[i], i, now);
 		}
 	s->epoch = g_epoch;
 }
@@ -249,7 +336,12 @@ static void on_stop(lua_State *L, struct lstate *s, uint32_t tr)
 	/* A stop for a known number: the old trace is gone (freed by the GC,
 	 * which sends no event). */
 	unpublish(ti, now);
+	uint32_t line = ti->line;
+	char file[sizeof(ti->file)];
+	memcpy(file, ti->file, sizeof(file));
 	memset(ti, 0, sizeof(*ti));
+	ti->line = line; /* from the "start" event */
+	memcpy(ti->file, file, sizeof(file));
 	lua_pushinteger(L, tr);
 	if (util_call(L, s, "tracemc", 1, 3) || !lua_isstring(L, -3)) {
 		skip(tr, "no machine code");
@@ -284,14 +376,48 @@ static void on_stop(lua_State *L, struct lstate *s, uint32_t tr)
 	ti->spadj = o.spadj;
 	ti->nrows = (uint8_t)o.nrows;
 	memcpy(ti->rows, o.rows, sizeof(o.rows));
-	publish(ti, now);
+	publish(ti, tr, now);
 out:
+	lua_settop(L, top);
+}
+
+/* "start": tr, func, pc: remember where the trace begins in the source. */
+static void on_start(lua_State *L, struct lstate *s, uint32_t tr)
+{
+	int top = lua_gettop(L);
+	struct tinfo *ti = slot(s, tr);
+	if (!ti)
+		return;
+	ti->line = 0;
+	ti->file[0] = 0;
+	lua_pushvalue(L, 3);
+	lua_pushvalue(L, 4);
+	if (lua_isfunction(L, -2) && util_call(L, s, "funcinfo", 2, 1) == 0 &&
+	    lua_istable(L, -1)) {
+		lua_getfield(L, -1, "currentline");
+		ti->line = (uint32_t)lua_tointeger(L, -1);
+		lua_getfield(L, -2, "source");
+		const char *src = lua_tostring(L, -1);
+		if (src) {
+			if (*src == '@' || *src == '=')
+				src++;
+			size_t n = strlen(src);
+			if (n >= sizeof(ti->file)) /* keep the end of long paths */
+				src += n - (sizeof(ti->file) - 1);
+			snprintf(ti->file, sizeof(ti->file), "%s", src);
+			for (char *c = ti->file; *c; c++)
+				if (*c == '\n' || *c == ';' || *c == ' ')
+					*c = '_';
+		}
+	}
 	lua_settop(L, top);
 }
 
 static void on_flush(struct lstate *s)
 {
 	uint64_t now = jsf_now_ns();
+	g_jd_epoch = now; /* addresses are reused from here on */
+	g_jd_k = 0;
 	for (uint32_t i = 0; i < s->cap; i++) {
 		unpublish(&s->t[i], now);
 		memset(&s->t[i], 0, sizeof(s->t[i]));
@@ -304,13 +430,16 @@ static void handle(lua_State *L, struct lstate *s)
 	if (!what)
 		return;
 	int stop = !strcmp(what, "stop"), flush = !strcmp(what, "flush");
-	if (!stop && !flush)
+	int start = !strcmp(what, "start");
+	if (!stop && !flush && !start)
 		return;
 	pthread_mutex_lock(&g_mu);
 	if (!g_failed && ensure_region() == 0) {
 		sync_state(s);
 		if (stop)
 			on_stop(L, s, (uint32_t)lua_tointeger(L, 2));
+		else if (start)
+			on_start(L, s, (uint32_t)lua_tointeger(L, 2));
 		else
 			on_flush(s);
 	} else if (!g_failed) {
@@ -586,8 +715,8 @@ static int l_start(lua_State *L)
 {
 	/* Called by the interpreter: our return address is inside it. */
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-	const char *path = NULL;
-	int replace = 0, quiet = -1;
+	const char *path = NULL, *jitdump = NULL;
+	int replace = 0, quiet = -1, perfmap = 0;
 	if (!lua_isnoneornil(L, 1)) {
 		luaL_checktype(L, 1, LUA_TTABLE);
 		lua_getfield(L, 1, "region");
@@ -597,8 +726,19 @@ static int l_start(lua_State *L)
 		lua_getfield(L, 1, "quiet");
 		if (!lua_isnil(L, -1))
 			quiet = lua_toboolean(L, -1);
-		lua_pop(L, 3);
+		lua_getfield(L, 1, "jitdump");
+		if (lua_isstring(L, -1))
+			jitdump = lua_tostring(L, -1);
+		else if (lua_toboolean(L, -1))
+			jitdump = ".";
+		lua_getfield(L, 1, "perfmap");
+		perfmap = lua_toboolean(L, -1);
+		lua_pop(L, 5);
 	}
+	if (!jitdump && getenv("JITSFRAME_JITDUMP") && *getenv("JITSFRAME_JITDUMP"))
+		jitdump = getenv("JITSFRAME_JITDUMP");
+	if (!perfmap && getenv("JITSFRAME_PERFMAP"))
+		perfmap = *getenv("JITSFRAME_PERFMAP") == '1';
 	if (!path || !*path)
 		path = getenv("JITSFRAME_REGION");
 	if (path && strlen(path) >= sizeof(g_base_path) - 16)
@@ -632,6 +772,8 @@ static int l_start(lua_State *L)
 	if (!g_region) {
 		snprintf(g_base_path, sizeof(g_base_path), "%s", path ? path : "");
 		g_replace = replace;
+		snprintf(g_jd_dir, sizeof(g_jd_dir), "%s", jitdump ? jitdump : "");
+		g_want_perfmap = perfmap;
 	}
 	int err = ensure_region();
 	pthread_mutex_unlock(&g_mu);
@@ -734,8 +876,11 @@ __attribute__((destructor)) static void at_unload(void)
 {
 	/* Process exit (or the last state unloading us): mark the region
 	 * closed cleanly. A forked child leaves its parent's region alone. */
-	if (g_region && g_pid == getpid())
+	if (g_region && g_pid == getpid()) {
 		jsf_region_destroy(g_region);
+		jsf_jitdump_close(g_jd);
+		jsf_perfmap_close(g_pm);
+	}
 	g_region = NULL;
 }
 

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jitdump writer (Linux tools/perf/Documentation/jitdump-specification.txt):
+ * header, then per piece of code DEBUG_INFO, UNWINDING_INFO and CODE_LOAD,
+ * which perf attaches to that CODE_LOAD. The .eh_frame comes from the same
+ * rows as the region (perfmap/ehframe.c).
+ */
+#include "jitdump.h"
+#include "ehframe.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define JD_MAGIC 0x4A695444
+enum { JD_CODE_LOAD = 0, JD_DEBUG_INFO = 2, JD_UNWINDING_INFO = 4 };
+
+struct jsf_jitdump {
+	pthread_mutex_t mu;
+	int fd;
+	void *marker;
+	long page;
+	uint64_t index;
+	char path[4096];
+};
+
+struct jbuf {
+	uint8_t *p;
+	size_t n, cap;
+	int oom;
+};
+
+static void jput(struct jbuf *b, const void *src, size_t n)
+{
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		while (cap < b->n + n)
+			cap *= 2;
+		uint8_t *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, src, n);
+	b->n += n;
+}
+static void j32(struct jbuf *b, uint32_t v)
+{
+	jput(b, &v, 4);
+}
+static void j64(struct jbuf *b, uint64_t v)
+{
+	jput(b, &v, 8);
+}
+static void jpad8(struct jbuf *b)
+{
+	static const uint8_t z[8];
+	jput(b, z, (8 - b->n % 8) % 8);
+}
+/* Patch a record's total_size (u32 at offset 4 of its header). */
+static void jclose(struct jbuf *b, size_t rec)
+{
+	if (!b->oom) {
+		uint32_t sz = (uint32_t)(b->n - rec);
+		memcpy(b->p + rec + 4, &sz, 4);
+	}
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
+{
+	struct jsf_jitdump *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->mu, NULL);
+	snprintf(w->path, sizeof(w->path), "%s/jit-%d.dump", dir ? dir : ".",
+		 (int)getpid());
+	w->fd = open(w->path, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
+		     0600);
+	if (w->fd < 0) {
+		int e = -errno;
+		free(w);
+		return e;
+	}
+	/* perf finds the dump through this mapping's MMAP record. */
+	w->page = sysconf(_SC_PAGESIZE);
+	w->marker = mmap(NULL, (size_t)w->page, PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE, w->fd, 0);
+	if (w->marker == MAP_FAILED) {
+		int e = -errno;
+		close(w->fd);
+		unlink(w->path);
+		free(w);
+		return e;
+	}
+	struct jbuf b = {0};
+	j32(&b, JD_MAGIC);
+	j32(&b, 1);  /* version */
+	j32(&b, 40); /* header size */
+	j32(&b, EM_X86_64);
+	j32(&b, 0);
+	j32(&b, (uint32_t)getpid());
+	j64(&b, jsf_now_ns());
+	j64(&b, 0); /* flags */
+	int err = b.oom ? -ENOMEM : write_all(w->fd, b.p, b.n);
+	free(b.p);
+	if (err) {
+		jsf_jitdump_close(w);
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
+		     uint32_t size, const char *name,
+		     const struct jsf_row *rows, uint32_t nrows,
+		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts)
+{
+	struct jbuf b = {0};
+	size_t rec;
+	if (nlines) {
+		rec = b.n;
+		j32(&b, JD_DEBUG_INFO);
+		j32(&b, 0);
+		j64(&b, ts);
+		j64(&b, addr);
+		j64(&b, nlines);
+		for (uint32_t i = 0; i < nlines; i++) {
+			j64(&b, lines[i].addr);
+			j32(&b, lines[i].line);
+			j32(&b, 0); /* discriminator */
+			jput(&b, lines[i].file, strlen(lines[i].file) + 1);
+		}
+		jpad8(&b);
+		jclose(&b, rec);
+	}
+	if (nrows) {
+		uint8_t eh[JSF_EH_MAX(16)];
+		size_t hdr = 0, n = 0;
+		if (nrows <= 16)
+			n = jsf_ehframe(rows, nrows, size, eh, sizeof(eh), &hdr);
+		if (n) {
+			rec = b.n;
+			j32(&b, JD_UNWINDING_INFO);
+			j32(&b, 0);
+			j64(&b, ts);
+			j64(&b, n);   /* unwinding_size: .eh_frame + hdr */
+			j64(&b, hdr); /* eh_frame_hdr_size */
+			j64(&b, getenv("JSF_MAPPED0") ? 0 : n); /* mapped_size */
+			jput(&b, eh, n);
+			jpad8(&b);
+			jclose(&b, rec);
+		}
+	}
+	pthread_mutex_lock(&w->mu);
+	rec = b.n;
+	j32(&b, JD_CODE_LOAD);
+	j32(&b, 0);
+	j64(&b, ts);
+	j32(&b, (uint32_t)getpid());
+	j32(&b, (uint32_t)syscall(SYS_gettid));
+	j64(&b, addr); /* vma */
+	j64(&b, addr); /* code address */
+	j64(&b, size);
+	j64(&b, w->index++);
+	jput(&b, name, strlen(name) + 1);
+	jput(&b, code, size);
+	jclose(&b, rec);
+	int err = b.oom ? -ENOMEM : write_all(w->fd, b.p, b.n);
+	pthread_mutex_unlock(&w->mu);
+	free(b.p);
+	return err;
+}
+
+const char *jsf_jitdump_path(const struct jsf_jitdump *w)
+{
+	return w->path;
+}
+
+void jsf_jitdump_close(struct jsf_jitdump *w)
+{
+	if (!w)
+		return;
+	if (w->marker && w->marker != MAP_FAILED)
+		munmap(w->marker, (size_t)w->page);
+	close(w->fd);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
+/* ---------------------------------------------------------- perf map */
+
+struct jsf_perfmap {
+	FILE *f;
+};
+
+int jsf_perfmap_open(struct jsf_perfmap **out)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	/* /tmp is shared: never follow a planted link, never reuse a file. */
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+		      0600);
+	if (fd < 0)
+		return -errno;
+	struct jsf_perfmap *m = calloc(1, sizeof(*m));
+	if (!m || !(m->f = fdopen(fd, "w"))) {
+		close(fd);
+		free(m);
+		return -ENOMEM;
+	}
+	*out = m;
+	return 0;
+}
+
+int jsf_perfmap_add(struct jsf_perfmap *m, uint64_t addr, uint32_t size,
+		    const char *name)
+{
+	if (fprintf(m->f, "%llx %x %s\n", (unsigned long long)addr, size, name) < 0 ||
+	    fflush(m->f))
+		return -EIO;
+	return 0;
+}
+
+void jsf_perfmap_close(struct jsf_perfmap *m)
+{
+	if (!m)
+		return;
+	fclose(m->f);
+	free(m);
+}

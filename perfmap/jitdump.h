@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* perf's jitdump (jit-PID.dump) and perf map (/tmp/perf-PID.map) sinks. */
+#ifndef JSF_JITDUMP_H
+#define JSF_JITDUMP_H
+
+#include "jitsframe.h"
+
+#include <stdint.h>
+
+struct jsf_jitdump;
+
+/* One source line of machine code at `addr`. */
+struct jsf_line {
+	uint64_t addr;
+	uint32_t line;
+	const char *file;
+};
+
+/* Create DIR/jit-PID.dump (O_EXCL, 0600) and map it so perf records it. */
+int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir);
+
+/*
+ * Write DEBUG_INFO (if nlines), UNWINDING_INFO (from rows) and CODE_LOAD
+ * for one piece of code, in that order, as one write (threads may share
+ * the writer). ts: CLOCK_MONOTONIC ns.
+ */
+int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
+		     uint32_t size, const char *name,
+		     const struct jsf_row *rows, uint32_t nrows,
+		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts);
+
+const char *jsf_jitdump_path(const struct jsf_jitdump *w);
+void jsf_jitdump_close(struct jsf_jitdump *w);
+
+/* /tmp/perf-PID.map: append "START SIZE name" lines. */
+struct jsf_perfmap;
+int jsf_perfmap_open(struct jsf_perfmap **out);
+int jsf_perfmap_add(struct jsf_perfmap *m, uint64_t addr, uint32_t size,
+		    const char *name);
+void jsf_perfmap_close(struct jsf_perfmap *m);
+
+#endif
