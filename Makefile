@@ -52,10 +52,10 @@ $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(B)/rel/libjitsframe.a
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
-VM_SRC := vm/module.c vm/ljrows.c vm/vmcheck.c
-$(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h) $(rel_OBJ)
+VM_SRC := vm/module.c vm/ljrows.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
+$(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CPPFLAGS) -Ivm $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
+	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
 		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
 		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS)
 
