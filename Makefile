@@ -10,7 +10,8 @@ B       := build
 
 LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
-CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c
+CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
+           cli/folded.c cli/flame.c perfmap/jdread.c
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
@@ -47,8 +48,8 @@ $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 	cp $< $@
 $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
-$(B)/jitsframe: $(CLI_SRC) $(HDRS) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+$(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
@@ -58,6 +59,18 @@ $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OB
 	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
 		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
 		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS)
+
+# --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
+# through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode
+# placement steered so that flushed trace addresses come back) ---
+VMTEST_LIBS := $(B)/tests/libprobe.so $(B)/tests/libfakefde.so $(B)/tests/libmcreuse.so
+$(B)/tests/libprobe.so: tests/probe.c $(HDRS) $(rel_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
+		tests/probe.c $(rel_OBJ) -o $@ -ldl $(LDLIBS)
+$(B)/tests/lib%.so: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
 FUZZERS := fuzz_view fuzz_sframe
@@ -72,6 +85,7 @@ deps:
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
        $(B)/rel/tests/t_states \
+       $(VMTEST_LIBS) \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@scripts/run-tests
 

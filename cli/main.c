@@ -16,6 +16,8 @@ static const char usage[] =
 	"Commands:\n"
 	"  run [opts] -- CMD...      run a LuaJIT program with the VM side on:\n"
 	"                            exact unwind rows for every trace\n"
+	"  record [-o DIR] -- CMD... profile CMD with perf through its traces:\n"
+	"                            perf.data, folded stacks, a flame graph\n"
 	"  region dump FILE          list a region's functions and unwind rows\n"
 	"  region validate FILE      check a region against the kernel's SFrame\n"
 	"                            rules and the region's own invariants\n"
@@ -24,7 +26,7 @@ static const char usage[] =
 	"  region export FILE -o OUT write the live functions as a standalone\n"
 	"                            SFrame section (V3, or V1 with --v1)\n"
 	"\n"
-	"Run 'jitsframe run --help' or 'jitsframe region --help' for options.\n"
+	"Run 'jitsframe COMMAND --help' for the options of a command.\n"
 	"\n"
 	"Exit status:\n"
 	"  0  success\n"
@@ -111,6 +113,8 @@ int main(int argc, char **argv)
 		printf("jitsframe %s\n", JSF_VERSION);
 		return EX_OK;
 	}
+	if (!strcmp(cmd, "record"))
+		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "region"))

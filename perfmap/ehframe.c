@@ -52,20 +52,20 @@ static void set32(struct buf *b, size_t at, uint32_t v)
 	if (at + 4 <= b->cap)
 		memcpy(b->p + at, &v, 4);
 }
-/* Pad an entry that started at `start` (its length field) to 8 bytes. */
+/* Pad an entry that started at `start` (its length field) to 4 bytes (the
+ * unwind data is placed in the trace's last bytes: every byte counts). */
 static void close_entry(struct buf *b, size_t start)
 {
-	while ((b->n - start) % 8)
+	while ((b->n - start) % 4)
 		u8(b, 0); /* DW_CFA_nop */
 	set32(b, start, (uint32_t)(b->n - start - 4));
 }
 
 size_t jsf_ehframe(const struct jsf_row *rows, uint32_t nrows,
-		   uint32_t code_size, uint8_t *out, size_t cap,
-		   size_t *hdr_size)
+		   uint32_t code_size, int64_t func_minus_eh, uint8_t *out,
+		   size_t cap, size_t *hdr_size)
 {
 	struct buf b = {out, 0, cap};
-	uint64_t code_pad = ((uint64_t)code_size + 7) & ~7ull;
 	/* CIE */
 	size_t cie = b.n;
 	u32(&b, 0); /* length, patched */
@@ -77,17 +77,14 @@ size_t jsf_ehframe(const struct jsf_row *rows, uint32_t nrows,
 	u8(&b, 16);       /* return address column */
 	uleb(&b, 1);      /* augmentation data length */
 	u8(&b, 0x1b);     /* FDE pointers: pcrel | sdata4 */
-	u8(&b, 0x0c);     /* DW_CFA_def_cfa rsp, 8 */
-	uleb(&b, 7);
-	uleb(&b, 8);
-	u8(&b, 0x80 | 16); /* DW_CFA_offset r16 (RA), cfa-8 */
+	u8(&b, 0x80 | 16); /* DW_CFA_offset r16 (RA), cfa-8: every row */
 	uleb(&b, 1);
 	close_entry(&b, cie);
 	/* FDE */
 	size_t fde = b.n;
 	u32(&b, 0);                        /* length, patched */
 	u32(&b, (uint32_t)(b.n - cie));    /* CIE pointer: back to the CIE */
-	int64_t pc_begin = -(int64_t)(code_pad + b.n); /* code is at C */
+	int64_t pc_begin = func_minus_eh - (int64_t)b.n; /* pcrel */
 	u32(&b, (uint32_t)(int32_t)pc_begin);
 	u32(&b, code_size); /* pc range */
 	uleb(&b, 0);        /* augmentation data length */
@@ -130,21 +127,28 @@ size_t jsf_ehframe(const struct jsf_row *rows, uint32_t nrows,
 		} else {
 			return 0;
 		}
-		u8(&b, 0x80 | 16); /* RA at CFA-8 */
-		uleb(&b, 1);
+		if (i && rows[i - 1].outermost) {
+			u8(&b, 0x80 | 16); /* RA at CFA-8 again */
+			uleb(&b, 1);
+		}
 		if (r->has_fp) {
 			if (r->fp_offset % 8)
 				return 0;
-			u8(&b, 0x11); /* DW_CFA_offset_extended_sf rbp */
-			uleb(&b, 6);
-			sleb(&b, -(int64_t)(r->fp_offset / 8));
+			if (r->fp_offset <= 0) {
+				u8(&b, 0x80 | 6); /* DW_CFA_offset rbp */
+				uleb(&b, (uint64_t)(-(r->fp_offset / 8)));
+			} else {
+				u8(&b, 0x11); /* DW_CFA_offset_extended_sf */
+				uleb(&b, 6);
+				sleb(&b, -(int64_t)(r->fp_offset / 8));
+			}
 		} else {
 			u8(&b, 0x08); /* DW_CFA_same_value rbp */
 			uleb(&b, 6);
 		}
 	}
 	close_entry(&b, fde);
-	u32(&b, 0); /* terminator */
+	/* no zero terminator: readers find the FDE through the header */
 	size_t eh_size = b.n;
 	/* .eh_frame_hdr, right after .eh_frame */
 	size_t hdr = b.n;
@@ -155,7 +159,7 @@ size_t jsf_ehframe(const struct jsf_row *rows, uint32_t nrows,
 	u32(&b, (uint32_t)(int32_t)(0 - (int64_t)(b.n))); /* -> .eh_frame */
 	u32(&b, 1);
 	/* datarel: relative to the header's start */
-	u32(&b, (uint32_t)(int32_t)(-(int64_t)(code_pad + hdr)));
+	u32(&b, (uint32_t)(int32_t)(func_minus_eh - (int64_t)hdr));
 	u32(&b, (uint32_t)(int32_t)((int64_t)fde - (int64_t)hdr));
 	(void)eh_size;
 	*hdr_size = b.n - hdr;

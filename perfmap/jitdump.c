@@ -137,19 +137,46 @@ int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
 	return 0;
 }
 
+/*
+ * Where the unwind data goes. perf inject writes one ELF per CODE_LOAD with
+ * the code, then .eh_frame at ALIGN8(code_size), then .eh_frame_hdr, and
+ * maps all of it from code_addr; libunwind reads the unwind data through
+ * those mappings. LuaJIT packs each new trace right below the previous one,
+ * so unwind data placed after a trace would lie on the older trace above it
+ * (and lose to it, or steal its first bytes). Instead the declared code
+ * starts up to 7 bytes (or, for a trace smaller than its unwind data, a few
+ * more) below the trace, and ends where the unwind data begins, so that the
+ * mapping ends exactly at the trace's end: the unwind data shares the
+ * trace's last bytes. Newer traces sit below and are loaded later, so they
+ * win over the few bytes this reaches down. What remains: perf's symbol
+ * covers the declared code only, so samples in a trace's last U bytes
+ * (U = unwind data, ~90 bytes) are unwound right but unnamed by perf
+ * (jitsframe's folding names them from the jitdump). docs/PERF.md.
+ */
 int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		     uint32_t size, const char *name,
 		     const struct jsf_row *rows, uint32_t nrows,
 		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts)
 {
 	struct jbuf b = {0};
-	size_t rec;
+	size_t rec, hdr = 0, ulen = 0;
+	uint8_t eh[JSF_EH_MAX(16)];
+	uint64_t code_addr = addr, declared = size;
+	if (nrows && nrows <= 16)
+		ulen = jsf_ehframe(rows, nrows, size, 0, eh, sizeof(eh), &hdr);
+	if (ulen) {
+		uint64_t eh_addr = addr + size - ulen; /* may be below addr */
+		declared = eh_addr > addr ? ((eh_addr - addr) + 7) & ~7ull : 8;
+		code_addr = eh_addr - declared;
+		ulen = jsf_ehframe(rows, nrows, size,
+				   (int64_t)(addr - eh_addr), eh, sizeof(eh), &hdr);
+	}
 	if (nlines) {
 		rec = b.n;
 		j32(&b, JD_DEBUG_INFO);
 		j32(&b, 0);
 		j64(&b, ts);
-		j64(&b, addr);
+		j64(&b, code_addr);
 		j64(&b, nlines);
 		for (uint32_t i = 0; i < nlines; i++) {
 			j64(&b, lines[i].addr);
@@ -160,23 +187,17 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		jpad8(&b);
 		jclose(&b, rec);
 	}
-	if (nrows) {
-		uint8_t eh[JSF_EH_MAX(16)];
-		size_t hdr = 0, n = 0;
-		if (nrows <= 16)
-			n = jsf_ehframe(rows, nrows, size, eh, sizeof(eh), &hdr);
-		if (n) {
-			rec = b.n;
-			j32(&b, JD_UNWINDING_INFO);
-			j32(&b, 0);
-			j64(&b, ts);
-			j64(&b, n);   /* unwinding_size: .eh_frame + hdr */
-			j64(&b, hdr); /* eh_frame_hdr_size */
-			j64(&b, getenv("JSF_MAPPED0") ? 0 : n); /* mapped_size */
-			jput(&b, eh, n);
-			jpad8(&b);
-			jclose(&b, rec);
-		}
+	if (ulen) {
+		rec = b.n;
+		j32(&b, JD_UNWINDING_INFO);
+		j32(&b, 0);
+		j64(&b, ts);
+		j64(&b, ulen); /* unwinding_size: .eh_frame + hdr */
+		j64(&b, hdr);  /* eh_frame_hdr_size */
+		j64(&b, ulen); /* mapped_size */
+		jput(&b, eh, ulen);
+		jpad8(&b);
+		jclose(&b, rec);
 	}
 	pthread_mutex_lock(&w->mu);
 	rec = b.n;
@@ -185,12 +206,20 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 	j64(&b, ts);
 	j32(&b, (uint32_t)getpid());
 	j32(&b, (uint32_t)syscall(SYS_gettid));
-	j64(&b, addr); /* vma */
-	j64(&b, addr); /* code address */
-	j64(&b, size);
+	j64(&b, code_addr); /* vma */
+	j64(&b, code_addr); /* code address */
+	j64(&b, declared);
 	j64(&b, w->index++);
 	jput(&b, name, strlen(name) + 1);
-	jput(&b, code, size);
+	/* the declared bytes: zeros below the trace, then its code */
+	static const uint8_t zero[64];
+	uint64_t below = addr > code_addr ? addr - code_addr : 0;
+	for (uint64_t z = below; z; z -= z > 64 ? 64 : z)
+		jput(&b, zero, z > 64 ? 64 : z);
+	jput(&b, code, declared - below < size ? declared - below : size);
+	if (below + size < declared)
+		for (uint64_t z = declared - below - size; z; z -= z > 64 ? 64 : z)
+			jput(&b, zero, z > 64 ? 64 : z);
 	jclose(&b, rec);
 	int err = b.oom ? -ENOMEM : write_all(w->fd, b.p, b.n);
 	pthread_mutex_unlock(&w->mu);

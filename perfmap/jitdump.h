@@ -32,6 +32,15 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 const char *jsf_jitdump_path(const struct jsf_jitdump *w);
 void jsf_jitdump_close(struct jsf_jitdump *w);
 
+/*
+ * Call cb for every CODE_LOAD of a jitdump file (pid, index = the N of perf
+ * inject's jitted-PID-N.so, name). Returns how many, or a negative errno.
+ */
+int jsf_jitdump_names(const char *path,
+		      void (*cb)(uint32_t pid, uint64_t index, const char *name,
+				 void *ctx),
+		      void *ctx);
+
 /* /tmp/perf-PID.map: append "START SIZE name" lines. */
 struct jsf_perfmap;
 int jsf_perfmap_open(struct jsf_perfmap **out);

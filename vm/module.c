@@ -47,27 +47,6 @@ static char g_jd_dir[2048];
 static int g_want_perfmap;
 static struct jsf_jitdump *g_jd;
 static struct jsf_perfmap *g_pm;
-/*
- * jitdump timestamps. perf inject maps each CODE_LOAD's code *plus its
- * unwind data* (mapping = ALIGN8(code) + eh_frame + hdr) and the newest
- * mapping wins where two overlap. LuaJIT puts each new trace just below the
- * previous one, so a new trace's unwind data would cover the first bytes of
- * the older trace above it. Within one epoch (between flushes) we therefore
- * stamp loads with decreasing times just after the epoch began: older
- * (higher) traces then count as newer and keep their whole range, while
- * each load still precedes every sample of its code (unless the trace was
- * compiled less than JD_SPAN ns after the epoch began: then its real time).
- */
-#define JD_SPAN 65536
-static uint64_t g_jd_epoch, g_jd_k;
-
-static uint64_t jd_stamp(uint64_t now)
-{
-	uint64_t k = g_jd_k < JD_SPAN - 1 ? g_jd_k : JD_SPAN - 1;
-	uint64_t ts = g_jd_epoch + JD_SPAN - k;
-	g_jd_k++;
-	return ts < now ? ts : now;
-}
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
@@ -182,8 +161,6 @@ static int open_region(void)
 	g_pid = getpid();
 	g_epoch++;
 	if (g_jd_dir[0]) {
-		g_jd_epoch = jsf_now_ns();
-		g_jd_k = 0;
 		err = jsf_jitdump_open(&g_jd, g_jd_dir);
 		if (err)
 			logmsg("cannot create %s/jit-%d.dump: %s", g_jd_dir,
@@ -246,7 +223,7 @@ static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
 		int err = jsf_jitdump_code(g_jd, ti->start,
 					   (const void *)(uintptr_t)ti->start,
 					   ti->size, name, ti->rows, ti->nrows,
-					   &line, ti->line ? 1 : 0, jd_stamp(now));
+					   &line, ti->line ? 1 : 0, now);
 		if (err) {
 			logmsg("writing the jitdump failed (%s); it stops here",
 			       strerror(-err));
@@ -416,8 +393,6 @@ static void on_start(lua_State *L, struct lstate *s, uint32_t tr)
 static void on_flush(struct lstate *s)
 {
 	uint64_t now = jsf_now_ns();
-	g_jd_epoch = now; /* addresses are reused from here on */
-	g_jd_k = 0;
 	for (uint32_t i = 0; i < s->cap; i++) {
 		unpublish(&s->t[i], now);
 		memset(&s->t[i], 0, sizeof(s->t[i]));

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf script -> folded stacks. Frames are named as flame-graph tools do:
+ * trace code (perf inject's jitted-*.so) gets `_[j]`, the kernel `_[k]`,
+ * unknown symbols `[dso]`. The process name is the root frame.
+ */
+#include "folded.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct entry {
+	char *key;
+	uint64_t count;
+};
+
+struct jname {
+	uint32_t pid;
+	uint64_t index;
+	char *name;
+};
+
+struct folded {
+	struct entry *t;
+	size_t cap, n;
+	struct jname *names;
+	size_t nnames, capnames;
+};
+
+int folded_name_jitted(struct folded *f, uint32_t pid, uint64_t index,
+		       const char *name)
+{
+	if (f->nnames == f->capnames) {
+		size_t cap = f->capnames ? 2 * f->capnames : 256;
+		struct jname *n = realloc(f->names, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		f->names = n;
+		f->capnames = cap;
+	}
+	char *copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	f->names[f->nnames++] = (struct jname){pid, index, copy};
+	return 0;
+}
+
+static const char *jitted_name(const struct folded *f, const char *base)
+{
+	unsigned pid;
+	unsigned long long idx;
+	if (sscanf(base, "jitted-%u-%llu.so", &pid, &idx) != 2)
+		return NULL;
+	for (size_t i = f->nnames; i-- > 0;)
+		if (f->names[i].pid == pid && f->names[i].index == idx)
+			return f->names[i].name;
+	return NULL;
+}
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
+struct folded *folded_new(void)
+{
+	struct folded *f = calloc(1, sizeof(*f));
+	if (f) {
+		f->cap = 1024;
+		f->t = calloc(f->cap, sizeof(*f->t));
+		if (!f->t) {
+			free(f);
+			return NULL;
+		}
+	}
+	return f;
+}
+
+static int grow(struct folded *f)
+{
+	size_t cap = f->cap * 2;
+	struct entry *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->cap; i++) {
+		if (!f->t[i].key)
+			continue;
+		size_t j = hash(f->t[i].key) & (cap - 1);
+		while (t[j].key)
+			j = (j + 1) & (cap - 1);
+		t[j] = f->t[i];
+	}
+	free(f->t);
+	f->t = t;
+	f->cap = cap;
+	return 0;
+}
+
+int folded_add(struct folded *f, const char *stack, uint64_t count)
+{
+	if (2 * (f->n + 1) > f->cap && grow(f))
+		return -ENOMEM;
+	size_t j = hash(stack) & (f->cap - 1);
+	while (f->t[j].key && strcmp(f->t[j].key, stack))
+		j = (j + 1) & (f->cap - 1);
+	if (!f->t[j].key) {
+		if (!(f->t[j].key = strdup(stack)))
+			return -ENOMEM;
+		f->n++;
+	}
+	f->t[j].count += count;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	return strcmp(x->key, y->key);
+}
+
+void folded_each(const struct folded *f,
+		 void (*cb)(const char *stack, uint64_t count, void *ctx),
+		 void *ctx)
+{
+	/* sorted, so that outputs are deterministic */
+	struct entry *s = malloc((f->n ? f->n : 1) * sizeof(*s));
+	size_t k = 0;
+	if (!s)
+		return;
+	for (size_t i = 0; i < f->cap; i++)
+		if (f->t[i].key)
+			s[k++] = f->t[i];
+	qsort(s, k, sizeof(*s), cmp_entry);
+	for (size_t i = 0; i < k; i++)
+		cb(s[i].key, s[i].count, ctx);
+	free(s);
+}
+
+static void write_one(const char *stack, uint64_t count, void *ctx)
+{
+	fprintf(ctx, "%s %llu\n", stack, (unsigned long long)count);
+}
+
+int folded_write(const struct folded *f, FILE *out)
+{
+	folded_each(f, write_one, out);
+	return ferror(out) ? -EIO : 0;
+}
+
+int folded_read(struct folded *f, FILE *in)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int err = 0;
+	while (!err && (n = getline(&line, &cap, in)) > 0) {
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = 0;
+		char *sp = strrchr(line, ' ');
+		if (!sp)
+			continue;
+		*sp = 0;
+		char *end;
+		unsigned long long c = strtoull(sp + 1, &end, 10);
+		if (*end || !*line)
+			continue;
+		err = folded_add(f, line, c);
+	}
+	free(line);
+	return err;
+}
+
+void folded_free(struct folded *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->cap; i++)
+		free(f->t[i].key);
+	for (size_t i = 0; i < f->nnames; i++)
+		free(f->names[i].name);
+	free(f->names);
+	free(f->t);
+	free(f);
+}
+
+/* --------------------------------------------------- perf script input */
+
+struct frame {
+	char name[300];
+	int jit, is_main;
+};
+
+/* "   ADDR SYM+0xOFF (DSO)" -> frame name. */
+static void parse_frame(const struct folded *f, const char *l, struct frame *fr)
+{
+	while (*l == ' ' || *l == '\t')
+		l++;
+	const char *sym = strchr(l, ' ');
+	sym = sym ? sym + 1 : l;
+	const char *dso = strrchr(sym, '(');
+	size_t slen = dso && dso > sym ? (size_t)(dso - sym - 1) : strlen(sym);
+	char s[256], d[256] = "";
+	if (slen >= sizeof(s))
+		slen = sizeof(s) - 1;
+	memcpy(s, sym, slen);
+	s[slen] = 0;
+	char *plus = strstr(s, "+0x");
+	if (plus)
+		*plus = 0;
+	if (dso) {
+		const char *e = strchr(dso, ')');
+		size_t dl = e ? (size_t)(e - dso - 1) : strlen(dso + 1);
+		if (dl >= sizeof(d))
+			dl = sizeof(d) - 1;
+		memcpy(d, dso + 1, dl);
+		d[dl] = 0;
+	}
+	const char *base = strrchr(d, '/');
+	base = base ? base + 1 : d;
+	fr->jit = !strncmp(base, "jitted-", 7);
+	fr->is_main = !strcmp(s, "main") || !strcmp(s, "__libc_start_call_main");
+	for (char *c = s; *c; c++)
+		if (*c == ';' || *c == '\n')
+			*c = '_';
+	const char *jn = fr->jit && !strcmp(s, "[unknown]") ? jitted_name(f, base)
+							     : NULL;
+	if (fr->jit)
+		snprintf(fr->name, sizeof(fr->name), "%.280s_[j]",
+			 jn ? jn : strcmp(s, "[unknown]") ? s : "[trace code]");
+	else if (!strcmp(d, "[kernel.kallsyms]"))
+		snprintf(fr->name, sizeof(fr->name), "%s_[k]", s);
+	else if (!strcmp(s, "[unknown]"))
+		snprintf(fr->name, sizeof(fr->name), "[%s]", *base ? base : "unknown");
+	else
+		snprintf(fr->name, sizeof(fr->name), "%s", s);
+}
+
+static int flush_sample(struct folded *f, struct folded_stats *st,
+			const char *comm, struct frame *fr, int n)
+{
+	if (n == 0 && !*comm)
+		return 0;
+	st->samples++;
+	int any_jit = 0, main = 0;
+	for (int i = 0; i < n; i++) {
+		any_jit |= fr[i].jit;
+		main |= fr[i].is_main;
+	}
+	if (n && fr[0].jit) {
+		st->trace_leaf++;
+		st->trace_leaf_main += main;
+	}
+	if (any_jit) {
+		st->through_trace++;
+		st->through_main += main;
+	}
+	size_t len = strlen(comm) + 1;
+	for (int i = 0; i < n; i++)
+		len += strlen(fr[i].name) + 1;
+	char *stack = malloc(len + 1);
+	if (!stack)
+		return -ENOMEM;
+	strcpy(stack, comm);
+	for (int i = n - 1; i >= 0; i--) { /* root first */
+		strcat(stack, ";");
+		strcat(stack, fr[i].name);
+	}
+	int err = folded_add(f, stack, 1);
+	free(stack);
+	return err;
+}
+
+int folded_read_perf_script(struct folded *f, FILE *in, struct folded_stats *st)
+{
+	enum { MAXF = 1024 };
+	static struct frame fr[MAXF];
+	char comm[128] = "";
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int n = 0, err = 0, in_sample = 0;
+	memset(st, 0, sizeof(*st));
+	while (!err && (len = getline(&line, &cap, in)) >= 0) {
+		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		if (len == 0) {
+			if (in_sample)
+				err = flush_sample(f, st, comm, fr, n);
+			in_sample = 0;
+			n = 0;
+			continue;
+		}
+		if (line[0] != '\t' && line[0] != ' ') {
+			if (in_sample) /* a sample without callchain */
+				err = flush_sample(f, st, comm, fr, n);
+			/* header: "comm pid/tid time: period event:" */
+			char *sp = line;
+			while (*sp && *sp != ' ' && *sp != '\t')
+				sp++;
+			size_t cl = (size_t)(sp - line);
+			if (cl >= sizeof(comm))
+				cl = sizeof(comm) - 1;
+			memcpy(comm, line, cl);
+			comm[cl] = 0;
+			for (char *c = comm; *c; c++)
+				if (*c == ';')
+					*c = '_';
+			in_sample = 1;
+			n = 0;
+			continue;
+		}
+		if (in_sample && n < MAXF)
+			parse_frame(f, line, &fr[n++]);
+	}
+	if (!err && in_sample)
+		err = flush_sample(f, st, comm, fr, n);
+	free(line);
+	return err;
+}

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `jitsframe record [-o DIR] [--freq HZ] [--] CMD...`: the whole perf job.
+ *   perf record -k 1 --call-graph dwarf  ->  jitsframe run CMD (region +
+ *   jitdump into DIR)  ->  perf inject --jit  ->  perf script  ->  folded
+ *   stacks and a flame graph, and one summary line.
+ */
+#include "cli.h"
+#include "folded.h"
+#include "jitdump.h"
+
+#include <dirent.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: jitsframe record [-o DIR] [--freq HZ] [--stack BYTES] [--] CMD...\n"
+	"\n"
+	"Profile a LuaJIT program with perf, through its traces. Leaves in DIR\n"
+	"(default ./jitsframe-record):\n"
+	"  perf.data        injected with the traces, for `perf report -i`\n"
+	"  region           the unwind rows (jitsframe region dump)\n"
+	"  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
+	"  stacks.folded    folded stacks, trace frames suffixed _[j]\n"
+	"  flamegraph.svg   a flame graph of them\n"
+	"and prints one summary line. Needs perf (Debian: linux-perf) and\n"
+	"kernel.perf_event_paranoid <= 2 (or root).\n"
+	"\n"
+	"  -o, --output DIR  where to put it all\n"
+	"  -F, --freq HZ     sampling frequency (default 999)\n"
+	"  --stack BYTES     user stack copied per sample (default 32768; traces\n"
+	"                    in nested VM entries can sit >8 KB below main)\n"
+	"\n"
+	"Exit status: 0 recorded (even if CMD failed: then a note says so),\n"
+	"1 the profile could not be made from what was recorded, 2 usage,\n"
+	"3 perf missing or not permitted.\n";
+
+/* Run argv (with stdout/stderr as given, -1: inherit); wait; status. */
+static int spawn(char *const argv[], int out_fd, int err_fd)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (out_fd >= 0)
+			dup2(out_fd, 1);
+		if (err_fd >= 0)
+			dup2(err_fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	/* While perf runs, ^C goes to it (and to CMD): we wait for them. */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_term;
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGTERM, &ign, &old_term);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return st;
+}
+
+static int find_in_path(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	while (*path) {
+		const char *e = strchr(path, ':');
+		size_t n = e ? (size_t)(e - path) : strlen(path);
+		snprintf(out, len, "%.*s/%s", (int)n, path, name);
+		if (n && access(out, X_OK) == 0)
+			return 0;
+		path += n + (e ? 1 : 0);
+	}
+	return -1;
+}
+
+static void tail_file(const char *path, const char *prefix)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		fprintf(stderr, "%s%s", prefix, line);
+	fclose(f);
+}
+
+static void add_name(uint32_t pid, uint64_t index, const char *name, void *ctx)
+{
+	folded_name_jitted(ctx, pid, index, name);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"output", required_argument, 0, 'o'},
+		{"freq", required_argument, 0, 'F'},
+		{"stack", required_argument, 0, 's'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *dir = "jitsframe-record";
+	uint64_t freq = 999, stack = 32768;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:F:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o': dir = optarg; break;
+		case 'F':
+			if (!cli_u64(optarg, &freq) || !freq || freq > 100000) {
+				fprintf(stderr, "jitsframe record: --freq wants 1..100000, "
+						"not '%s'\n", optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 's':
+			if (!cli_u64(optarg, &stack) || stack < 8 || stack > 65528 ||
+			    stack % 8) {
+				fprintf(stderr, "jitsframe record: --stack wants a multiple "
+						"of 8 in 8..65528, not '%s'\n", optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'h': fputs(usage, stdout); return EX_OK;
+		default:
+			fprintf(stderr, "jitsframe record: unknown or incomplete option "
+					"'%s'\nTry 'jitsframe record --help'.\n",
+				argv[optind - 1]);
+			return EX_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "jitsframe record: no command given\n"
+				"Try 'jitsframe record --help'.\n");
+		return EX_USAGE;
+	}
+	char perf[PATH_MAX];
+	if (find_in_path("perf", perf, sizeof(perf))) {
+		fprintf(stderr, "jitsframe record: perf not found in PATH. Install "
+				"it (Debian: apt-get install linux-perf).\n");
+		return EX_INPUT;
+	}
+	FILE *pf = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int paranoid = 0;
+	if (pf) {
+		if (fscanf(pf, "%d", &paranoid) != 1)
+			paranoid = 0;
+		fclose(pf);
+	}
+	if (geteuid() != 0 && paranoid > 2) {
+		fprintf(stderr, "jitsframe record: kernel.perf_event_paranoid is %d, "
+				"which forbids profiling. Allow it with\n"
+				"  sudo sysctl kernel.perf_event_paranoid=2\n"
+				"or run as root.\n", paranoid);
+		return EX_INPUT;
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "jitsframe record: cannot create %s: %s\n", dir,
+			strerror(errno));
+		return EX_INPUT;
+	}
+	char adir[PATH_MAX], self[PATH_MAX];
+	if (!realpath(dir, adir)) {
+		fprintf(stderr, "jitsframe record: %s: %s\n", dir, strerror(errno));
+		return EX_INPUT;
+	}
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl <= 0)
+		return EX_INPUT;
+	self[sl] = 0;
+	char raw[PATH_MAX + 32], data[PATH_MAX + 32], region[PATH_MAX + 32],
+		folded_p[PATH_MAX + 32], svg[PATH_MAX + 32], log[PATH_MAX + 32];
+	snprintf(raw, sizeof(raw), "%s/perf.data.raw", adir);
+	snprintf(data, sizeof(data), "%s/perf.data", adir);
+	snprintf(region, sizeof(region), "%s/region", adir);
+	snprintf(folded_p, sizeof(folded_p), "%s/stacks.folded", adir);
+	snprintf(svg, sizeof(svg), "%s/flamegraph.svg", adir);
+	snprintf(log, sizeof(log), "%s/perf.log", adir);
+	setenv("JITSFRAME_JITDUMP", adir, 1);
+	char freq_s[32], cg[64];
+	snprintf(freq_s, sizeof(freq_s), "%llu", (unsigned long long)freq);
+	snprintf(cg, sizeof(cg), "dwarf,%llu", (unsigned long long)stack);
+	/* 1. record */
+	int nargs = argc - optind;
+	char **av = calloc((size_t)nargs + 32, sizeof(*av));
+	int k = 0;
+	av[k++] = perf;
+	av[k++] = "record";
+	av[k++] = "-q";
+	av[k++] = "-k";
+	av[k++] = "1";
+	av[k++] = "--call-graph";
+	av[k++] = cg;
+	av[k++] = "-F";
+	av[k++] = freq_s;
+	av[k++] = "-o";
+	av[k++] = raw;
+	av[k++] = "--";
+	av[k++] = self;
+	av[k++] = "run";
+	av[k++] = "--replace";
+	av[k++] = "--region";
+	av[k++] = region;
+	av[k++] = "--";
+	for (int i = 0; i < nargs; i++)
+		av[k++] = argv[optind + i];
+	av[k] = NULL;
+	unlink(raw);
+	int st = spawn(av, -1, -1);
+	free(av);
+	struct stat sb;
+	int have_data = stat(raw, &sb) == 0 && sb.st_size > 0;
+	const char *cmd_note = NULL;
+	char note[160];
+	if (WIFSIGNALED(st)) {
+		snprintf(note, sizeof(note), "the command was killed by signal %d (%s)",
+			 WTERMSIG(st), strsignal(WTERMSIG(st)));
+		cmd_note = note;
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+		snprintf(note, sizeof(note), "the command could not be run (exit 127)");
+		cmd_note = note;
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+		snprintf(note, sizeof(note), "the command exited with status %d",
+			 WEXITSTATUS(st));
+		cmd_note = note;
+	}
+	if (!have_data) {
+		fprintf(stderr, "jitsframe record: perf recorded nothing%s%s.\n"
+				"If perf said 'Permission denied' or 'No permission', "
+				"lower kernel.perf_event_paranoid (sudo sysctl "
+				"kernel.perf_event_paranoid=2) or run as root.\n",
+			cmd_note ? ": " : "", cmd_note ? cmd_note : "");
+		return EX_INPUT;
+	}
+	/* 2. inject the traces */
+	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	char *inj[] = {perf, "inject", "--jit", "-i", raw, "-o", data, NULL};
+	st = spawn(inj, lfd, lfd);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "jitsframe record: perf inject failed; the raw "
+				"recording is kept in %s. perf said:\n", raw);
+		tail_file(log, "  ");
+		if (lfd >= 0)
+			close(lfd);
+		return EX_FAIL;
+	}
+	/* 3. fold what perf script prints */
+	int pipefd[2];
+	if (pipe(pipefd) < 0)
+		return EX_INPUT;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pipefd[0]);
+		dup2(pipefd[1], 1);
+		if (lfd >= 0)
+			dup2(lfd, 2);
+		execl(perf, "perf", "script", "-i", data, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	FILE *in = fdopen(pipefd[0], "r");
+	struct folded *f = folded_new();
+	/* names for the bytes of traces that perf's symbols do not cover */
+	DIR *dd = f ? opendir(adir) : NULL;
+	struct dirent *de;
+	while (dd && (de = readdir(dd))) {
+		if (strncmp(de->d_name, "jit-", 4) ||
+		    !strstr(de->d_name, ".dump"))
+			continue;
+		char jp[PATH_MAX + 300];
+		snprintf(jp, sizeof(jp), "%s/%s", adir, de->d_name);
+		jsf_jitdump_names(jp, add_name, f);
+	}
+	if (dd)
+		closedir(dd);
+	struct folded_stats fs;
+	int err = in && f ? folded_read_perf_script(f, in, &fs) : -ENOMEM;
+	if (in)
+		fclose(in);
+	waitpid(pid, &st, 0);
+	if (lfd >= 0)
+		close(lfd);
+	if (err || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "jitsframe record: perf script failed; %s is kept. "
+				"perf said:\n", data);
+		tail_file(log, "  ");
+		folded_free(f);
+		return EX_FAIL;
+	}
+	FILE *fo = fopen(folded_p, "w");
+	FILE *so = fopen(svg, "w");
+	char title[256];
+	snprintf(title, sizeof(title), "jitsframe: %s", argv[optind]);
+	if (!fo || !so || folded_write(f, fo) || flame_svg(f, so, title)) {
+		fprintf(stderr, "jitsframe record: cannot write %s or %s\n", folded_p,
+			svg);
+		err = 1;
+	}
+	if (fo)
+		fclose(fo);
+	if (so)
+		fclose(so);
+	folded_free(f);
+	unlink(raw);
+	printf("jitsframe record: %llu samples, %llu in trace code, %llu of them "
+	       "(%.1f%%) unwound to main; %llu passed through traces; "
+	       "perf report -i %s; flame graph %s\n",
+	       (unsigned long long)fs.samples, (unsigned long long)fs.trace_leaf,
+	       (unsigned long long)fs.trace_leaf_main,
+	       fs.trace_leaf ? 100.0 * (double)fs.trace_leaf_main / (double)fs.trace_leaf
+			     : 0.0,
+	       (unsigned long long)fs.through_trace, data, svg);
+	if (cmd_note)
+		fprintf(stderr, "jitsframe record: note: %s; the profile above "
+				"covers what ran.\n", cmd_note);
+	return err ? EX_FAIL : EX_OK;
+}
