@@ -211,15 +211,17 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 	j64(&b, declared);
 	j64(&b, w->index++);
 	jput(&b, name, strlen(name) + 1);
-	/* the declared bytes: zeros below the trace, then its code */
+	/* the declared bytes: zeros below the trace, then as much of its
+	 * code as they reach */
 	static const uint8_t zero[64];
-	uint64_t below = addr > code_addr ? addr - code_addr : 0;
-	for (uint64_t z = below; z; z -= z > 64 ? 64 : z)
-		jput(&b, zero, z > 64 ? 64 : z);
-	jput(&b, code, declared - below < size ? declared - below : size);
-	if (below + size < declared)
-		for (uint64_t z = declared - below - size; z; z -= z > 64 ? 64 : z)
-			jput(&b, zero, z > 64 ? 64 : z);
+	uint64_t below = addr - code_addr;
+	uint64_t z = below < declared ? below : declared;
+	uint64_t nc = declared - z < size ? declared - z : size;
+	for (uint64_t k = z; k; k -= k > 64 ? 64 : k)
+		jput(&b, zero, k > 64 ? 64 : k);
+	jput(&b, code, nc);
+	for (uint64_t k = declared - z - nc; k; k -= k > 64 ? 64 : k)
+		jput(&b, zero, k > 64 ? 64 : k);
 	jclose(&b, rec);
 	int err = b.oom ? -ENOMEM : write_all(w->fd, b.p, b.n);
 	pthread_mutex_unlock(&w->mu);
