@@ -40,9 +40,9 @@ static const char usage[] =
 	"  --stack BYTES     user stack copied per sample (default 32768; traces\n"
 	"                    in nested VM entries can sit >8 KB below main)\n"
 	"\n"
-	"Exit status: 0 recorded (even if CMD failed: then a note says so),\n"
-	"1 the profile could not be made from what was recorded, 2 usage,\n"
-	"3 perf missing or not permitted.\n";
+	"Exit status: 0 recorded; 1 CMD failed (could not run, exited non-zero,\n"
+	"crashed: what was recorded is still processed and kept) or the profile\n"
+	"could not be made; 2 usage; 3 perf missing or not permitted.\n";
 
 /* Run argv (with stdout/stderr as given, -1: inherit); wait; status. */
 static int spawn(char *const argv[], int out_fd, int err_fd)
@@ -323,8 +323,10 @@ int cmd_record(int argc, char **argv)
 	       fs.trace_leaf ? 100.0 * (double)fs.trace_leaf_main / (double)fs.trace_leaf
 			     : 0.0,
 	       (unsigned long long)fs.through_trace, data, svg);
-	if (cmd_note)
-		fprintf(stderr, "jitsframe record: note: %s; the profile above "
-				"covers what ran.\n", cmd_note);
+	if (cmd_note) {
+		fprintf(stderr, "jitsframe record: %s; the profile above covers "
+				"what ran.\n", cmd_note);
+		return EX_FAIL;
+	}
 	return err ? EX_FAIL : EX_OK;
 }

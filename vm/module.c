@@ -218,12 +218,15 @@ static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
 		return;
 	trace_name(ti, tr, name, sizeof(name));
 	if (g_jd) {
-		struct jsf_line line = {ti->start, ti->line,
-					ti->file[0] ? ti->file : "?"};
+		/* perf's line table ends at the last entry: give the trace's
+		 * line to its first and its last byte. */
+		const char *file = ti->file[0] ? ti->file : "?";
+		struct jsf_line line[2] = {{ti->start, ti->line, file},
+					   {ti->start + ti->size - 1, ti->line, file}};
 		int err = jsf_jitdump_code(g_jd, ti->start,
 					   (const void *)(uintptr_t)ti->start,
 					   ti->size, name, ti->rows, ti->nrows,
-					   &line, ti->line ? 1 : 0, now);
+					   line, ti->line ? 2 : 0, now);
 		if (err) {
 			logmsg("writing the jitdump failed (%s); it stops here",
 			       strerror(-err));
