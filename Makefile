@@ -15,7 +15,7 @@ CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
-.PHONY: all check bench clean format deps
+.PHONY: all check bench clean format deps demo
 all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
 
 # --- one object set per flavour: build/<flavour>/... ---
@@ -88,6 +88,16 @@ check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(VMTEST_LIBS) \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@scripts/run-tests
+
+# The main job: profile a bundled LuaJIT workload through its traces.
+DEMO_WORKLOAD ?= bench/workloads/numeric.lua
+demo: deps all
+	@rm -rf demo
+	@build/jitsframe record -o demo -- luajit $(DEMO_WORKLOAD)
+	@echo
+	@echo "Flame graph: $(CURDIR)/demo/flamegraph.svg (open it in a browser)"
+	@echo "perf's view: perf report -i demo/perf.data --sort sym,srcline"
+	@echo "The rows:    build/jitsframe region dump demo/region --all"
 
 bench: all
 	@$(MAKE) --no-print-directory -C bench
