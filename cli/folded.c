@@ -15,47 +15,61 @@ struct entry {
 	uint64_t count;
 };
 
-struct jname {
+struct jload {
 	uint32_t pid;
-	uint64_t index;
+	uint64_t index, ts, code_addr, lo, hi;
 	char *name;
 };
 
 struct folded {
 	struct entry *t;
 	size_t cap, n;
-	struct jname *names;
-	size_t nnames, capnames;
+	struct jload *loads;
+	size_t nloads, caploads;
 };
 
-int folded_name_jitted(struct folded *f, uint32_t pid, uint64_t index,
-		       const char *name)
+int folded_add_load(struct folded *f, uint32_t pid, uint64_t index,
+		    uint64_t ts, uint64_t code_addr, uint64_t lo, uint64_t hi,
+		    const char *name)
 {
-	if (f->nnames == f->capnames) {
-		size_t cap = f->capnames ? 2 * f->capnames : 256;
-		struct jname *n = realloc(f->names, cap * sizeof(*n));
+	if (f->nloads == f->caploads) {
+		size_t cap = f->caploads ? 2 * f->caploads : 256;
+		struct jload *n = realloc(f->loads, cap * sizeof(*n));
 		if (!n)
 			return -ENOMEM;
-		f->names = n;
-		f->capnames = cap;
+		f->loads = n;
+		f->caploads = cap;
 	}
 	char *copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;
-	f->names[f->nnames++] = (struct jname){pid, index, copy};
+	f->loads[f->nloads++] =
+		(struct jload){pid, index, ts, code_addr, lo, hi, copy};
 	return 0;
 }
 
-static const char *jitted_name(const struct folded *f, const char *base)
+/* The trace at `rel` in jitted-PID-N.so at time ts, or NULL. */
+static const char *jitted_name(const struct folded *f, const char *base,
+			       uint64_t rel, uint64_t ts)
 {
 	unsigned pid;
 	unsigned long long idx;
+	const struct jload *self = NULL, *best = NULL;
 	if (sscanf(base, "jitted-%u-%llu.so", &pid, &idx) != 2)
 		return NULL;
-	for (size_t i = f->nnames; i-- > 0;)
-		if (f->names[i].pid == pid && f->names[i].index == idx)
-			return f->names[i].name;
-	return NULL;
+	for (size_t i = 0; i < f->nloads; i++)
+		if (f->loads[i].pid == pid && f->loads[i].index == idx)
+			self = &f->loads[i];
+	if (!self || rel < 0x80)
+		return self ? self->name : NULL;
+	uint64_t abs = self->code_addr + rel - 0x80; /* perf's text at 0x80 */
+	for (size_t i = 0; i < f->nloads; i++) {
+		const struct jload *l = &f->loads[i];
+		if (l->pid == pid && l->lo <= abs && abs < l->hi &&
+		    (!ts || l->ts <= ts) && (!best || l->ts > best->ts))
+			best = l;
+	}
+	return best ? best->name : self->name;
 }
 
 static uint64_t hash(const char *s)
@@ -180,9 +194,9 @@ void folded_free(struct folded *f)
 		return;
 	for (size_t i = 0; i < f->cap; i++)
 		free(f->t[i].key);
-	for (size_t i = 0; i < f->nnames; i++)
-		free(f->names[i].name);
-	free(f->names);
+	for (size_t i = 0; i < f->nloads; i++)
+		free(f->loads[i].name);
+	free(f->loads);
 	free(f->t);
 	free(f);
 }
@@ -195,10 +209,12 @@ struct frame {
 };
 
 /* "   ADDR SYM+0xOFF (DSO)" -> frame name. */
-static void parse_frame(const struct folded *f, const char *l, struct frame *fr)
+static void parse_frame(const struct folded *f, const char *l, uint64_t ts,
+			struct frame *fr)
 {
 	while (*l == ' ' || *l == '\t')
 		l++;
+	uint64_t rel = strtoull(l, NULL, 16);
 	const char *sym = strchr(l, ' ');
 	sym = sym ? sym + 1 : l;
 	const char *dso = strrchr(sym, '(');
@@ -226,8 +242,9 @@ static void parse_frame(const struct folded *f, const char *l, struct frame *fr)
 	for (char *c = s; *c; c++)
 		if (*c == ';' || *c == '\n')
 			*c = '_';
-	const char *jn = fr->jit && !strcmp(s, "[unknown]") ? jitted_name(f, base)
-							     : NULL;
+	const char *jn = fr->jit && !strcmp(s, "[unknown]")
+				 ? jitted_name(f, base, rel, ts)
+				 : NULL;
 	if (fr->jit)
 		snprintf(fr->name, sizeof(fr->name), "%.280s_[j]",
 			 jn ? jn : strcmp(s, "[unknown]") ? s : "[trace code]");
@@ -283,6 +300,7 @@ int folded_read_perf_script(struct folded *f, FILE *in, struct folded_stats *st)
 	size_t cap = 0;
 	ssize_t len;
 	int n = 0, err = 0, in_sample = 0;
+	uint64_t ts = 0;
 	memset(st, 0, sizeof(*st));
 	while (!err && (len = getline(&line, &cap, in)) >= 0) {
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
@@ -309,12 +327,32 @@ int folded_read_perf_script(struct folded *f, FILE *in, struct folded_stats *st)
 			for (char *c = comm; *c; c++)
 				if (*c == ';')
 					*c = '_';
+			/* the sample's time: "SECONDS.FRACTION:" */
+			ts = 0;
+			for (char *t = strchr(line, '.'); t; t = strchr(t + 1, '.')) {
+				char *b = t;
+				while (b > line && b[-1] >= '0' && b[-1] <= '9')
+					b--;
+				char *e = t + 1;
+				while (*e >= '0' && *e <= '9')
+					e++;
+				if (b < t && *e == ':' && e - t > 1) {
+					uint64_t sec = strtoull(b, NULL, 10), frac = 0;
+					int digits = 0;
+					for (char *d = t + 1; d < e && digits < 9; d++, digits++)
+						frac = frac * 10 + (uint64_t)(*d - '0');
+					for (; digits < 9; digits++)
+						frac *= 10;
+					ts = sec * 1000000000ull + frac;
+					break;
+				}
+			}
 			in_sample = 1;
 			n = 0;
 			continue;
 		}
 		if (in_sample && n < MAXF)
-			parse_frame(f, line, &fr[n++]);
+			parse_frame(f, line, ts, &fr[n++]);
 	}
 	if (!err && in_sample)
 		err = flush_sample(f, st, comm, fr, n);

@@ -28,9 +28,14 @@ void folded_each(const struct folded *f,
 		 void (*cb)(const char *stack, uint64_t count, void *ctx),
 		 void *ctx);
 void folded_free(struct folded *f);
-/* Name frames in jitted-PID-N.so that perf left unnamed. */
-int folded_name_jitted(struct folded *f, uint32_t pid, uint64_t index,
-		       const char *name);
+/*
+ * A code load from the jitdump: frames in jitted-PID-N.so that perf left
+ * unnamed are named by address and time (the latest load at or before the
+ * sample whose code covers the address).
+ */
+int folded_add_load(struct folded *f, uint32_t pid, uint64_t index,
+		    uint64_t ts, uint64_t code_addr, uint64_t lo, uint64_t hi,
+		    const char *name);
 
 /* An SVG flame graph of the stacks; 0 or -errno. */
 int flame_svg(const struct folded *f, FILE *out, const char *title);

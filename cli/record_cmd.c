@@ -97,9 +97,10 @@ static void tail_file(const char *path, const char *prefix)
 	fclose(f);
 }
 
-static void add_name(uint32_t pid, uint64_t index, const char *name, void *ctx)
+static void add_load(const struct jsf_jd_load *l, void *ctx)
 {
-	folded_name_jitted(ctx, pid, index, name);
+	folded_add_load(ctx, l->pid, l->index, l->ts, l->code_addr, l->lo, l->hi,
+			l->name);
 }
 
 int cmd_record(int argc, char **argv)
@@ -267,7 +268,7 @@ int cmd_record(int argc, char **argv)
 		dup2(pipefd[1], 1);
 		if (lfd >= 0)
 			dup2(lfd, 2);
-		execl(perf, "perf", "script", "-i", data, (char *)NULL);
+		execl(perf, "perf", "script", "--ns", "-i", data, (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -282,7 +283,7 @@ int cmd_record(int argc, char **argv)
 			continue;
 		char jp[PATH_MAX + 300];
 		snprintf(jp, sizeof(jp), "%s/%s", adir, de->d_name);
-		jsf_jitdump_names(jp, add_name, f);
+		jsf_jitdump_loads(jp, add_load, f);
 	}
 	if (dd)
 		closedir(dd);

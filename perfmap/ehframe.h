@@ -22,4 +22,21 @@ size_t jsf_ehframe(const struct jsf_row *rows, uint32_t nrows,
 		   uint32_t code_size, int64_t func_minus_eh, uint8_t *out,
 		   size_t cap, size_t *hdr_size);
 
+/* One function's unwind rows at an absolute address. */
+struct jsf_unwind_fn {
+	uint64_t start;
+	uint32_t size;
+	const struct jsf_row *rows;
+	uint32_t nrows;
+};
+
+/*
+ * The same for several functions (one CIE, one FDE each, a search table
+ * sorted by start), the .eh_frame being at address eh_addr.
+ */
+#define JSF_EH_MAX_FNS 8
+size_t jsf_ehframe_fns(const struct jsf_unwind_fn *fns, uint32_t nfns,
+		       uint64_t eh_addr, uint8_t *out, size_t cap,
+		       size_t *hdr_size);
+
 #endif

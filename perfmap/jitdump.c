@@ -141,35 +141,59 @@ int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
  * Where the unwind data goes. perf inject writes one ELF per CODE_LOAD with
  * the code, then .eh_frame at ALIGN8(code_size), then .eh_frame_hdr, and
  * maps all of it from code_addr; libunwind reads the unwind data through
- * those mappings. LuaJIT packs each new trace right below the previous one,
- * so unwind data placed after a trace would lie on the older trace above it
- * (and lose to it, or steal its first bytes). Instead the declared code
- * starts up to 7 bytes (or, for a trace smaller than its unwind data, a few
- * more) below the trace, and ends where the unwind data begins, so that the
- * mapping ends exactly at the trace's end: the unwind data shares the
- * trace's last bytes. Newer traces sit below and are loaded later, so they
- * win over the few bytes this reaches down. What remains: perf's symbol
- * covers the declared code only, so samples in a trace's last U bytes
- * (U = unwind data, ~90 bytes) are unwound right but unnamed by perf
- * (jitsframe's folding names them from the jitdump). docs/PERF.md.
+ * that mapping, and where mappings overlap the newest wins. LuaJIT packs
+ * each new trace right below the previous one, so unwind data placed after
+ * a trace lies on the older trace above it.
+ *
+ * A trace at least as large as its unwind data (U bytes) gets it inside:
+ * the declared code starts up to 7 bytes below the trace and ends where the
+ * unwind data begins, so the mapping ends exactly at the trace's end. Newer
+ * traces (below, loaded later) override the few bytes it reaches down.
+ * perf's symbol covers the declared code only: the last U bytes are unwound
+ * right but unnamed by perf (the folding names them by address).
+ *
+ * A smaller trace cannot: below, the next trace would override its unwind
+ * data. It is declared as it is and its unwind data goes above it, over
+ * the first bytes of the older code there, whose rows it then carries too
+ * (one more FDE each, clipped), so that samples there still unwind; perf
+ * attributes those bytes to this trace's mapping, the folding by address
+ * and time to the right trace. docs/PERF.md.
  */
 int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		     uint32_t size, const char *name,
 		     const struct jsf_row *rows, uint32_t nrows,
-		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts)
+		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts,
+		     jsf_neighbours_fn nb, void *nbctx)
 {
 	struct jbuf b = {0};
 	size_t rec, hdr = 0, ulen = 0;
-	uint8_t eh[JSF_EH_MAX(16)];
+	uint8_t eh[JSF_EH_MAX(16) * JSF_EH_MAX_FNS];
 	uint64_t code_addr = addr, declared = size;
+	struct jsf_unwind_fn fns[JSF_EH_MAX_FNS] = {{addr, size, rows, nrows}};
+	struct jsf_row rowbuf[(JSF_EH_MAX_FNS - 1) * 16];
+	uint32_t nfns = 1;
 	if (nrows && nrows <= 16)
-		ulen = jsf_ehframe(rows, nrows, size, 0, eh, sizeof(eh), &hdr);
-	if (ulen) {
-		uint64_t eh_addr = addr + size - ulen; /* may be below addr */
-		declared = eh_addr > addr ? ((eh_addr - addr) + 7) & ~7ull : 8;
+		ulen = jsf_ehframe_fns(fns, 1, addr, eh, sizeof(eh), &hdr);
+	if (ulen && ulen <= size) {
+		uint64_t eh_addr = addr + size - ulen;
+		declared = ((eh_addr - addr) + 7) & ~7ull;
+		if (!declared)
+			declared = 8;
 		code_addr = eh_addr - declared;
-		ulen = jsf_ehframe(rows, nrows, size,
-				   (int64_t)(addr - eh_addr), eh, sizeof(eh), &hdr);
+		ulen = jsf_ehframe_fns(fns, 1, eh_addr, eh, sizeof(eh), &hdr);
+	} else if (ulen) {
+		uint64_t eh_addr = addr + ((size + 7) & ~7ull);
+		for (int round = 0; round < 4; round++) {
+			uint64_t hi = eh_addr + ulen;
+			nfns = 1;
+			if (nb)
+				nfns += nb(addr + size, hi, fns + 1, rowbuf,
+					   JSF_EH_MAX_FNS - 1, nbctx);
+			ulen = jsf_ehframe_fns(fns, nfns, eh_addr, eh, sizeof(eh),
+					       &hdr);
+			if (!ulen || eh_addr + ulen <= hi)
+				break; /* the stolen range is covered */
+		}
 	}
 	if (nlines) {
 		rec = b.n;

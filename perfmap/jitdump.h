@@ -3,6 +3,7 @@
 #ifndef JSF_JITDUMP_H
 #define JSF_JITDUMP_H
 
+#include "ehframe.h"
 #include "jitsframe.h"
 
 #include <stdint.h>
@@ -20,25 +21,44 @@ struct jsf_line {
 int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir);
 
 /*
+ * The published functions overlapping [lo, hi), clipped to it (rows rebased
+ * to the clipped start, stored in rowbuf): how many were put in out.
+ */
+typedef uint32_t (*jsf_neighbours_fn)(uint64_t lo, uint64_t hi,
+				      struct jsf_unwind_fn *out,
+				      struct jsf_row *rowbuf, uint32_t max,
+				      void *ctx);
+
+/*
  * Write DEBUG_INFO (if nlines), UNWINDING_INFO (from rows) and CODE_LOAD
  * for one piece of code, in that order, as one write (threads may share
- * the writer). ts: CLOCK_MONOTONIC ns.
+ * the writer). ts: CLOCK_MONOTONIC ns. `nb` (may be NULL) tells which
+ * other code lies just above, for code too small to hold its own unwind
+ * data (see the comment in jitdump.c).
  */
 int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		     uint32_t size, const char *name,
 		     const struct jsf_row *rows, uint32_t nrows,
-		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts);
+		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts,
+		     jsf_neighbours_fn nb, void *nbctx);
 
 const char *jsf_jitdump_path(const struct jsf_jitdump *w);
 void jsf_jitdump_close(struct jsf_jitdump *w);
 
-/*
- * Call cb for every CODE_LOAD of a jitdump file (pid, index = the N of perf
- * inject's jitted-PID-N.so, name). Returns how many, or a negative errno.
- */
-int jsf_jitdump_names(const char *path,
-		      void (*cb)(uint32_t pid, uint64_t index, const char *name,
-				 void *ctx),
+/* One CODE_LOAD read back. */
+struct jsf_jd_load {
+	uint32_t pid;
+	uint64_t index; /* the N of perf inject's jitted-PID-N.so */
+	uint64_t ts;
+	uint64_t code_addr, code_size; /* as declared to perf */
+	uint64_t lo, hi; /* the code itself (from DEBUG_INFO; else declared) */
+	const char *name;
+};
+
+/* Call cb for every CODE_LOAD of a jitdump file. Returns how many, or a
+ * negative errno. */
+int jsf_jitdump_loads(const char *path,
+		      void (*cb)(const struct jsf_jd_load *l, void *ctx),
 		      void *ctx);
 
 /* /tmp/perf-PID.map: append "START SIZE name" lines. */

@@ -210,6 +210,36 @@ static void trace_name(const struct tinfo *ti, uint32_t tr, char *buf,
 		 ti->line);
 }
 
+/* Published traces overlapping [lo, hi), clipped (jitdump layout). */
+static struct lstate *g_nb_state;
+static uint32_t neighbours(uint64_t lo, uint64_t hi, struct jsf_unwind_fn *out,
+			   struct jsf_row *rowbuf, uint32_t max, void *ctx)
+{
+	struct lstate *s = ctx;
+	uint32_t n = 0;
+	for (uint32_t i = 0; s && i < s->cap && n < max; i++) {
+		const struct tinfo *t = &s->t[i];
+		uint64_t a = t->start, e = t->start + t->size;
+		if (!t->live || e <= lo || a >= hi)
+			continue;
+		uint64_t ca = a > lo ? a : lo, ce = e < hi ? e : hi;
+		uint32_t off = (uint32_t)(ca - a), k = 0;
+		struct jsf_row *r = rowbuf + n * LJ_MAX_ROWS;
+		for (uint32_t j = 0; j < t->nrows; j++) {
+			if (t->rows[j].offset <= off) {
+				r[0] = t->rows[j]; /* the row in force at ca */
+				r[0].offset = 0;
+				k = 1;
+			} else if (t->rows[j].offset < off + (ce - ca)) {
+				r[k] = t->rows[j];
+				r[k++].offset -= off;
+			}
+		}
+		out[n++] = (struct jsf_unwind_fn){ca, (uint32_t)(ce - ca), r, k};
+	}
+	return n;
+}
+
 /* The perf sinks: code (read from the trace's own memory), rows, line. */
 static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
 {
@@ -226,7 +256,8 @@ static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
 		int err = jsf_jitdump_code(g_jd, ti->start,
 					   (const void *)(uintptr_t)ti->start,
 					   ti->size, name, ti->rows, ti->nrows,
-					   line, ti->line ? 2 : 0, now);
+					   line, ti->line ? 2 : 0, now, neighbours,
+					   g_nb_state);
 		if (err) {
 			logmsg("writing the jitdump failed (%s); it stops here",
 			       strerror(-err));
@@ -412,6 +443,7 @@ static void handle(lua_State *L, struct lstate *s)
 	if (!stop && !flush && !start)
 		return;
 	pthread_mutex_lock(&g_mu);
+	g_nb_state = s;
 	if (!g_failed && ensure_region() == 0) {
 		sync_state(s);
 		if (stop)
