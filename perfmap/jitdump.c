@@ -140,61 +140,102 @@ int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
 /*
  * Where the unwind data goes. perf inject writes one ELF per CODE_LOAD with
  * the code, then .eh_frame at ALIGN8(code_size), then .eh_frame_hdr, and
- * maps all of it from code_addr; libunwind reads the unwind data through
- * that mapping, and where mappings overlap the newest wins. LuaJIT packs
- * each new trace right below the previous one, so unwind data placed after
- * a trace lies on the older trace above it.
+ * maps `ALIGN8(code_size) + mapped_size` bytes from code_addr; libunwind
+ * reads the unwind data through that mapping, and where mappings overlap
+ * the newest wins. LuaJIT packs each new trace right below the previous
+ * one, so unwind data placed after a trace lies on the older code above.
  *
- * A trace at least as large as its unwind data (U bytes) gets it inside:
- * the declared code starts up to 7 bytes below the trace and ends where the
- * unwind data begins, so the mapping ends exactly at the trace's end. Newer
- * traces (below, loaded later) override the few bytes it reaches down.
- * perf's symbol covers the declared code only: the last U bytes are unwound
- * right but unnamed by perf (the folding names them by address).
+ * A trace larger than its unwind data (U bytes) keeps it inside: the code
+ * is declared shorter (a multiple of 8) and the unwind data follows, with
+ * mapped_size stretched so that the mapping ends exactly at the trace's
+ * end. perf's symbol covers the declared code only: the last bytes are
+ * unwound right but named by address (jitsframe's folding), not by perf.
  *
- * A smaller trace cannot: below, the next trace would override its unwind
- * data. It is declared as it is and its unwind data goes above it, over
- * the first bytes of the older code there, whose rows it then carries too
- * (one more FDE each, clipped), so that samples there still unwind; perf
- * attributes those bytes to this trace's mapping, the folding by address
- * and time to the right trace. docs/PERF.md.
+ * A smaller trace cannot: below it, the next (newer) trace would override
+ * its unwind data. It is declared whole and its unwind data goes above it,
+ * over the first bytes of older code, for which it then carries FDEs too
+ * (that code's rows, clipped), so that samples there still unwind. If that
+ * range reaches another load's unwind data, the mapping is stretched to the
+ * end of that load and carries FDEs for everything it covers.
  */
+static uint32_t clip(const struct jsf_code_info *ci, uint64_t lo, uint64_t hi,
+		     struct jsf_unwind_fn *fn, struct jsf_row *rb)
+{
+	uint64_t a = ci->start, e = ci->start + ci->size;
+	uint64_t ca = a > lo ? a : lo, ce = e < hi ? e : hi;
+	if (ca >= ce || ci->nrows > 16)
+		return 0;
+	uint32_t off = (uint32_t)(ca - a), k = 0;
+	for (uint32_t j = 0; j < ci->nrows; j++) {
+		if (ci->rows[j].offset <= off) {
+			rb[0] = ci->rows[j]; /* the row in force at ca */
+			rb[0].offset = 0;
+			k = 1;
+		} else if (ci->rows[j].offset < off + (ce - ca)) {
+			rb[k] = ci->rows[j];
+			rb[k++].offset -= off;
+		}
+	}
+	*fn = (struct jsf_unwind_fn){ca, (uint32_t)(ce - ca), rb, k};
+	return k ? 1 : 0;
+}
+
 int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		     uint32_t size, const char *name,
 		     const struct jsf_row *rows, uint32_t nrows,
 		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts,
-		     jsf_neighbours_fn nb, void *nbctx)
+		     jsf_neighbours_fn nb, void *nbctx,
+		     struct jsf_jd_placed *placed)
 {
 	struct jbuf b = {0};
 	size_t rec, hdr = 0, ulen = 0;
 	uint8_t eh[JSF_EH_MAX(16) * JSF_EH_MAX_FNS];
-	uint64_t code_addr = addr, declared = size;
+	uint64_t code_addr = addr, declared = size, mapped = 0, eh_addr = 0;
 	struct jsf_unwind_fn fns[JSF_EH_MAX_FNS] = {{addr, size, rows, nrows}};
-	struct jsf_row rowbuf[(JSF_EH_MAX_FNS - 1) * 16];
+	struct jsf_row rowbuf[JSF_EH_MAX_FNS][16];
 	uint32_t nfns = 1;
 	if (nrows && nrows <= 16)
 		ulen = jsf_ehframe_fns(fns, 1, addr, eh, sizeof(eh), &hdr);
-	if (ulen && ulen <= size) {
-		uint64_t eh_addr = addr + size - ulen;
-		declared = ((eh_addr - addr) + 7) & ~7ull;
-		if (!declared)
-			declared = 8;
-		code_addr = eh_addr - declared;
+	if (ulen && ulen + 8 <= size) {
+		declared = (size - ulen) & ~7ull;
+		eh_addr = addr + declared;
 		ulen = jsf_ehframe_fns(fns, 1, eh_addr, eh, sizeof(eh), &hdr);
+		mapped = addr + size - eh_addr;
 	} else if (ulen) {
-		uint64_t eh_addr = addr + ((size + 7) & ~7ull);
-		for (int round = 0; round < 4; round++) {
-			uint64_t hi = eh_addr + ulen;
+		eh_addr = addr + ((size + 7) & ~7ull);
+		uint64_t hi = eh_addr + ulen;
+		struct jsf_code_info ci[JSF_EH_MAX_FNS];
+		for (int round = 0; round < 8 && ulen; round++) {
+			uint32_t n = nb ? nb(addr + size, hi, ci, JSF_EH_MAX_FNS - 1,
+					     nbctx)
+					: 0;
+			uint64_t target = hi;
 			nfns = 1;
-			if (nb)
-				nfns += nb(addr + size, hi, fns + 1, rowbuf,
-					   JSF_EH_MAX_FNS - 1, nbctx);
+			for (uint32_t i = 0; i < n; i++) {
+				/* never leave another load's unwind data half
+				 * covered: take the whole of it */
+				if (ci[i].map_hi > ci[i].eh_lo && hi > ci[i].eh_lo &&
+				    ci[i].map_hi > target)
+					target = ci[i].map_hi;
+				nfns += clip(&ci[i], addr + size, hi, &fns[nfns],
+					     rowbuf[nfns]);
+			}
 			ulen = jsf_ehframe_fns(fns, nfns, eh_addr, eh, sizeof(eh),
 					       &hdr);
-			if (!ulen || eh_addr + ulen <= hi)
-				break; /* the stolen range is covered */
+			if (eh_addr + ulen > target)
+				target = eh_addr + ulen;
+			if (target == hi)
+				break;
+			hi = target;
+			if (round == 7)
+				ulen = 0; /* did not settle: no unwind data */
 		}
+		mapped = hi - eh_addr;
 	}
+	if (!ulen)
+		mapped = eh_addr = 0;
+	if (placed)
+		*placed = (struct jsf_jd_placed){eh_addr, eh_addr + mapped};
 	if (nlines) {
 		rec = b.n;
 		j32(&b, JD_DEBUG_INFO);
@@ -218,7 +259,7 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		j64(&b, ts);
 		j64(&b, ulen); /* unwinding_size: .eh_frame + hdr */
 		j64(&b, hdr);  /* eh_frame_hdr_size */
-		j64(&b, ulen); /* mapped_size */
+		j64(&b, mapped); /* mapped_size: to the end of the range */
 		jput(&b, eh, ulen);
 		jpad8(&b);
 		jclose(&b, rec);
@@ -235,17 +276,7 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 	j64(&b, declared);
 	j64(&b, w->index++);
 	jput(&b, name, strlen(name) + 1);
-	/* the declared bytes: zeros below the trace, then as much of its
-	 * code as they reach */
-	static const uint8_t zero[64];
-	uint64_t below = addr - code_addr;
-	uint64_t z = below < declared ? below : declared;
-	uint64_t nc = declared - z < size ? declared - z : size;
-	for (uint64_t k = z; k; k -= k > 64 ? 64 : k)
-		jput(&b, zero, k > 64 ? 64 : k);
-	jput(&b, code, nc);
-	for (uint64_t k = declared - z - nc; k; k -= k > 64 ? 64 : k)
-		jput(&b, zero, k > 64 ? 64 : k);
+	jput(&b, code, declared); /* declared <= size */
 	jclose(&b, rec);
 	int err = b.oom ? -ENOMEM : write_all(w->fd, b.p, b.n);
 	pthread_mutex_unlock(&w->mu);

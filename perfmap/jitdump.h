@@ -20,27 +20,38 @@ struct jsf_line {
 /* Create DIR/jit-PID.dump (O_EXCL, 0600) and map it so perf records it. */
 int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir);
 
-/*
- * The published functions overlapping [lo, hi), clipped to it (rows rebased
- * to the clipped start, stored in rowbuf): how many were put in out.
- */
+/* Code already described to perf, as the neighbours callback reports it. */
+struct jsf_code_info {
+	uint64_t start;
+	uint32_t size;
+	const struct jsf_row *rows;
+	uint32_t nrows;
+	uint64_t eh_lo, map_hi; /* its load's unwind data: [eh_lo, map_hi) */
+};
+
+/* The published code overlapping [lo, hi): how many were put in out. */
 typedef uint32_t (*jsf_neighbours_fn)(uint64_t lo, uint64_t hi,
-				      struct jsf_unwind_fn *out,
-				      struct jsf_row *rowbuf, uint32_t max,
+				      struct jsf_code_info *out, uint32_t max,
 				      void *ctx);
+
+/* Where a load's unwind data went (for the neighbours of later loads). */
+struct jsf_jd_placed {
+	uint64_t eh_lo, map_hi; /* 0, 0: no unwind data */
+};
 
 /*
  * Write DEBUG_INFO (if nlines), UNWINDING_INFO (from rows) and CODE_LOAD
  * for one piece of code, in that order, as one write (threads may share
- * the writer). ts: CLOCK_MONOTONIC ns. `nb` (may be NULL) tells which
- * other code lies just above, for code too small to hold its own unwind
- * data (see the comment in jitdump.c).
+ * the writer). ts: CLOCK_MONOTONIC ns. `nb` (may be NULL) reports the code
+ * already loaded around; *placed (may be NULL) receives where this load's
+ * unwind data went. See the comment in jitdump.c.
  */
 int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		     uint32_t size, const char *name,
 		     const struct jsf_row *rows, uint32_t nrows,
 		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts,
-		     jsf_neighbours_fn nb, void *nbctx);
+		     jsf_neighbours_fn nb, void *nbctx,
+		     struct jsf_jd_placed *placed);
 
 const char *jsf_jitdump_path(const struct jsf_jitdump *w);
 void jsf_jitdump_close(struct jsf_jitdump *w);

@@ -71,6 +71,7 @@ struct tinfo {
 	uint8_t live;
 	struct jsf_row rows[LJ_MAX_ROWS];
 	uint32_t line;   /* Lua source line where the trace starts */
+	uint64_t eh_lo, map_hi; /* where its jitdump unwind data went */
 	char file[96];   /* its chunk name */
 };
 
@@ -210,32 +211,21 @@ static void trace_name(const struct tinfo *ti, uint32_t tr, char *buf,
 		 ti->line);
 }
 
-/* Published traces overlapping [lo, hi), clipped (jitdump layout). */
+/* Published traces overlapping [lo, hi) (jitdump layout). */
 static struct lstate *g_nb_state;
-static uint32_t neighbours(uint64_t lo, uint64_t hi, struct jsf_unwind_fn *out,
-			   struct jsf_row *rowbuf, uint32_t max, void *ctx)
+static uint32_t neighbours(uint64_t lo, uint64_t hi, struct jsf_code_info *out,
+			   uint32_t max, void *ctx)
 {
 	struct lstate *s = ctx;
 	uint32_t n = 0;
 	for (uint32_t i = 0; s && i < s->cap && n < max; i++) {
 		const struct tinfo *t = &s->t[i];
-		uint64_t a = t->start, e = t->start + t->size;
+		uint64_t a = t->start, e = t->map_hi > a + t->size ? t->map_hi
+								   : a + t->size;
 		if (!t->live || e <= lo || a >= hi)
 			continue;
-		uint64_t ca = a > lo ? a : lo, ce = e < hi ? e : hi;
-		uint32_t off = (uint32_t)(ca - a), k = 0;
-		struct jsf_row *r = rowbuf + n * LJ_MAX_ROWS;
-		for (uint32_t j = 0; j < t->nrows; j++) {
-			if (t->rows[j].offset <= off) {
-				r[0] = t->rows[j]; /* the row in force at ca */
-				r[0].offset = 0;
-				k = 1;
-			} else if (t->rows[j].offset < off + (ce - ca)) {
-				r[k] = t->rows[j];
-				r[k++].offset -= off;
-			}
-		}
-		out[n++] = (struct jsf_unwind_fn){ca, (uint32_t)(ce - ca), r, k};
+		out[n++] = (struct jsf_code_info){t->start, t->size, t->rows,
+						  t->nrows, t->eh_lo, t->map_hi};
 	}
 	return n;
 }
@@ -251,13 +241,16 @@ static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
 		/* perf's line table ends at the last entry: give the trace's
 		 * line to its first and its last byte. */
 		const char *file = ti->file[0] ? ti->file : "?";
+		struct jsf_jd_placed placed;
 		struct jsf_line line[2] = {{ti->start, ti->line, file},
 					   {ti->start + ti->size - 1, ti->line, file}};
 		int err = jsf_jitdump_code(g_jd, ti->start,
 					   (const void *)(uintptr_t)ti->start,
 					   ti->size, name, ti->rows, ti->nrows,
 					   line, ti->line ? 2 : 0, now, neighbours,
-					   g_nb_state);
+					   g_nb_state, &placed);
+		((struct tinfo *)ti)->eh_lo = placed.eh_lo;
+		((struct tinfo *)ti)->map_hi = placed.map_hi;
 		if (err) {
 			logmsg("writing the jitdump failed (%s); it stops here",
 			       strerror(-err));
