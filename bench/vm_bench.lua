@@ -1,0 +1,275 @@
+-- vm_bench.lua: what the jitsframe module costs a LuaJIT process, per
+-- workload of bench/workloads/. Run from the project root after building
+-- build/lua/jitsframe.so and build/bench/vmtime.so (`make -C bench` does
+-- both and runs this after region_bench):
+--
+--   luajit bench/vm_bench.lua
+--
+-- Environment: VM_BENCH_REPS (alternating pairs, default 5, at least 5 is
+-- what the table is meant for), VM_BENCH_SCALE (workload scale, default
+-- 0.75), VM_BENCH_ONLY (a Lua pattern on workload names), LUAJIT (the
+-- Debian-style luajit to test, default "luajit"). OpenResty's luajit2 is
+-- measured too if build/luajit2/usr/bin/luajit exists (scripts/install-deps
+-- may unpack it), with LUA_PATH pointing at its own jit/*.lua.
+--
+-- Method (see also bench/workloads/README.md):
+--
+-- (a) Cost per trace. LuaJIT holds one "trace" event handler and fetches
+--     it from registry._VMEVENTS for each event; bench/vmtime.c swaps that
+--     entry for a C closure that reads CLOCK_MONOTONIC around the call of
+--     the original. Timing runs per workload (bench/vm_run.lua):
+--       plain:  the handler is a no-op C function. Gives the VM's compile
+--               time per trace: from the return of a trace's "start"
+--               handler to the entry of its "stop" handler (recording,
+--               interleaved with interpreting the recorded code, then
+--               optimising, assembling, committing); aborted attempts
+--               (start -> abort) are summed separately. Handlers run with
+--               events disabled and their own time is outside every span.
+--               The no-op's timed cost per event is the baseline.
+--       module: jitsframe started; the handler is its dispatcher. Its time
+--               per event minus the baseline is what the module costs:
+--               "stop" = publishing a trace's rows; "all" = every event
+--               (start, stop, abort, flush), divided by the traces.
+--     stop % = module stop cost / VM compile time of a trace (start->stop);
+--     all %  = module cost over all events / VM compile time including the
+--              aborted attempts, both per successfully compiled trace. The
+--              first handler call pays one-time setup (the module's
+--              per-trace table) and is shown on its own ("1st"), not in
+--              "all". Allocations in the module's handler can trigger GC
+--              steps that are then counted as the module's: hence the
+--              medians next to the means.
+--     A third run (diag) reads stats() after every stop, outside the timed
+--     call, to count why traces were skipped: table (c).
+-- (b) Whole run. Wall time of `luajit W` against
+--     `luajit -e 'assert(require("jitsframe").start{...})' W`, in pairs
+--     (ABBA order), median of each side; the ratio, the range of the
+--     per-pair ratios, and the difference divided by the traces compiled
+--     (a cross-check of (a), shown only where traces number 1000 or
+--     more), the ratio of the fastest runs, and the same for the CPU time
+--     (user + system) of the runs.
+-- Every run's output must equal the plain timing run's checksum line.
+local ffi = require("ffi")
+ffi.cdef [[
+struct vmb_timespec { long tv_sec; long tv_nsec; };
+int clock_gettime(int clk, struct vmb_timespec *ts);
+struct vmb_rusage { long ru_utime[2], ru_stime[2]; long more[14]; };
+int getrusage(int who, struct vmb_rusage *ru);
+]]
+local ts = ffi.new("struct vmb_timespec")
+local function now() -- seconds, CLOCK_MONOTONIC
+  ffi.C.clock_gettime(1, ts)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+local ru = ffi.new("struct vmb_rusage")
+local function child_cpu() -- user + system seconds of all waited-for children
+  assert(ffi.C.getrusage(-1, ru) == 0)
+  return tonumber(ru.ru_utime[0] + ru.ru_stime[0]) +
+    tonumber(ru.ru_utime[1] + ru.ru_stime[1]) * 1e-6
+end
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local function exists(p) local f = io.open(p, "rb") if f then f:close() return true end end
+local function capture(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1", "r"))
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+
+local root = capture("pwd"):gsub("%s+$", "")
+assert(exists(root .. "/bench/workloads/README.md"), "run from the project root")
+local B = root .. "/build"
+for _, f in ipairs { B .. "/lua/jitsframe.so", B .. "/bench/vmtime.so" } do
+  assert(exists(f), f .. " missing: build with make -C bench build")
+end
+
+local reps = tonumber(os.getenv("VM_BENCH_REPS")) or 5
+-- 0.75: each run takes ~0.3-0.5 s, the whole bench (two VMs) ~1 min.
+local scale = os.getenv("VM_BENCH_SCALE") or "0.75"
+local only = os.getenv("VM_BENCH_ONLY")
+local workloads = { "numeric", "sidetraces", "flushstorm", "nested", "openresty" }
+
+local vms = { { name = "luajit", bin = os.getenv("LUAJIT") or "luajit", env = "" } }
+local lj2 = B .. "/luajit2/usr/bin/luajit"
+if exists(lj2) then
+  vms[#vms + 1] = { name = "luajit2 (OpenResty)", bin = lj2, env = "LUA_PATH=" ..
+    sh_quote(B .. "/luajit2/usr/share/luajit-2.1.0-beta3/?.lua;;") .. " " }
+else
+  io.write("vm_bench: ", lj2, " not present: OpenResty luajit2 skipped\n")
+end
+
+local tmp = B .. "/bench/vm-bench-tmp"
+os.execute("mkdir -p " .. sh_quote(tmp))
+local region = tmp .. "/vm-bench.region"
+-- No user settings leak in: no LUA_INIT, no perf sinks, our cpath only.
+local envbase = "env -u LUA_INIT -u LUA_INIT_5_1 -u JITSFRAME_JITDUMP " ..
+  "-u JITSFRAME_PERFMAP -u JITSFRAME_REGION LUA_CPATH=" ..
+  sh_quote(B .. "/lua/?.so;" .. B .. "/bench/?.so;;") .. " "
+local startmod = ("assert(require('jitsframe').start{region=%q, replace=true})"):format(region)
+
+local function median(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+local function timing_run(vm, w, mode)
+  local out = tmp .. "/" .. w .. "-" .. mode .. ".lua"
+  os.remove(out)
+  local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " bench/vm_run.lua " ..
+    sh_quote(out) .. " " .. mode .. " " .. sh_quote(region) .. " bench/workloads/" ..
+    w .. ".lua " .. scale
+  local text = capture(cmd)
+  local f = loadfile(out)
+  if not f then
+    error(("%s %s (%s) failed:\n%s"):format(vm.name, w, mode, text))
+  end
+  os.remove(out)
+  return f(), text
+end
+
+-- Per-event cost of the wrapping itself (plain run): per kind, falling
+-- back to the mean over all kinds where the plain run had no such event.
+local KINDS = { "start", "stop", "abort", "flush", "other" }
+local function baseline(P)
+  local n, ns = 0, 0
+  for _, k in ipairs(KINDS) do n, ns = n + P[k].n, ns + P[k].sum end
+  local all = n > 0 and ns / n or 0
+  local b = {}
+  for _, k in ipairs(KINDS) do b[k] = P[k].n > 0 and P[k].sum / P[k].n or all end
+  return b
+end
+
+local results = {}
+local t_begin = now()
+for _, vm in ipairs(vms) do
+  local version = capture(envbase .. vm.env .. sh_quote(vm.bin) .. " -v"):gsub("%s+$", "")
+  local rows = {}
+  for _, w in ipairs(workloads) do
+    if not only or w:match(only) then
+      io.stderr:write(("vm_bench: %s %s ..."):format(vm.name, w))
+      local t0 = now()
+      local P, expect = timing_run(vm, w, "plain")
+      local M, mtext = timing_run(vm, w, "module")
+      local D, dtext = timing_run(vm, w, "diag")
+      local r = { name = w, P = P, M = M, D = D, odd = {} }
+      if mtext ~= expect then
+        r.odd[#r.odd + 1] = "module timing run printed " .. mtext:gsub("\n", " | ")
+      end
+      for _, st in ipairs { M.stats, D.stats } do
+        if st.failed then r.odd[#r.odd + 1] = "stats().failed is true" end
+        if st.refused then r.odd[#r.odd + 1] = "refused: " .. st.refused end
+      end
+      if dtext ~= expect then
+        r.odd[#r.odd + 1] = "diagnostic run printed " .. dtext:gsub("\n", " | ")
+      end
+      local plain_cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " bench/workloads/" ..
+        w .. ".lua " .. scale
+      local mod_cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " -e " ..
+        sh_quote(startmod) .. " bench/workloads/" .. w .. ".lua " .. scale
+      local tp, tm, ratios, cp, cm = {}, {}, {}, {}, {}
+      local function timed(cmd, into, cpu)
+        local s, c = now(), child_cpu()
+        local out = capture(cmd)
+        into[#into + 1] = now() - s
+        cpu[#cpu + 1] = child_cpu() - c
+        if out ~= expect then
+          r.odd[#r.odd + 1] = "run printed " .. out:gsub("\n", " | ")
+        end
+      end
+      for i = 1, reps do
+        if i % 2 == 1 then timed(plain_cmd, tp, cp); timed(mod_cmd, tm, cm)
+        else timed(mod_cmd, tm, cm); timed(plain_cmd, tp, cp) end
+        ratios[i] = tm[i] / tp[i]
+      end
+      r.wall_p, r.wall_m = median(tp), median(tm)
+      r.cpu_p, r.cpu_m = median(cp), median(cm)
+      r.min_p, r.min_m = math.min(unpack(tp)), math.min(unpack(tm))
+      table.sort(ratios)
+      r.rmin, r.rmax = ratios[1], ratios[#ratios]
+      rows[#rows + 1] = r
+      io.stderr:write(("%.1f s\n"):format(now() - t0))
+    end
+  end
+  results[#results + 1] = { vm = vm, version = version, rows = rows }
+end
+os.remove(region)
+os.execute("rmdir " .. sh_quote(tmp) .. " 2>/dev/null")
+
+-- ------------------------------------------------------------- report
+local function us(ns) return ns / 1000 end
+local function f1(x) return x and ("%.1f"):format(x) or "-" end
+local function f2(x) return x and ("%.2f"):format(x) or "-" end
+local function pct(x) return x and ("%.1f%%"):format(x) or "-" end
+local function line(fmt, ...) io.write(fmt:format(...), "\n") end
+
+for _, res in ipairs(results) do
+  line("")
+  line("VM bench: %s = %s (%s), scale %s, %d alternating pairs", res.vm.name, res.vm.bin,
+    res.version:match("^(LuaJIT %S+)") or res.version, scale, reps)
+  line("")
+  line("(a) cost per trace: VM compile time (plain run) vs the module's handler time (module run), mean per trace")
+  line("%-11s %6s %6s %5s | %8s %8s %8s %6s | %8s %8s %7s | %7s %7s %7s",
+    "workload", "traces", "aborts", "flush",
+    "compile", "mod stop", "(median)", "stop %",
+    "VM+abrt", "mod all", "all %", "start", "flush", "1st")
+  line("%-11s %6s %6s %5s | %8s %8s %8s %6s | %8s %8s %7s | %7s %7s %7s",
+    "", "", "", "", "us/tr", "us/tr", "us/tr", "", "us/tr", "us/tr", "", "us/ev", "us/ev", "us")
+  for _, r in ipairs(res.rows) do
+    local P, M = r.P, r.M
+    local b = baseline(P)
+    local ntr = M.stop.n
+    local compile = P.compile.n > 0 and us(P.compile.sum / P.compile.n) or nil
+    local vmall = P.compile.n > 0 and us((P.compile.sum + P.aborted.sum) / P.compile.n) or nil
+    local stop = ntr > 0 and us(M.stop.sum / ntr - b.stop) or nil
+    local stopmed = ntr > 0 and us((M.stop.median or 0) - (P.stop.median or 0)) or nil
+    -- The first call (one-time setup) is shown on its own, not in "all".
+    local first = M.first.ns - b[M.first.kind]
+    local all = -first
+    for _, k in ipairs(KINDS) do all = all + M[k].sum - M[k].n * b[k] end
+    local allpt = ntr > 0 and us(all / ntr) or nil
+    local function per_event(k)
+      local n, sum = M[k].n, M[k].sum
+      if M.first.kind == k then n, sum = n - 1, sum - M.first.ns end
+      return n > 0 and us(sum / n - b[k]) or nil
+    end
+    r.ntr = ntr
+    line("%-11s %6d %6d %5d | %8s %8s %8s %6s | %8s %8s %7s | %7s %7s %7s",
+      r.name, ntr, M.abort.n, M.flush.n,
+      f1(compile), f2(stop), f2(stopmed), pct(stop and compile and 100 * stop / compile),
+      f1(vmall), f2(allpt), pct(allpt and vmall and 100 * allpt / vmall),
+      f2(per_event("start")), f1(per_event("flush")), f1(us(first)))
+  end
+  line("")
+  line("(b) whole run: wall time, median of %d runs each, plain luajit vs module started;", reps)
+  line("    min/min = ratio of the fastest runs; cpu = user+system time, ratio of medians")
+  line("%-11s %8s %8s %7s %15s %7s %10s | %7s %10s", "workload", "plain s", "module s",
+    "ratio", "pair ratios", "min/min", "delta/tr", "cpu rat", "delta/tr")
+  for _, r in ipairs(res.rows) do
+    -- Only where traces are many enough for the difference to show.
+    local d = r.ntr >= 1000 and (r.wall_m - r.wall_p) / r.ntr * 1e6 or nil
+    local dc = r.ntr >= 1000 and (r.cpu_m - r.cpu_p) / r.ntr * 1e6 or nil
+    line("%-11s %8.3f %8.3f %7.4f %7.4f..%-7.4f %7.4f %7s us | %7.4f %7s us", r.name,
+      r.wall_p, r.wall_m, r.wall_m / r.wall_p, r.rmin, r.rmax, r.min_m / r.min_p, f1(d),
+      r.cpu_m / r.cpu_p, f1(dc))
+  end
+  line("")
+  line("(c) module stats() at the end of a third run that also counted the reasons of skips")
+  line("%-11s %7s %9s %7s %7s %6s  %s", "workload", "traces", "published", "skipped",
+    "removed", "failed", "skip reasons (count) / last_skip")
+  for _, r in ipairs(res.rows) do
+    local st = r.D.stats
+    local reasons = {}
+    for why, n in pairs(r.D.skips or {}) do reasons[#reasons + 1] = ("%s (%d)"):format(why, n) end
+    table.sort(reasons)
+    line("%-11s %7d %9d %7d %7d %6s  %s", r.name, st.traces, st.published, st.skipped,
+      st.removed, tostring(st.failed), #reasons > 0 and table.concat(reasons, "; ") .. " / last: " ..
+      tostring(st.last_skip) or "-")
+    if st.refused then line("%11s refused: %s", "", st.refused) end
+    for _, o in ipairs(r.odd) do line("%11s ODD: %s", "", o) end
+  end
+end
+line("")
+line("vm_bench: %.0f s", now() - t_begin)
