@@ -261,14 +261,26 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint8_t *new_fre = blk + JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
 				   fde_cap * SFRAME_V3_FDE_SIZE;
 		uint8_t *new_log = blk + log_off;
+		/* Records are bump-allocated in log order, so when nothing is
+		 * dropped the used FRE area moves as one block, word by word
+		 * (both areas are 8-aligned), and every offset stays. */
+		bool whole = kept == ln;
+		if (whole) {
+			for (uint32_t b = 0; b + 8 <= r->fre_used; b += 8)
+				ST64(new_fre + b, LD64(old_fre + b));
+			for (uint32_t b = r->fre_used & ~7u; b < r->fre_used; b++)
+				ST8(new_fre + b, LD8(old_fre + b));
+		}
 		for (uint32_t i = 0; i < ln; i++) {
 			struct lent *e = &ents[i];
 			if (remap[i] == UINT32_MAX)
 				continue;
-			e->new_attr = fre_used;
-			for (uint32_t b = 0; b < e->len; b++)
-				ST8(new_fre + fre_used + b, LD8(old_fre + e->attr + b));
-			fre_used += e->len;
+			e->new_attr = whole ? e->attr : fre_used;
+			if (!whole)
+				for (uint32_t b = 0; b < e->len; b++)
+					ST8(new_fre + fre_used + b,
+					    LD8(old_fre + e->attr + b));
+			fre_used = whole ? r->fre_used : fre_used + e->len;
 			num_fres += ldu(old_fre + e->attr, 2);
 			write_log_entry(new_log + (size_t)remap[i] * JSF_LOG_ENTRY_SIZE, e);
 		}

@@ -9,6 +9,7 @@
  *   jmp rel32: E9 rel32
  * Root head: [add rsp,-spadj] store.  Side head: ... [add rsp,-(own-parent)]
  * store.  Non-looping tail: [add rsp,+spadj] jmp (the last 5 bytes).
+ * Looping traces (root or side) never readjust rsp after the head.
  */
 #include "ljrows.h"
 
@@ -89,9 +90,12 @@ int lj_trace_rows(const struct lj_trace_in *in, struct lj_trace_out *out)
 	if (head_delta)
 		row(out, p, own); /* after the add: the trace's own frame */
 	if (in->loop) {
-		/* Looping traces never readjust rsp; side traces never loop. */
-		if (in->side)
-			return refuse(out, "looping side trace");
+		/* Looping traces never readjust rsp. A looping side trace has no
+		 * tail to confirm a head add by, so it is published only when
+		 * its head has none (then its frame is its parent's, exactly). */
+		if (in->side && head_delta)
+			return refuse(out, "looping side trace with a head add: "
+					   "nothing to confirm it by");
 		if (in->loop >= len || in->loop < p + 11)
 			return refuse(out, "loop offset outside the body");
 		return 0;

@@ -48,6 +48,27 @@ static int g_want_perfmap;
 static struct jsf_jitdump *g_jd;
 static struct jsf_perfmap *g_pm;
 
+/* This process's pid, refreshed in a fork child (pthread_atfork), so that
+ * the per-event fork check costs no system call. */
+static pid_t g_self;
+static void after_fork_child(void)
+{
+	g_self = getpid();
+}
+static void register_fork_handler(void)
+{
+	pthread_atfork(NULL, NULL, after_fork_child);
+}
+static pid_t self_pid(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	if (!g_self) {
+		g_self = getpid();
+		pthread_once(&once, register_fork_handler);
+	}
+	return g_self;
+}
+
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
 {
@@ -78,6 +99,7 @@ struct tinfo {
 struct lstate {
 	struct tinfo *t; /* indexed by trace number */
 	uint32_t cap;
+	uint32_t used; /* 1 + the highest trace number seen */
 	int enabled;
 	int installed; /* dispatcher attached, jit.attach wrapped */
 	unsigned epoch;
@@ -98,7 +120,7 @@ static struct lstate *get_state(lua_State *L)
 static struct tinfo *slot(struct lstate *s, uint32_t tr)
 {
 	if (tr >= s->cap) {
-		uint32_t cap = s->cap ? s->cap : 1024;
+		uint32_t cap = s->cap ? s->cap : 64;
 		while (cap <= tr)
 			cap *= 2;
 		struct tinfo *t = realloc(s->t, cap * sizeof(*t));
@@ -108,6 +130,8 @@ static struct tinfo *slot(struct lstate *s, uint32_t tr)
 		s->t = t;
 		s->cap = cap;
 	}
+	if (tr >= s->used)
+		s->used = tr + 1;
 	return &s->t[tr];
 }
 
@@ -179,7 +203,7 @@ static int open_region(void)
 /* Make sure the region belongs to this process (fork), g_mu held. */
 static int ensure_region(void)
 {
-	if (g_region && g_pid != getpid()) {
+	if (g_region && g_pid != self_pid()) {
 		jsf_region_detach(g_region); /* the parent's: leave it alone */
 		g_region = NULL;
 		/* the parent's jitdump and perf map are its own too */
@@ -218,7 +242,7 @@ static uint32_t neighbours(uint64_t lo, uint64_t hi, struct jsf_code_info *out,
 {
 	struct lstate *s = ctx;
 	uint32_t n = 0;
-	for (uint32_t i = 0; s && i < s->cap && n < max; i++) {
+	for (uint32_t i = 0; s && i < s->used && n < max; i++) {
 		const struct tinfo *t = &s->t[i];
 		uint64_t a = t->start, e = t->map_hi > a + t->size ? t->map_hi
 								   : a + t->size;
@@ -300,7 +324,7 @@ static void sync_state(struct lstate *s)
 	if (s->epoch == g_epoch)
 		return;
 	uint64_t now = jsf_now_ns();
-	for (uint32_t i = 0; i < s->cap; i++)
+	for (uint32_t i = 0; i < s->used; i++)
 		if (s->t[i].live) {
 			s->t[i].live = 0;
 			publish(&s->t[i], i, now);
@@ -420,7 +444,7 @@ static void on_start(lua_State *L, struct lstate *s, uint32_t tr)
 static void on_flush(struct lstate *s)
 {
 	uint64_t now = jsf_now_ns();
-	for (uint32_t i = 0; i < s->cap; i++) {
+	for (uint32_t i = 0; i < s->used; i++) {
 		unpublish(&s->t[i], now);
 		memset(&s->t[i], 0, sizeof(s->t[i]));
 	}
@@ -441,7 +465,7 @@ static void handle(lua_State *L, struct lstate *s)
 		sync_state(s);
 		if (stop)
 			on_stop(L, s, (uint32_t)lua_tointeger(L, 2));
-		else if (start)
+		else if (start && (g_jd || g_pm)) /* names are for perf */
 			on_start(L, s, (uint32_t)lua_tointeger(L, 2));
 		else
 			on_flush(s);
@@ -649,7 +673,7 @@ static int state_gc(lua_State *L)
 	struct lstate *s = lua_touserdata(L, 1);
 	/* The state is closing: its machine code is about to be freed. */
 	pthread_mutex_lock(&g_mu);
-	if (g_region && g_pid == getpid() && !g_failed)
+	if (g_region && g_pid == self_pid() && !g_failed)
 		on_flush(s);
 	pthread_mutex_unlock(&g_mu);
 	free(s->t);
@@ -766,7 +790,7 @@ static int l_start(lua_State *L)
 		pthread_mutex_unlock(&g_mu);
 		return fail(L, "jitsframe: %s", g_refusal);
 	}
-	if (g_region && g_pid == getpid() && path &&
+	if (g_region && g_pid == self_pid() && path &&
 	    strcmp(path, g_base_path) != 0) {
 		pthread_mutex_unlock(&g_mu);
 		return fail(L, "jitsframe: this process already publishes to %s",
@@ -808,7 +832,7 @@ static int l_stop(lua_State *L)
 	/* We stop following this state's traces: rows we could no longer
 	 * keep true are withdrawn now. */
 	pthread_mutex_lock(&g_mu);
-	if (g_region && g_pid == getpid() && !g_failed)
+	if (g_region && g_pid == self_pid() && !g_failed)
 		on_flush(s);
 	pthread_mutex_unlock(&g_mu);
 	if (s->installed)
