@@ -191,6 +191,13 @@ int cmd_record(int argc, char **argv)
 	snprintf(svg, sizeof(svg), "%s/flamegraph.svg", adir);
 	snprintf(log, sizeof(log), "%s/perf.log", adir);
 	setenv("JITSFRAME_JITDUMP", adir, 1);
+	/* perf keeps a build-id cache (~/.debug) and prefers it to the files
+	 * named in perf.data. The jitted-PID-N.so of other recordings can
+	 * share build-ids with ours and would then be read instead (seen:
+	 * whole runs unwinding through stale unwind data). Each recording
+	 * gets its own cache. */
+	char bid[PATH_MAX + 32];
+	snprintf(bid, sizeof(bid), "%s/.debug", adir);
 	char freq_s[32], cg[64];
 	snprintf(freq_s, sizeof(freq_s), "%llu", (unsigned long long)freq);
 	snprintf(cg, sizeof(cg), "dwarf,%llu", (unsigned long long)stack);
@@ -199,6 +206,8 @@ int cmd_record(int argc, char **argv)
 	char **av = calloc((size_t)nargs + 32, sizeof(*av));
 	int k = 0;
 	av[k++] = perf;
+	av[k++] = "--buildid-dir";
+	av[k++] = bid;
 	av[k++] = "record";
 	av[k++] = "-q";
 	av[k++] = "-k";
@@ -248,7 +257,8 @@ int cmd_record(int argc, char **argv)
 	}
 	/* 2. inject the traces */
 	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
-	char *inj[] = {perf, "inject", "--jit", "-i", raw, "-o", data, NULL};
+	char *inj[] = {perf, "--buildid-dir", bid, "inject", "--jit", "-i", raw,
+		       "-o", data, NULL};
 	st = spawn(inj, lfd, lfd);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "jitsframe record: perf inject failed; the raw "
@@ -268,7 +278,8 @@ int cmd_record(int argc, char **argv)
 		dup2(pipefd[1], 1);
 		if (lfd >= 0)
 			dup2(lfd, 2);
-		execl(perf, "perf", "script", "--ns", "-i", data, (char *)NULL);
+		execl(perf, "perf", "--buildid-dir", bid, "script", "--ns", "-i", data,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
