@@ -41,5 +41,15 @@ if grep -q "cannot create the region" "$T/e6" && "$J" run --quiet --replace --re
 	ok "existing region file refused unless --replace"
 else notok "existing region file" "$(cat "$T/e6")" "$(cat "$T/e7")"; fi
 
+# every trace of an ordinary workload is published and none is withdrawn
+# without a flush (a start event once withdrew everything: this guards it)
+out=$(LUA_CPATH="build/lua/?.so;;" $LJ -e "assert(require('jitsframe').start{region='$T/r8', quiet=true})" \
+	-e 'dofile("bench/workloads/sidetraces.lua")' \
+	-e 'local s = require("jitsframe").stats() print(s.traces, s.published, s.skipped, s.removed)' 2>&1 | tail -1)
+read -r tr pub sk rm <<<"$out"
+if [ "${rm:-x}" = 0 ] && [ "${tr:-0}" -gt 100 ] && [ $((pub + sk)) -eq "$tr" ] && [ $((pub * 100)) -ge $((tr * 90)) ]; then
+	ok "sidetraces: $pub of $tr traces published, $sk refused, none withdrawn"
+else notok "sidetraces publishing" "traces published skipped removed: $out"; fi
+
 echo "1..$n"
 [ $fails -eq 0 ]

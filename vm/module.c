@@ -465,10 +465,10 @@ static void handle(lua_State *L, struct lstate *s)
 		sync_state(s);
 		if (stop)
 			on_stop(L, s, (uint32_t)lua_tointeger(L, 2));
-		else if (start && (g_jd || g_pm)) /* names are for perf */
-			on_start(L, s, (uint32_t)lua_tointeger(L, 2));
-		else
+		else if (flush)
 			on_flush(s);
+		else if (g_jd || g_pm) /* start: names are for perf only */
+			on_start(L, s, (uint32_t)lua_tointeger(L, 2));
 	} else if (!g_failed) {
 		g_failed = 1;
 	}
