@@ -13,8 +13,11 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 # published traces in a region (from its dump)
 logged() { "$J" region dump "$1" --all --json | grep -o '"logged_functions":[0-9]*' | cut -d: -f2; }
-# -jdump prints machine-code addresses and pointers; they differ per run
-norm() { sed -E 's/0x[0-9a-f]+/0xADDR/g; s/[0-9a-f]{8,16}  /ADDR  /g' "$1"; }
+# -jdump's event headers (start, stop, abort, with chunk and line), the
+# part that must not change: the recorded bytecode and IR below them can
+# vary between two runs of the same program (LuaJIT's own decisions shift
+# with memory layout and GC timing; seen once in about twenty runs).
+norm() { grep -E '^---- TRACE [0-9]+ (start|stop|abort)' "$1" | sed -E 's/0x[0-9a-f]+/0xADDR/g'; }
 
 # Reference outputs without jitsframe
 $LJ -jv="$T/v.ref" "$W" >/dev/null
@@ -35,9 +38,10 @@ else notok "-jv then jitsframe" "$(diff "$T/v.ref" "$T/v2" | head -5)" "logged: 
 # 3. -jdump with jitsframe, both orders
 $J run --quiet --region "$T/r3" -- $LJ -jdump=tbirsT,"$T/d3" "$W" >/dev/null 2>&1
 LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbirsT,"$T/d4" -e "assert(require('jitsframe').start{region='$T/r4', quiet=true})" "$W" >/dev/null 2>&1
-if diff -q <(norm "$T/d.ref") <(norm "$T/d3") >/dev/null && diff -q <(norm "$T/d.ref") <(norm "$T/d4") >/dev/null &&
+if [ "$(norm "$T/d.ref" | wc -l)" -gt 5 ] &&
+	diff -q <(norm "$T/d.ref") <(norm "$T/d3") >/dev/null && diff -q <(norm "$T/d.ref") <(norm "$T/d4") >/dev/null &&
 	[ "$(logged "$T/r3")" -gt 0 ] && [ "$(logged "$T/r4")" -gt 0 ]; then
-	ok "-jdump output unchanged in either order ($(wc -l <"$T/d3") lines), rows published"
+	ok "-jdump events unchanged in either order ($(norm "$T/d3" | wc -l) trace events, $(wc -l <"$T/d3") lines), rows published"
 else notok "-jdump with jitsframe" "$(diff <(norm "$T/d.ref") <(norm "$T/d3") | head -5)" "$(diff <(norm "$T/d.ref") <(norm "$T/d4") | head -5)"; fi
 
 # 4. a user's jit.attach, before and after jitsframe, vs without it
