@@ -35,15 +35,18 @@
  * when the stack is known clean, else at CFA-88, the frame the VM entry and
  * the trace entry wrote (r13, r12 from the trace entry; TMP, SAVE_*, r14,
  * r15, rbx, rbp). Why: below it, a trace's spill slots that the trace has
- * not written yet hold whatever deeper frames left there, and compiling a
- * trace runs the module's event handler, whose lua_pcall pushes the very
- * return address the main chunk's frame holds (seen: stale copies 376 to
- * 456 bytes below the CFA, in a trace with a 416-byte spill area). So:
- * jsf_probe_dirty() (a Lua "trace" event handler calls it) marks the stack
- * dirty, scrub() (from luaopen_probe; the scenario calls it from
- * interpreted code between a warm-up run and the measured run) zeroes what
- * lies below the interpreter's frame and marks it clean. For LIBC it always starts at
- * CFA-88: qsort's recursion leaves libc return addresses at every depth.
+ * not written yet hold whatever deeper frames left there (seen: copies of
+ * the main chunk's return address 376 to 456 bytes below the CFA, in a
+ * trace with a 416-byte spill area). Two sources: compiling a trace runs
+ * the module's event handler, whose lua_pcall pushes that very return
+ * address; and this probe, called from another trace, copies it into its
+ * own frames. So jsf_probe() zeroes the stack below its caller's frame
+ * when it is done, jsf_probe_dirty() (a Lua "trace" event handler calls
+ * it) marks the stack dirty, and scrub() (from luaopen_probe; the scenario
+ * calls it from interpreted code between a warm-up run and the measured
+ * run) zeroes what lies below the interpreter's frame and marks it clean.
+ * For LIBC the scan always starts at CFA-88: qsort's recursion leaves libc
+ * return addresses at every depth.
  *
  * JSF_PROBE_SKEW=N adds N to every CFA: the test's check that the probe
  * does notice a wrong row.
@@ -372,12 +375,11 @@ static void mismatch(int kind, uintptr_t ra, uint64_t fs, uintptr_t rsp,
 		       (unsigned long)rsp, what, (unsigned long)val);
 }
 
-/* Called through the FFI, mostly from trace code. Returns 1. */
-EXPORT __attribute__((noinline)) int jsf_probe(int kind)
+/* The checks of one call: ra, the return address into the caller; rsp,
+ * the caller's rsp at the call. */
+static __attribute__((noinline)) int check_call(int kind, uintptr_t ra,
+						uintptr_t rsp)
 {
-	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-	uintptr_t rsp = fp + 16; /* the caller's rsp at the call */
 	g_st.calls++;
 	if (!g_view || kind <= 0 || kind >= K_MAX)
 		return 0;
@@ -451,6 +453,29 @@ EXPORT __attribute__((noinline)) int jsf_probe(int kind)
 	if (!bad)
 		g_st.ok++;
 	return 1;
+}
+
+/* Zero the stack below the caller's frame. check_call and what it called
+ * (dladdr, the view) left copies of the return addresses it looks for
+ * there, where a later trace's spill slots go: seen, a trace with a
+ * 416-byte spill area found the main chunk's return address 408 bytes
+ * below its CFA, left by the probe called from another trace. */
+static __attribute__((noinline)) void wipe_below(void)
+{
+	size_t n = 16 * 1024;
+	uint8_t *buf = __builtin_alloca(n);
+	memset(buf, 0, n);
+	__asm__ volatile("" : : "r"(buf) : "memory");
+}
+
+/* Called through the FFI, mostly from trace code. Returns 1. */
+EXPORT __attribute__((noinline)) int jsf_probe(int kind)
+{
+	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+	int ret = check_call(kind, ra, fp + 16); /* rsp at the call */
+	wipe_below();
+	return ret;
 }
 
 /* A trace event happened: compiling ran C code below the interpreter's

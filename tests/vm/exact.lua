@@ -357,7 +357,7 @@ function S.coroutine()
 	dump(list)
 	check_published(list)
 	print_at()
-	finish(list, 8000, nil, 1000)
+	finish(list, 8000, nil, 200)
 end
 
 -- lua_resume from a C host (probe.c): [CFA-16] is the host's rbp.
@@ -378,7 +378,7 @@ function S.host_resume()
 	dump(list)
 	check_published(list)
 	print_at()
-	finish(list, 8000, 8000, 1000)
+	finish(list, 8000, 8000, 200)
 end
 
 -- lua_call from a C host.
@@ -500,12 +500,14 @@ function S.recursion()
 	local list = traces()
 	dump(list)
 	check_published(list)
-	check(exists(list, function(t) return t.linktype == "up-recursion" and t.hits > 0 end),
-		"no up-recursion trace called")
+	-- which of the two fib() gives depends on hot-counter collisions
+	check(exists(list, function(t)
+		return (t.linktype == "up-recursion" or t.linktype == "down-recursion") and t.hits > 0
+	end), "no up- or down-recursion trace called")
 	check(exists(list, function(t) return t.linktype == "tail-recursion" and t.hits > 0 end),
 		"no tail-recursion trace called")
 	print_at()
-	finish(list, 5000, nil, 3000)
+	finish(list, 5000, nil, 1000)
 end
 
 -- Trace stitching around a call the JIT does not compile (os.clock).
