@@ -198,7 +198,9 @@ static void *reader(void *arg)
 		uint64_t pc = BASE + (uint64_t)s * SLOT_BYTES + (seed >> 40) % SLOT_BYTES;
 		bool past = (seed >> 12) % 64 == 0;
 		uint64_t v1 = atomic_load(&ver);
-		uint64_t t = past ? v1 - (seed >> 20) % 2000 : 0;
+		/* a past time, never 0 (which means "now"), never wrapped */
+		uint64_t back = (seed >> 20) % 2000;
+		uint64_t t = past ? (v1 > back + 1 ? v1 - back : 1) : 0;
 		uint64_t fs = 0;
 		uint32_t fz = 0;
 		struct jsf_row row;
