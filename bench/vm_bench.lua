@@ -154,7 +154,12 @@ for _, vm in ipairs(vms) do
       local P, expect = timing_run(vm, w, "plain")
       local M, mtext = timing_run(vm, w, "module")
       local D, dtext = timing_run(vm, w, "diag")
-      local r = { name = w, P = P, M = M, D = D, odd = {} }
+      local J, jtext = timing_run(vm, w, "jitdump")
+      os.execute("rm -rf " .. sh_quote(region .. ".jd"))
+      local r = { name = w, P = P, M = M, D = D, J = J, odd = {} }
+      if jtext ~= expect then
+        r.odd[#r.odd + 1] = "jitdump timing run printed " .. jtext:gsub("\n", " | ")
+      end
       if mtext ~= expect then
         r.odd[#r.odd + 1] = "module timing run printed " .. mtext:gsub("\n", " | ")
       end
@@ -169,7 +174,12 @@ for _, vm in ipairs(vms) do
         w .. ".lua " .. scale
       local mod_cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " -e " ..
         sh_quote(startmod) .. " bench/workloads/" .. w .. ".lua " .. scale
+      local jd_dir = region .. ".jd"
+      local jd_cmd = "mkdir -p " .. sh_quote(jd_dir) .. " && " .. envbase .. vm.env ..
+        sh_quote(vm.bin) .. " -e " .. sh_quote(startmod:gsub("replace=true", "replace=true, jitdump=" ..
+        ("%q"):format(jd_dir))) .. " bench/workloads/" .. w .. ".lua " .. scale
       local tp, tm, ratios, cp, cm = {}, {}, {}, {}, {}
+      local tj, cj = {}, {}
       local function timed(cmd, into, cpu)
         local s, c = now(), child_cpu()
         local out = capture(cmd)
@@ -183,7 +193,10 @@ for _, vm in ipairs(vms) do
         if i % 2 == 1 then timed(plain_cmd, tp, cp); timed(mod_cmd, tm, cm)
         else timed(mod_cmd, tm, cm); timed(plain_cmd, tp, cp) end
         ratios[i] = tm[i] / tp[i]
+        timed(jd_cmd, tj, cj)
+        os.execute("rm -rf " .. sh_quote(jd_dir))
       end
+      r.wall_j = median(tj)
       r.wall_p, r.wall_m = median(tp), median(tm)
       r.cpu_p, r.cpu_m = median(cp), median(cm)
       r.min_p, r.min_m = math.min(unpack(tp)), math.min(unpack(tm))
@@ -254,6 +267,19 @@ for _, res in ipairs(results) do
     line("%-11s %8.3f %8.3f %7.4f %7.4f..%-7.4f %7.4f %7s us | %7.4f %7s us", r.name,
       r.wall_p, r.wall_m, r.wall_m / r.wall_p, r.rmin, r.rmax, r.min_m / r.min_p, f1(d),
       r.cpu_m / r.cpu_p, f1(dc))
+  end
+  line("")
+  line("(d) the jitdump sink (perf): module handler per trace stop with it vs without, and")
+  line("    whole-run wall time with it, median of %d runs, against the same plain runs", reps)
+  line("%-11s %12s %12s %10s | %8s %8s %7s", "workload", "stop us/tr", "+jitdump", "delta us",
+    "plain s", "jitdump s", "ratio")
+  for _, r in ipairs(res.rows) do
+    local function stop_mean(T)
+      return T and T.stop and T.stop.n > 0 and T.stop.sum / T.stop.n or nil
+    end
+    local m, j = stop_mean(r.M), stop_mean(r.J)
+    line("%-11s %12s %12s %10s | %8.3f %8.3f %7.4f", r.name, f2(m and us(m)), f2(j and us(j)),
+      f2(m and j and us(j - m)), r.wall_p, r.wall_j, r.wall_j / r.wall_p)
   end
   line("")
   line("(c) module stats() at the end of a third run that also counted the reasons of skips")

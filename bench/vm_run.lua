@@ -1,5 +1,5 @@
 -- vm_run.lua: one timed run of a workload for vm_bench.lua.
---   luajit vm_run.lua OUT plain|module|diag REGION WORKLOAD [scale]
+--   luajit vm_run.lua OUT plain|module|diag|jitdump REGION WORKLOAD [scale]
 -- module: jitsframe is started on REGION first; then vmtime wraps the
 -- trace-event handler (jitsframe's dispatcher, or a no-op in a plain run),
 -- the workload runs (its output goes to stdout as usual), and the timings
@@ -8,16 +8,22 @@
 -- at stats() to count the reasons of skipped traces. That allocates, and
 -- the garbage would be collected inside later timed calls, so the timings
 -- of a diag run are not used.
+-- jitdump: like module, with the jitdump sink on (REGION.jd/jit-PID.dump).
 local out, mode, region, wl = arg[1], arg[2], arg[3], arg[4]
-assert(out and region and wl and (mode == "plain" or mode == "module" or mode == "diag"),
-  "usage: vm_run.lua OUT plain|module|diag REGION WORKLOAD [scale]")
+assert(out and region and wl and (mode == "plain" or mode == "module" or mode == "diag" or
+  mode == "jitdump"), "usage: vm_run.lua OUT plain|module|diag|jitdump REGION WORKLOAD [scale]")
 local vt = require("vmtime")
 
 local jsf, post
 local skips, nskipped = {}, 0
 if mode ~= "plain" then
   jsf = require("jitsframe")
-  assert(jsf.start { region = region, replace = true })
+  local jd
+  if mode == "jitdump" then
+    jd = region .. ".jd"
+    os.execute("mkdir -p '" .. jd .. "'")
+  end
+  assert(jsf.start { region = region, replace = true, jitdump = jd })
 end
 if mode == "diag" then
   post = function(what)
