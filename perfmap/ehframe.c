@@ -190,14 +190,3 @@ size_t jsf_ehframe_fns(const struct jsf_unwind_fn *fns, uint32_t nfns,
 	*hdr_size = b.n - hdr;
 	return b.n <= cap ? b.n : 0;
 }
-
-size_t jsf_ehframe(const struct jsf_row *rows, uint32_t nrows,
-		   uint32_t code_size, int64_t func_minus_eh, uint8_t *out,
-		   size_t cap, size_t *hdr_size)
-{
-	/* positions are relative: put the .eh_frame at a notional 1<<40 */
-	uint64_t eh = 1ull << 40;
-	struct jsf_unwind_fn fn = {eh + (uint64_t)func_minus_eh, code_size, rows,
-				   nrows};
-	return jsf_ehframe_fns(&fn, 1, eh, out, cap, hdr_size);
-}

@@ -8,19 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/*
- * Write, for one function of `code_size` bytes described by `rows`, an
- * .eh_frame (CIE + FDE + terminator) followed by an .eh_frame_hdr with a
- * one-entry search table. `func_minus_eh` is the function's start address
- * minus the address the .eh_frame will have in memory (everything is
- * position-relative). Returns the total bytes (0 if `cap` is too small or a
- * row cannot be expressed) and the header's size in *hdr_size. The size
- * does not depend on func_minus_eh. Needs at most JSF_EH_MAX(nrows) bytes.
- */
+/* Bytes the unwind data of a function with n rows needs at most. */
 #define JSF_EH_MAX(n) (128 + (size_t)(n)*24)
-size_t jsf_ehframe(const struct jsf_row *rows, uint32_t nrows,
-		   uint32_t code_size, int64_t func_minus_eh, uint8_t *out,
-		   size_t cap, size_t *hdr_size);
 
 /* One function's unwind rows at an absolute address. */
 struct jsf_unwind_fn {

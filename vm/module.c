@@ -255,7 +255,7 @@ static uint32_t neighbours(uint64_t lo, uint64_t hi, struct jsf_code_info *out,
 }
 
 /* The perf sinks: code (read from the trace's own memory), rows, line. */
-static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
+static void publish_perf(struct tinfo *ti, uint32_t tr, uint64_t now)
 {
 	char name[160];
 	if (!g_jd && !g_pm)
@@ -273,8 +273,8 @@ static void publish_perf(const struct tinfo *ti, uint32_t tr, uint64_t now)
 					   ti->size, name, ti->rows, ti->nrows,
 					   line, ti->line ? 2 : 0, now, neighbours,
 					   g_nb_state, &placed);
-		((struct tinfo *)ti)->eh_lo = placed.eh_lo;
-		((struct tinfo *)ti)->map_hi = placed.map_hi;
+		ti->eh_lo = placed.eh_lo;
+		ti->map_hi = placed.map_hi;
 		if (err) {
 			logmsg("writing the jitdump failed (%s); it stops here",
 			       strerror(-err));
