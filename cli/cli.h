@@ -27,6 +27,11 @@ void json_str(FILE *f, const char *s);
  * rename); returns 0 or a negative errno. */
 int cli_write_file(const char *path, const void *buf, size_t len);
 
+/* The environment that makes a LuaJIT command run with the VM side on
+ * (cli/run_cmd.c); 0 or an exit code, after a message naming `who`. */
+int cli_vm_env(const char *who, const char *moddir, const char *region,
+	       int replace, int quiet);
+
 int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);

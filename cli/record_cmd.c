@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `jitsframe record [-o DIR] [--freq HZ] [--] CMD...`: the whole perf job.
- *   perf record -k 1 --call-graph dwarf  ->  jitsframe run CMD (region +
- *   jitdump into DIR)  ->  perf inject --jit  ->  perf script  ->  folded
+ *   perf record -k 1 --call-graph dwarf -- CMD, with the environment of
+ *   `jitsframe run` (region + jitdump into DIR)  ->  perf inject --jit  ->  perf script  ->  folded
  *   stacks and a flame graph, and one summary line.
  */
 #include "cli.h"
@@ -173,15 +173,11 @@ int cmd_record(int argc, char **argv)
 			strerror(errno));
 		return EX_INPUT;
 	}
-	char adir[PATH_MAX], self[PATH_MAX];
+	char adir[PATH_MAX];
 	if (!realpath(dir, adir)) {
 		fprintf(stderr, "jitsframe record: %s: %s\n", dir, strerror(errno));
 		return EX_INPUT;
 	}
-	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (sl <= 0)
-		return EX_INPUT;
-	self[sl] = 0;
 	char raw[PATH_MAX + 32], data[PATH_MAX + 32], region[PATH_MAX + 32],
 		folded_p[PATH_MAX + 32], svg[PATH_MAX + 32], log[PATH_MAX + 32];
 	snprintf(raw, sizeof(raw), "%s/perf.data.raw", adir);
@@ -201,7 +197,25 @@ int cmd_record(int argc, char **argv)
 	char freq_s[32], cg[64];
 	snprintf(freq_s, sizeof(freq_s), "%llu", (unsigned long long)freq);
 	snprintf(cg, sizeof(cg), "dwarf,%llu", (unsigned long long)stack);
-	/* 1. record */
+	/* 1. record. CMD runs directly under perf with the module's
+	 * environment set here: were it exec'd through `jitsframe run`, perf
+	 * would first see this program's image in the same pid, and its
+	 * libunwind-based unwinder then fails, for a whole recording at a
+	 * time, to look up libc's unwind table (seen: every FFI-callback
+	 * chain through qsort stopping in msort_with_tmp, in 5 of 6 runs;
+	 * 0 of 6 when launched directly). */
+	char cmdpath[PATH_MAX];
+	const char *cmd = argv[optind];
+	if (strchr(cmd, '/') ? access(cmd, X_OK) != 0
+			     : find_in_path(cmd, cmdpath, sizeof(cmdpath)) != 0) {
+		fprintf(stderr, "jitsframe record: cannot run %s: %s; the command "
+				"could not be run, nothing was recorded.\n", cmd,
+			strchr(cmd, '/') ? strerror(errno) : "not found in PATH");
+		return EX_FAIL;
+	}
+	int erc = cli_vm_env("jitsframe record", NULL, region, 1, 0);
+	if (erc)
+		return erc;
 	int nargs = argc - optind;
 	char **av = calloc((size_t)nargs + 32, sizeof(*av));
 	int k = 0;
@@ -218,12 +232,6 @@ int cmd_record(int argc, char **argv)
 	av[k++] = freq_s;
 	av[k++] = "-o";
 	av[k++] = raw;
-	av[k++] = "--";
-	av[k++] = self;
-	av[k++] = "run";
-	av[k++] = "--replace";
-	av[k++] = "--region";
-	av[k++] = region;
 	av[k++] = "--";
 	for (int i = 0; i < nargs; i++)
 		av[k++] = argv[optind + i];

@@ -47,6 +47,55 @@ static const char init_code[] =
 	"if o and o ~= '' then if o:sub(1, 1) == '@' then dofile(o:sub(2)) "
 	"else assert(loadstring(o, '=LUA_INIT'))() end end";
 
+/* Set the environment that makes a LuaJIT command load the module and
+ * start publishing (LUA_INIT, LUA_CPATH, JITSFRAME_*); moddir NULL means
+ * the lua/ directory beside this program. Messages name `who`. Returns 0
+ * or an exit code. Shared by `run` (which then execs) and `record` (which
+ * runs the command directly under perf: no jitsframe image before it). */
+int cli_vm_env(const char *who, const char *moddir, const char *region,
+	       int replace, int quiet)
+{
+	char self[PATH_MAX], dir[PATH_MAX + 8];
+	if (!moddir) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0) {
+			fprintf(stderr, "%s: cannot find myself; use "
+					"--module-dir\n", who);
+			return EX_USAGE;
+		}
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		*slash = 0;
+		snprintf(dir, sizeof(dir), "%s/lua", self);
+		moddir = dir;
+	}
+	char so[PATH_MAX + 32];
+	snprintf(so, sizeof(so), "%s/jitsframe.so", moddir);
+	if (access(so, R_OK) != 0) {
+		fprintf(stderr, "%s: %s: %s (build it with `make`)\n", who, so,
+			strerror(errno));
+		return EX_INPUT;
+	}
+	const char *old_cpath = getenv("LUA_CPATH");
+	size_t need = strlen(moddir) + (old_cpath ? strlen(old_cpath) : 2) + 16;
+	char *cpath = malloc(need);
+	if (!cpath)
+		return EX_INPUT;
+	snprintf(cpath, need, "%s/?.so;%s", moddir, old_cpath ? old_cpath : ";");
+	const char *old_init = getenv("LUA_INIT");
+	if (setenv("JITSFRAME_LUA_INIT", old_init ? old_init : "", 1) ||
+	    setenv("LUA_INIT", init_code, 1) || setenv("LUA_CPATH", cpath, 1) ||
+	    (region && setenv("JITSFRAME_REGION", region, 1)) ||
+	    setenv("JITSFRAME_REGION_REPLACE", replace ? "1" : "0", 1) ||
+	    setenv("JITSFRAME_QUIET", quiet ? "1" : "0", 1)) {
+		fprintf(stderr, "%s: setenv: %s\n", who, strerror(errno));
+		free(cpath);
+		return EX_INPUT;
+	}
+	free(cpath);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -81,42 +130,9 @@ int cmd_run(int argc, char **argv)
 				"Try 'jitsframe run --help'.\n");
 		return EX_USAGE;
 	}
-	char self[PATH_MAX], dir[PATH_MAX + 8];
-	if (!moddir) {
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n <= 0) {
-			fprintf(stderr, "jitsframe run: cannot find myself; use "
-					"--module-dir\n");
-			return EX_USAGE;
-		}
-		self[n] = 0;
-		char *slash = strrchr(self, '/');
-		*slash = 0;
-		snprintf(dir, sizeof(dir), "%s/lua", self);
-		moddir = dir;
-	}
-	char so[PATH_MAX + 32];
-	snprintf(so, sizeof(so), "%s/jitsframe.so", moddir);
-	if (access(so, R_OK) != 0) {
-		fprintf(stderr, "jitsframe run: %s: %s (build it with `make`)\n", so,
-			strerror(errno));
-		return EX_INPUT;
-	}
-	const char *old_cpath = getenv("LUA_CPATH");
-	size_t need = strlen(moddir) + (old_cpath ? strlen(old_cpath) : 2) + 16;
-	char *cpath = malloc(need);
-	if (!cpath)
-		return EX_INPUT;
-	snprintf(cpath, need, "%s/?.so;%s", moddir, old_cpath ? old_cpath : ";");
-	const char *old_init = getenv("LUA_INIT");
-	if (setenv("JITSFRAME_LUA_INIT", old_init ? old_init : "", 1) ||
-	    setenv("LUA_INIT", init_code, 1) || setenv("LUA_CPATH", cpath, 1) ||
-	    (region && setenv("JITSFRAME_REGION", region, 1)) ||
-	    setenv("JITSFRAME_REGION_REPLACE", replace ? "1" : "0", 1) ||
-	    setenv("JITSFRAME_QUIET", quiet ? "1" : "0", 1)) {
-		perror("jitsframe run: setenv");
-		return EX_INPUT;
-	}
+	int rc = cli_vm_env("jitsframe run", moddir, region, replace, quiet);
+	if (rc)
+		return rc;
 	if (!quiet) {
 		if (region)
 			fprintf(stderr, "jitsframe: region %s\n", region);
