@@ -4,7 +4,7 @@ CC      ?= cc
 CLANG   ?= clang
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
-CPPFLAGS += -Isframe
+CPPFLAGS += -Isframe -Ivm
 LDLIBS  += -lpthread
 B       := build
 
@@ -12,8 +12,8 @@ LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
 CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
-TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
-HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
+TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
+HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h vm/*.h)
 
 .PHONY: all check bench clean format deps demo
 all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
@@ -28,7 +28,7 @@ $(B)/$(1)/libjitsframe.a: $$($(1)_OBJ)
 	@rm -f $$@; ar rcs $$@ $$^
 $(B)/$(1)/tests/%: tests/%.c tests/harness.h $(B)/$(1)/libjitsframe.a
 	@mkdir -p $$(dir $$@)
-	$$($(1)_CC) $$(WARN) $$(CPPFLAGS) $$($(1)_CFLAGS) $$< $(B)/$(1)/libjitsframe.a -o $$@ $$(LDLIBS) $$(TEST_LIBS_$$*)
+	$$($(1)_CC) $$(WARN) $$(CPPFLAGS) $$($(1)_CFLAGS) $$< $$(TEST_SRCS_$$*) $(B)/$(1)/libjitsframe.a -o $$@ $$(LDLIBS) $$(TEST_LIBS_$$*)
 endef
 rel_CC     := $(CC)
 rel_CFLAGS := $(CFLAGS) -fPIC -fvisibility=default
@@ -41,6 +41,7 @@ $(eval $(call flavour,asan))
 $(eval $(call flavour,tsan))
 
 TEST_LIBS_t_libsframe := -lsframe
+TEST_SRCS_t_ljrows := vm/ljrows.c vm/x86len.c
 TEST_LIBS_t_states := -lluajit-5.1
 CPPFLAGS += $(LUAJIT_CFLAGS)
 
@@ -53,7 +54,7 @@ $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
-VM_SRC := vm/module.c vm/ljrows.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
+VM_SRC := vm/module.c vm/ljrows.c vm/x86len.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
 $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
@@ -68,6 +69,9 @@ $(B)/tests/libprobe.so: tests/probe.c $(HDRS) $(rel_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
 		tests/probe.c $(rel_OBJ) -o $@ -ldl $(LDLIBS)
+$(B)/tests/x86len_walk: tests/x86len_walk.c vm/x86len.c vm/x86len.h
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -Ivm -O1 -g $< vm/x86len.c -o $@
 $(B)/tests/lib%.so: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
@@ -85,7 +89,7 @@ deps:
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
        $(B)/rel/tests/t_states \
-       $(VMTEST_LIBS) \
+       $(VMTEST_LIBS) $(B)/tests/x86len_walk \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@scripts/run-tests
 

@@ -9,9 +9,12 @@
  *   jmp rel32: E9 rel32
  * Root head: [add rsp,-spadj] store.  Side head: ... [add rsp,-(own-parent)]
  * store.  Non-looping tail: [add rsp,+spadj] jmp (the last 5 bytes).
- * Looping traces (root or side) never readjust rsp after the head.
+ * Looping traces (root or side) never readjust rsp after the head; a
+ * looping side trace's head add is confirmed by decoding the head
+ * (vm/x86len.c) instead of by a tail.
  */
 #include "ljrows.h"
+#include "x86len.h"
 
 #include <string.h>
 
@@ -36,6 +39,21 @@ static uint32_t add_rsp_before(const uint8_t *mc, uint32_t end, int32_t *imm)
 		return 4;
 	}
 	return 0;
+}
+
+/* The head [0, store) decodes instruction by instruction to an add of
+ * alen bytes that ends exactly at the store (at offset `store`). */
+static int head_decodes(const uint8_t *mc, uint32_t store, uint32_t alen)
+{
+	uint32_t at = 0;
+	while (at < store - alen) {
+		int n = x86_insn_len(mc + at, store - at);
+		if (n <= 0)
+			return 0;
+		at += (uint32_t)n;
+	}
+	return at == store - alen &&
+	       x86_insn_len(mc + at, alen) == (int)alen;
 }
 
 static int refuse(struct lj_trace_out *out, const char *why)
@@ -91,11 +109,12 @@ int lj_trace_rows(const struct lj_trace_in *in, struct lj_trace_out *out)
 		row(out, p, own); /* after the add: the trace's own frame */
 	if (in->loop) {
 		/* Looping traces never readjust rsp. A looping side trace has no
-		 * tail to confirm a head add by, so it is published only when
-		 * its head has none (then its frame is its parent's, exactly). */
-		if (in->side && head_delta)
-			return refuse(out, "looping side trace with a head add: "
-					   "nothing to confirm it by");
+		 * tail to confirm a head add by: the add is taken only when the
+		 * head decodes, instruction by instruction from offset 0, to
+		 * exactly that add and then the store. */
+		if (in->side && head_delta && !head_decodes(mc, p, alen))
+			return refuse(out, "looping side trace with a head add that "
+					   "does not decode to it");
 		if (in->loop >= len || in->loop < p + 11)
 			return refuse(out, "loop offset outside the body");
 		return 0;
