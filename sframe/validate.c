@@ -183,6 +183,48 @@ int jsf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 				    false, msg, msglen);
 }
 
+/* The SFrame index (nf entries at fdes) holds exactly the log's live
+ * functions, in order; with skip, without the entry of that log index (an
+ * add in flight); with tmax, also the entries removed at tmax (a removal
+ * in flight). Sets why on a mismatch. */
+static int index_matches(const struct jsf_snap *s, const uint8_t *fdes,
+			 uint32_t nf, uint32_t skip, uint64_t tmax, char *why,
+			 size_t whylen)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < s->log_n; i++) {
+		const struct jsf_sent *e = &s->e[i];
+		bool in = e->remove ? (tmax && e->remove == tmax)
+				    : e->log_idx != skip;
+		if (!in)
+			continue;
+		if (k == nf) {
+			jsf__msg(why, whylen,
+				 "live function %#llx is missing from the index",
+				 (unsigned long long)e->start);
+			return 0;
+		}
+		const uint8_t *p = fdes + (size_t)k * 16;
+		uint64_t start = s->blk_addr + (uint64_t)(p - s->blk) + rd64(p);
+		if (start != e->start || rd32(p + 8) != e->size ||
+		    rd32(p + 12) != e->attr) {
+			jsf__msg(why, whylen,
+				 "index entry %u (%#llx) does not match live function "
+				 "%#llx of the log",
+				 k, (unsigned long long)start,
+				 (unsigned long long)e->start);
+			return 0;
+		}
+		k++;
+	}
+	if (k != nf) {
+		jsf__msg(why, whylen,
+			 "index has %u entries, the log %u live functions", nf, k);
+		return 0;
+	}
+	return 1;
+}
+
 int jsf_validate_region(const char *path, char *msg, size_t msglen)
 {
 	struct jsf_rinfo ri;
@@ -228,7 +270,7 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 	}
 	/* The SFrame index holds exactly the live functions of the log, in
 	 * a window of the FDE slots (docs/ABI.md section 2). */
-	uint32_t nf = rd32(s.sf + SH_NUM_FDES), k = 0;
+	uint32_t nf = rd32(s.sf + SH_NUM_FDES);
 	uint32_t fdeoff = rd32(s.sf + SH_FDEOFF);
 	if (fdeoff % 16 != 4 || (fdeoff - 4) / 16 + (uint64_t)nf > s.fde_cap) {
 		jsf__msg(msg, msglen,
@@ -238,33 +280,42 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		goto bad;
 	}
 	const uint8_t *fdes = s.sf + SFRAME_HDR_SIZE + fdeoff;
-	for (uint32_t i = 0; i < s.log_n; i++) {
-		const struct jsf_sent *e = &s.e[i];
-		if (e->remove)
-			continue;
-		if (k == nf) {
-			jsf__msg(msg, msglen,
-				 "live function %#llx is missing from the index",
-				 (unsigned long long)e->start);
-			goto bad;
+	char why[160];
+	int match = index_matches(&s, fdes, nf, UINT32_MAX, 0, why, sizeof(why));
+	const char *inflight = NULL;
+	if (!match && !live && ri.state != JSF_STATE_CLOSED) {
+		/* A producer killed between the two publishing steps of one
+		 * operation (docs/ABI.md section 4): an add whose log entry is
+		 * published but not yet its index entry, or a removal whose
+		 * tombstone is stored but the index not yet changed. Exactly
+		 * one operation can be in flight; the log is authoritative. */
+		uint32_t last = UINT32_MAX;
+		uint64_t tmax = 0;
+		for (uint32_t i = 0; i < s.log_n; i++) {
+			if (last == UINT32_MAX || s.e[i].log_idx > s.e[last].log_idx)
+				last = i;
+			if (s.e[i].remove > tmax)
+				tmax = s.e[i].remove;
 		}
-		const uint8_t *p = fdes + (size_t)k * 16;
-		uint64_t start = s.blk_addr + (uint64_t)(p - s.blk) + rd64(p);
-		if (start != e->start || rd32(p + 8) != e->size ||
-		    rd32(p + 12) != e->attr) {
-			jsf__msg(msg, msglen,
-				 "index entry %u (%#llx) does not match live function "
-				 "%#llx of the log",
-				 k, (unsigned long long)start,
-				 (unsigned long long)e->start);
-			goto bad;
-		}
-		k++;
+		if (last != UINT32_MAX && !s.e[last].remove &&
+		    index_matches(&s, fdes, nf, s.e[last].log_idx, 0, NULL, 0))
+			inflight = "an add";
+		else if (tmax &&
+			 index_matches(&s, fdes, nf, UINT32_MAX, tmax, NULL, 0))
+			inflight = "a removal";
+		match = inflight != NULL;
 	}
-	if (k != nf) {
-		jsf__msg(msg, msglen,
-			 "index has %u entries, the log %u live functions", nf, k);
+	if (!match) {
+		jsf__msg(msg, msglen, "%s", why);
 		goto bad;
+	}
+	if (inflight) {
+		jsf__msg(msg, msglen,
+			 "valid (producer died inside %s: the log is authoritative): "
+			 "%u live functions, %u logged",
+			 inflight, s.nlive, s.log_n);
+		jsf__snap_free(&s);
+		return 0;
 	}
 	jsf__msg(msg, msglen,
 		 "valid: %u live functions, %u logged, %s, seq %llu", s.nlive,

@@ -230,6 +230,86 @@ static void torn_index(const char *dir)
 		free(buf);
 		jsf_view_close(v);
 	}
+	CASE("death between the two publishing steps of an add or a removal")
+	{
+		/* A dead producer's file; then what a kill between the log and
+		 * the index step leaves, made by editing copies of it
+		 * (docs/ABI.md sections 3 and 4): exactly one operation can be
+		 * in flight, and only that is accepted. */
+		unlink(path);
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct jsf_region *r;
+			struct jsf_row rows[8];
+			if (jsf_region_create(&r, path, NULL))
+				_exit(3);
+			/* ascending: each add is an append (log index j holds
+			 * function 49 - j) */
+			for (uint32_t i = 50; i-- > 0;)
+				jsf_region_add(r, fstart(i), fsize(i), rows,
+					       frows(i, rows), 0);
+			raise(SIGKILL);
+		}
+		int status;
+		waitpid(pid, &status, 0);
+		char msg[512];
+		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), 0);
+		int fd = open(path, O_RDWR);
+		uint64_t blk = 0, tmp64;
+		uint32_t logoff = 0, nf = 0, tmp32;
+		CHECK(fd >= 0 && pread(fd, &blk, 8, 80) == 8 &&
+			      pread(fd, &logoff, 4, (off_t)blk + 32) == 4 &&
+			      pread(fd, &nf, 4, (off_t)blk + 64 + 8) == 4,
+		      "read the layout");
+		CHECK_EQ(nf, 50u);
+		off_t nf_at = (off_t)blk + 64 + 8; /* the SFrame header's num_fdes */
+		off_t le = (off_t)blk + logoff;    /* log entry i at le + 32 * i */
+		/* the last add's index entry unpublished: accepted */
+		tmp32 = nf - 1;
+		CHECK(pwrite(fd, &tmp32, 4, nf_at) == 4, "edit");
+		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), 0);
+		CHECK(strstr(msg, "inside an add"), "%s", msg);
+		struct jsf_view *v;
+		struct jsf_row rows[8], row;
+		uint64_t fs = 0;
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		uint32_t n0 = frows(0, rows); /* the last add (log index 49) */
+		CHECK_EQ(jsf_view_lookup(v, fstart(0) + rows[n0 - 1].offset, 0, &fs,
+					 NULL, &row),
+			 0);
+		CHECK_EQ(fs, fstart(0));
+		jsf_view_close(v);
+		/* two adds missing cannot be one in flight: refused */
+		tmp32 = nf - 2;
+		CHECK(pwrite(fd, &tmp32, 4, nf_at) == 4, "edit");
+		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), -EBADMSG);
+		CHECK(pwrite(fd, &nf, 4, nf_at) == 4, "restore");
+		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), 0);
+		/* a removal whose tombstone is stored, index unchanged: accepted,
+		 * and the function is gone for readers */
+		uint64_t last_add = 0;
+		CHECK(pread(fd, &last_add, 8, le + 32 * 49 + 8) == 8, "read");
+		/* log index 10 holds function 39 */
+		tmp64 = last_add + 2; /* after every add */
+		CHECK(pwrite(fd, &tmp64, 8, le + 32 * 10 + 16) == 8, "edit");
+		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), 0);
+		CHECK(strstr(msg, "inside a removal"), "%s", msg);
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		uint32_t n39 = frows(39, rows);
+		CHECK_EQ(jsf_view_lookup(v, fstart(39) + rows[n39 - 1].offset, 0, &fs,
+					 NULL, &row),
+			 -ENOENT);
+		jsf_view_close(v);
+		/* ... with a second, earlier tombstone still indexed: refused */
+		tmp64 = last_add + 1;
+		CHECK(pwrite(fd, &tmp64, 8, le + 32 * 20 + 16) == 8, "edit");
+		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), -EBADMSG);
+		/* remove_all in flight: every tombstone at one time */
+		for (uint32_t i = 0; i < 50; i++)
+			CHECK(pwrite(fd, &tmp64, 8, le + 32 * (off_t)i + 16) == 8, "edit");
+		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), 0);
+		close(fd);
+	}
 	unlink(path);
 }
 
