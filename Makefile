@@ -12,6 +12,13 @@ LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
 CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
+# jitsframe report (issue 6): perf.data reader, unwinder, symbols; the
+# profile writers are cli/profile.c, or the minimal stand-in without it
+REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
+           cli/report_cmd.c \
+           $(if $(wildcard cli/profile.c),cli/profile.c,cli/profile_min.c)
+CLI_SRC += $(REPORT_SRC)
+CLI_LIBS := -ldw -lelf
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
@@ -49,7 +56,7 @@ $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
