@@ -80,11 +80,17 @@ $(B)/tests/lib%.so: tests/%.c
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
-FUZZERS := fuzz_view fuzz_sframe
+FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
+
+# the perf.data reader and the unwinder (cli/): their own sources and libdw
+PD_FUZZ_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c perfmap/jdread.c
+$(B)/fuzz/fuzz_perfdata: tests/fuzz_perfdata.c $(PD_FUZZ_SRC) $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(WARN) $(CPPFLAGS) -Icli -Iperfmap $(FUZZ_CFLAGS) $< $(PD_FUZZ_SRC) $(LIB_SRC) -o $@ -ldw -lelf $(LDLIBS)
 
 deps:
 	@scripts/install-deps
