@@ -12,9 +12,28 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 static struct elfobj *cache;
+
+static Elf *vdso_copy(struct elfobj *o)
+{
+	const unsigned char *v =
+	    (const unsigned char *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	if (!v || memcmp(v, ELFMAG, SELFMAG) || v[EI_CLASS] != ELFCLASS64)
+		return NULL;
+	Elf64_Ehdr eh;
+	memcpy(&eh, v, sizeof(eh));
+	uint64_t len = eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
+	if (len < sizeof(eh) || len > (1u << 20))
+		return NULL;
+	o->image = malloc(len);
+	if (!o->image)
+		return NULL;
+	memcpy(o->image, v, len);
+	return elf_memory(o->image, len);
+}
 
 static void load_bid(struct elfobj *o)
 {
@@ -43,10 +62,17 @@ struct elfobj *elfobj_get(const char *path)
 	if (!o->path)
 		return NULL;
 	elf_version(EV_CURRENT);
-	o->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (o->fd < 0)
-		return NULL;
-	Elf *e = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	Elf *e;
+	if (!strcmp(path, "[vdso]")) {
+		/* the kernel's vDSO: the same image in every process of this
+		 * kernel, so ours stands for the recorded one's */
+		e = vdso_copy(o);
+	} else {
+		o->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (o->fd < 0)
+			return NULL;
+		e = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	}
 	GElf_Ehdr eh;
 	size_t nph;
 	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
@@ -317,10 +343,12 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 	    (debug_cfi(o) && dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
 		from_frame(f, &r);
 		free(f);
-		if (r.lo > vaddr || r.hi <= vaddr) {
-			r.lo = vaddr;
+		/* libdw's start is not the row's after DW_CFA_restore_state
+		 * (the state restored carries the start of the remembered row);
+		 * its end is right. The row holds from vaddr to end. */
+		r.lo = vaddr;
+		if (r.hi <= vaddr)
 			r.hi = vaddr + 1;
-		}
 	}
 	/* insert at lo, clipped to its neighbours */
 	if (lo > 0 && o->rows[lo - 1].hi > r.lo)
@@ -373,6 +401,7 @@ void elfobj_free_all(void)
 		if (o->fd >= 0)
 			close(o->fd);
 		free(o->path);
+		free(o->image);
 		free(o);
 	}
 }

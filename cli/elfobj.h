@@ -34,6 +34,7 @@ struct elfobj {
 	struct esym *syms;
 	size_t nsyms;
 	char *strs;
+	char *image; /* [vdso]: our copy */
 };
 
 Elf *elfobj_debug(struct elfobj *o);

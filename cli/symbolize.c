@@ -105,5 +105,12 @@ const char *elfobj_sym(struct elfobj *o, uint64_t vaddr, uint64_t *off)
 			return o->strs + s->name;
 		}
 	}
+	/* else a symbol without a size (hand-written code, e.g. _start) just
+	 * below, with no other symbol in between */
+	if (lo > 0 && o->syms[lo - 1].size == 0 &&
+	    vaddr - o->syms[lo - 1].addr < 4096) {
+		*off = vaddr - o->syms[lo - 1].addr;
+		return o->strs + o->syms[lo - 1].name;
+	}
 	return NULL;
 }

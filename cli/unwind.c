@@ -407,6 +407,13 @@ const char *stop_name(enum stop_reason r)
 
 static bool file_backed(const char *n)
 {
+	if (!strcmp(n, "[vdso]"))
+		return true;
+	/* perf inject's synthetic jitted-PID-N.so: trace code, which the
+	 * region describes (an injected perf.data reads like a raw one) */
+	const char *b = strrchr(n, '/');
+	if (b && !strncmp(b + 1, "jitted-", 7))
+		return false;
 	return n[0] == '/' && strncmp(n, "/memfd:", 7) &&
 	       strncmp(n, "//anon", 6) && strncmp(n, "/dev/zero", 9) &&
 	       strncmp(n, "/SYSV", 5);
