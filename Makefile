@@ -58,6 +58,10 @@ $(B)/libjitsframe.so: $(rel_OBJ)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
 	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
 
+# the CLI under ASan+UBSan (tests/t_report.sh feeds it damaged perf.data)
+$(B)/asan/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/asan/libjitsframe.a
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(asan_CFLAGS) $(CLI_SRC) $(B)/asan/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
+
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 VM_SRC := vm/module.c vm/ljrows.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
@@ -97,7 +101,7 @@ deps:
 
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
-       $(B)/rel/tests/t_states \
+       $(B)/rel/tests/t_states $(B)/asan/jitsframe \
        $(VMTEST_LIBS) \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@scripts/run-tests

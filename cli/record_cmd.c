@@ -44,6 +44,9 @@ static const char usage[] =
 	"                    in nested VM entries can sit >8 KB below main)\n"
 	"  --perf-script     make the profile from `perf script` (perf's own\n"
 	"                    unwinding of the injected perf.data) instead\n"
+	"  --no-inject       skip `perf inject --jit` (no perf.data for perf\n"
+	"                    report; it takes minutes when there are thousands\n"
+	"                    of traces): the report reads perf.data.raw\n"
 	"\n"
 	"Exit status: 0 recorded; 1 CMD failed (could not run, exited non-zero,\n"
 	"crashed: what was recorded is still processed and kept) or the profile\n"
@@ -115,12 +118,13 @@ int cmd_record(int argc, char **argv)
 		{"freq", required_argument, 0, 'F'},
 		{"stack", required_argument, 0, 's'},
 		{"perf-script", no_argument, 0, 'P'},
+		{"no-inject", no_argument, 0, 'N'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	const char *dir = "jitsframe-record";
 	uint64_t freq = 999, stack = 32768;
-	int c, perf_script = 0;
+	int c, perf_script = 0, no_inject = 0;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:F:h", lo, NULL)) != -1) {
@@ -142,6 +146,7 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case 'P': perf_script = 1; break;
+		case 'N': no_inject = 1; break;
 		case 'h': fputs(usage, stdout); return EX_OK;
 		default:
 			fprintf(stderr, "jitsframe record: unknown or incomplete option "
@@ -149,6 +154,11 @@ int cmd_record(int argc, char **argv)
 				argv[optind - 1]);
 			return EX_USAGE;
 		}
+	}
+	if (perf_script && no_inject) {
+		fprintf(stderr, "jitsframe record: --perf-script reads the injected "
+				"perf.data: not with --no-inject\n");
+		return EX_USAGE;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "jitsframe record: no command given\n"
@@ -266,7 +276,10 @@ int cmd_record(int argc, char **argv)
 	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
 	char *inj[] = {perf, "--buildid-dir", bid, "inject", "--jit", "-i", raw,
 		       "-o", data, NULL};
-	st = spawn(inj, lfd, lfd);
+	if (!no_inject)
+		st = spawn(inj, lfd, lfd);
+	else
+		st = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "jitsframe record: perf inject failed; the raw "
 				"recording is kept in %s. perf said:\n", raw);
