@@ -1031,7 +1031,13 @@ static const char html_script[] =
     "      return d.highlight ? c : d.data.j ? '#3fb8af' : c;\n"
     "    })\n"
     "    .setDetailsElement(document.getElementById('details'));\n"
+    /* the first drawing without animation, completed at once: d3 runs
+     * even zero-length transitions from its timer queue, flushed here, so
+     * that the page is whole when loaded (printing, headless browsers) */
+    "  chart.transitionDuration(0);\n"
     "  d3.select('#chart').datum(data).call(chart);\n"
+    "  for (var i = 0; i < 8; i++) d3.timerFlush();\n"
+    "  chart.transitionDuration(500);\n"
     "  document.getElementById('search').addEventListener('input',\n"
     "    function (e) { chart.search(e.target.value); });\n"
     "  document.getElementById('reset').addEventListener('click',\n"
