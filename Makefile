@@ -57,7 +57,7 @@ $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe
 # installed from viewer/package-lock.json into build/viewer by npm ci ---
 PROFILE_SRC := cli/profile.c cli/folded.c cli/flame.c $(B)/gen/pprof.pb-c.c
 PROFILE_LIBS := -lprotobuf-c -lz
-CLI_SRC += cli/profile.c $(B)/gen/pprof.pb-c.c
+CLI_SRC += $(filter-out $(CLI_SRC),cli/profile.c) $(B)/gen/pprof.pb-c.c
 $(B)/jitsframe: CPPFLAGS += -I$(B)/gen
 $(B)/jitsframe: LDLIBS += $(PROFILE_LIBS)
 $(B)/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c

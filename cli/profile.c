@@ -278,6 +278,12 @@ struct jsf_profile {
 	uint32_t *fids;
 	size_t nfids, capfids;
 	uint64_t total;
+	/* callers pass the same name pointers again and again: the last
+	 * index seen for a pointer, checked with strcmp before use */
+	struct {
+		const char *s;
+		uint32_t idx;
+	} pcache[4096];
 };
 
 static int grow_array(void **a, size_t *cap, size_t need, size_t size)
@@ -352,7 +358,17 @@ void jsf_profile_free(struct jsf_profile *p)
 /* Interned string index of s, or a negative errno. */
 static int64_t pstr(struct jsf_profile *p, const char *s)
 {
-	return strtab_add(&p->str, s);
+	if (!s || !*s)
+		return 0;
+	size_t h = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & 4095;
+	if (p->pcache[h].s == s && !strcmp(s, p->str.s[p->pcache[h].idx]))
+		return p->pcache[h].idx;
+	int64_t idx = strtab_add(&p->str, s);
+	if (idx > 0) {
+		p->pcache[h].s = s;
+		p->pcache[h].idx = (uint32_t)idx;
+	}
+	return idx;
 }
 
 static int64_t add_map(struct jsf_profile *p, const struct jsf_pframe *f)
@@ -556,47 +572,59 @@ static char *display_name(const struct jsf_profile *p, const struct pframe *f,
 	return o;
 }
 
-/* The folded line of stack s (without count), malloc'ed; root first. */
-static char *folded_line(const struct jsf_profile *p, const struct pstack *s)
+/* The display name of every frame, interned in t: ids[frame]. */
+static int frame_names(const struct jsf_profile *p, struct strtab *t,
+		       uint32_t **ids)
 {
 	char buf[512];
-	const char *comm = p->str.s[s->comm];
-	size_t len = strlen(comm) + 1, cap = len + 64 * (size_t)s->n + 1;
-	char *line = malloc(cap);
-	if (!line)
+	memset(t, 0, sizeof(*t));
+	*ids = malloc((p->nframes + 1) * sizeof(**ids));
+	if (!*ids || strtab_add(t, "") < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nframes; i++) {
+		char *nm = display_name(p, &p->frames[i], buf, sizeof(buf));
+		int64_t id = nm ? strtab_add(t, nm) : -ENOMEM;
+		if (nm && nm != buf)
+			free(nm);
+		if (id < 0)
+			return (int)id;
+		(*ids)[i] = (uint32_t)id;
+	}
+	return 0;
+}
+
+/* The comm as the root frame: ';' and control characters as '_';
+ * malloc'ed. */
+static char *comm_name(const char *comm)
+{
+	char *c = strdup(comm);
+	for (char *w = c; w && *w; w++)
+		if (*w == ';' || (unsigned char)*w < 0x20 || *w == 0x7f)
+			*w = '_';
+	return c;
+}
+
+/* The folded line of stack s (without count), malloc'ed; root first. */
+static char *folded_line(const struct jsf_profile *p, const struct pstack *s,
+			 const struct strtab *t, const uint32_t *ids)
+{
+	char *comm = comm_name(p->str.s[s->comm]);
+	if (!comm)
 		return NULL;
-	char *w = line;
-	for (const char *c = comm; *c; c++)
-		*w++ = (*c == ';' || (unsigned char)*c < 0x20 || *c == 0x7f)
-			   ? '_'
-			   : *c;
-	*w = 0;
-	len = (size_t)(w - line);
+	size_t len = strlen(comm), cap = len + 1;
+	for (uint32_t i = 0; i < s->n; i++)
+		cap += strlen(t->s[ids[p->fids[s->off + i]]]) + 1;
+	char *line = realloc(comm, cap);
+	if (!line) {
+		free(comm);
+		return NULL;
+	}
 	for (uint32_t i = s->n; i-- > 0;) {
-		const struct pframe *f = &p->frames[p->fids[s->off + i]];
-		char *nm = display_name(p, f, buf, sizeof(buf));
-		if (!nm) {
-			free(line);
-			return NULL;
-		}
+		const char *nm = t->s[ids[p->fids[s->off + i]]];
 		size_t nl = strlen(nm);
-		if (len + nl + 2 > cap) {
-			size_t c2 = 2 * cap + nl + 2;
-			char *l2 = realloc(line, c2);
-			if (!l2) {
-				if (nm != buf)
-					free(nm);
-				free(line);
-				return NULL;
-			}
-			line = l2;
-			cap = c2;
-		}
 		line[len++] = ';';
 		memcpy(line + len, nm, nl + 1);
 		len += nl;
-		if (nm != buf)
-			free(nm);
 	}
 	return line;
 }
@@ -605,17 +633,21 @@ static char *folded_line(const struct jsf_profile *p, const struct pstack *s)
  * only by address fold into one). */
 static struct folded *to_folded(const struct jsf_profile *p)
 {
+	struct strtab t;
+	uint32_t *ids = NULL;
+	memset(&t, 0, sizeof(t));
 	struct folded *f = folded_new();
-	if (!f)
-		return NULL;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		char *line = folded_line(p, &p->stacks[i]);
-		if (!line || folded_add(f, line, p->stacks[i].count)) {
-			free(line);
-			folded_free(f);
-			return NULL;
-		}
+	int err = !f || frame_names(p, &t, &ids);
+	for (size_t i = 0; i < p->nstacks && !err; i++) {
+		char *line = folded_line(p, &p->stacks[i], &t, ids);
+		err = !line || folded_add(f, line, p->stacks[i].count);
 		free(line);
+	}
+	strtab_free(&t);
+	free(ids);
+	if (err) {
+		folded_free(f);
+		return NULL;
 	}
 	return f;
 }
@@ -686,9 +718,8 @@ static int tchild_eq(const void *ctx, uint32_t idx, const void *key)
 }
 
 static int64_t tree_child(struct tree *t, uint32_t **parent, size_t *pcap,
-			  uint32_t par, const char *name, int jit)
+			  uint32_t par, int64_t nm, int jit)
 {
-	int64_t nm = strtab_add(&t->names, name);
 	if (nm < 0)
 		return nm;
 	struct tkey k = {par, (uint32_t)nm};
@@ -722,57 +753,43 @@ static void tree_free(struct tree *t)
 
 static int build_tree(const struct jsf_profile *p, struct tree *t)
 {
-	uint32_t *parent = NULL;
+	uint32_t *parent = NULL, *ids = NULL;
 	size_t pcap = 0;
-	char buf[512];
-	int err = 0;
 	memset(t, 0, sizeof(*t));
-	if (strtab_add(&t->names, "all") < 0 ||
-	    grow_array((void **)&t->n, &t->cap, 1, sizeof(*t->n)) ||
+	int err = frame_names(p, &t->names, &ids);
+	int64_t all = err ? -ENOMEM : strtab_add(&t->names, "all");
+	if (all < 0 || grow_array((void **)&t->n, &t->cap, 1, sizeof(*t->n)) ||
 	    grow_array((void **)&parent, &pcap, 1, sizeof(*parent))) {
 		free(parent);
+		free(ids);
 		return -ENOMEM;
 	}
-	t->n[0] = (struct tnode){1, 0, 0, p->total, 0};
+	t->n[0] = (struct tnode){(uint32_t)all, 0, 0, p->total, 0};
 	parent[0] = 0;
 	t->nn = 1;
 	for (size_t i = 0; i < p->nstacks && !err; i++) {
 		const struct pstack *s = &p->stacks[i];
-		/* the comm, sanitised like the folded root */
-		char *comm = strdup(p->str.s[s->comm]);
-		if (!comm) {
-			err = -ENOMEM;
-			break;
-		}
-		for (char *c = comm; *c; c++)
-			if (*c == ';' || (unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '_';
-		int64_t node = tree_child(t, &parent, &pcap, 0, comm, 0);
+		char *comm = comm_name(p->str.s[s->comm]);
+		int64_t node =
+		    tree_child(t, &parent, &pcap, 0,
+			       comm ? strtab_add(&t->names, comm) : -ENOMEM, 0);
 		free(comm);
-		if (node < 0) {
-			err = (int)node;
-			break;
-		}
-		t->n[node].value += s->count;
-		for (uint32_t j = s->n; j-- > 0 && !err;) {
-			const struct pframe *f =
-			    &p->frames[p->fids[s->off + j]];
-			char *nm = display_name(p, f, buf, sizeof(buf));
-			if (!nm) {
-				err = -ENOMEM;
+		for (uint32_t j = s->n + 1; j-- > 0;) {
+			if (node < 0) {
+				err = (int)node;
 				break;
 			}
-			node = tree_child(t, &parent, &pcap, (uint32_t)node, nm,
-					  f->kind == JSF_PF_JIT);
-			if (nm != buf)
-				free(nm);
-			if (node < 0)
-				err = (int)node;
-			else
-				t->n[node].value += s->count;
+			t->n[node].value += s->count;
+			if (!j)
+				break;
+			uint32_t fid = p->fids[s->off + j - 1];
+			node = tree_child(t, &parent, &pcap, (uint32_t)node,
+					  ids[fid],
+					  p->frames[fid].kind == JSF_PF_JIT);
 		}
 	}
 	free(parent);
+	free(ids);
 	return err;
 }
 
@@ -781,19 +798,24 @@ static int build_tree(const struct jsf_profile *p, struct tree *t)
 static void json_html(FILE *o, const char *s)
 {
 	fputc('"', o);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+	const unsigned char *c = (const unsigned char *)s, *run = c;
+	for (; *c; c++) {
+		int ls = c[0] == 0xe2 && c[1] == 0x80 &&
+			 (c[2] == 0xa8 || c[2] == 0xa9);
+		if (*c >= 0x20 && *c != '"' && *c != '\\' && *c != '<' &&
+		    *c != '>' && *c != '&' && *c != 0x7f && !ls)
+			continue;
+		fwrite(run, 1, (size_t)(c - run), o);
 		if (*c == '"' || *c == '\\')
 			fprintf(o, "\\%c", *c);
-		else if (*c < 0x20 || *c == '<' || *c == '>' || *c == '&' ||
-			 *c == 0x7f)
-			fprintf(o, "\\u%04x", *c);
-		else if (c[0] == 0xe2 && c[1] == 0x80 &&
-			 (c[2] == 0xa8 || c[2] == 0xa9)) {
+		else if (ls) {
 			fprintf(o, "\\u%04x", c[2] == 0xa8 ? 0x2028 : 0x2029);
 			c += 2;
 		} else
-			fputc(*c, o);
+			fprintf(o, "\\u%04x", *c);
+		run = c + 1;
 	}
+	fwrite(run, 1, (size_t)(c - run), o);
 	fputc('"', o);
 }
 
@@ -1031,12 +1053,19 @@ static const char html_script[] =
     "      return d.highlight ? c : d.data.j ? '#3fb8af' : c;\n"
     "    })\n"
     "    .setDetailsElement(document.getElementById('details'));\n"
-    /* the first drawing without animation, completed at once: d3 runs
-     * even zero-length transitions from its timer queue, flushed here, so
-     * that the page is whole when loaded (printing, headless browsers) */
+    /* the first drawing is finished at once: d3-flame-graph animates
+     * new frames in (rect widths, then labels), and printing or a
+     * headless browser may never see the animation end; so stop it and
+     * give each frame its final width and label (d3-flame-graph 5 keeps
+     * both on the frame's <g>: width and name attributes) */
     "  chart.transitionDuration(0);\n"
     "  d3.select('#chart').datum(data).call(chart);\n"
-    "  for (var i = 0; i < 8; i++) d3.timerFlush();\n"
+    "  d3.selectAll('#chart g.frame').each(function () {\n"
+    "    var g = d3.select(this);\n"
+    "    g.interrupt();\n"
+    "    g.select('rect').interrupt().attr('width', g.attr('width'));\n"
+    "    g.select('foreignObject div').interrupt().text(g.attr('name'));\n"
+    "  });\n"
     "  chart.transitionDuration(500);\n"
     "  document.getElementById('search').addEventListener('input',\n"
     "    function (e) { chart.search(e.target.value); });\n"

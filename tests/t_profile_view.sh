@@ -119,7 +119,7 @@ raw = zlib.decompress(b''.join(b for t, b in chunks if t == b'IDAT'))
 stride = w * bpp
 assert len(raw) == h * (stride + 1), 'IDAT size'
 prev = bytearray(stride)
-colors, teal, nonwhite = set(), 0, 0
+colors, teal, nonwhite, widest = set(), 0, 0, 0
 for y in range(h):
     f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
     if f == 1:
@@ -137,16 +137,23 @@ for y in range(h):
             line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
     else:
         assert f == 0, 'filter %d' % f
+    row = 0
     for x in range(0, stride, bpp * 2):  # every other pixel is enough
         r, g, b = line[x], line[x + 1], line[x + 2]
         colors.add((r, g, b))
-        nonwhite += (r, g, b) != (255, 255, 255)
+        row += (r, g, b) != (255, 255, 255)
         teal += g > r + 50 and b > r + 50
+    nonwhite += row
+    widest = max(widest, row)
     prev = line
-print('# %s: %dx%d, %d colours, %d non-white and %d teal (trace) pixels sampled'
-      % (sys.argv[1], w, h, len(colors), nonwhite, teal))
+print('# %s: %dx%d, %d colours, %d non-white and %d teal (trace) pixels sampled,'
+      ' widest row %.0f%% non-white' % (sys.argv[1], w, h, len(colors), nonwhite,
+                                       teal, 200.0 * widest / w))
 assert len(colors) > 10 and nonwhite > 5000, 'blank screenshot'
 assert teal > 500, 'no trace frames drawn'
+# the root frame spans the chart (1280 px window, 12 px margins): a
+# drawing caught mid-animation is narrower
+assert widest * 2 >= 0.95 * w, 'the root frame is not drawn full width'
 EOF
 }
 if [[ -s $OUT/view.png ]]; then
