@@ -255,7 +255,7 @@ struct pmap {
 struct pframe {
 	uint32_t name, file, line, map; /* map: index + 1, 0 none */
 	uint64_t addr;
-	uint32_t kind;
+	uint32_t kind, pad; /* no implicit padding: compared with memcmp */
 };
 struct pstack {
 	uint32_t comm, n;
