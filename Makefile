@@ -12,6 +12,13 @@ LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
 CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
+# jitsframe report (issue 6): perf.data reader, unwinder, symbols; the
+# profile writers are cli/profile.c, or the minimal stand-in without it
+REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
+           cli/report_cmd.c \
+           $(if $(wildcard cli/profile.c),cli/profile.c,cli/profile_min.c)
+CLI_SRC += $(REPORT_SRC)
+CLI_LIBS := -ldw -lelf
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
@@ -49,7 +56,7 @@ $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
 
 # --- profiles (cli/profile.c): pprof through protobuf-c (C generated from
 # cli/pprof.proto by protoc-c), gzip through zlib; the HTML flame graph's
@@ -99,11 +106,17 @@ $(B)/tests/lib%.so: tests/%.c
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
-FUZZERS := fuzz_view fuzz_sframe
+FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
+
+# the perf.data reader and the unwinder (cli/): their own sources and libdw
+PD_FUZZ_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c perfmap/jdread.c
+$(B)/fuzz/fuzz_perfdata: tests/fuzz_perfdata.c $(PD_FUZZ_SRC) $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(WARN) $(CPPFLAGS) -Icli -Iperfmap $(FUZZ_CFLAGS) $< $(PD_FUZZ_SRC) $(LIB_SRC) -o $@ -ldw -lelf $(LDLIBS)
 
 deps:
 	@scripts/install-deps
