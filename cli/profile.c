@@ -1154,6 +1154,37 @@ static int func_eq(const void *ctx, uint32_t idx, const void *key)
 	return !memcmp(&f[idx], key, sizeof(struct pfunc));
 }
 
+/* "TRACE_n::chunk:line" -> chunk (into buf) and line; NULL when the name
+ * is not a trace's. */
+static const char *trace_source(const char *name, char *buf, size_t size,
+				uint32_t *line)
+{
+	if (strncmp(name, "TRACE_", 6))
+		return NULL;
+	const char *c = name + 6;
+	while (*c >= '0' && *c <= '9')
+		c++;
+	if (c == name + 6 || strncmp(c, "::", 2))
+		return NULL;
+	c += 2;
+	const char *colon = strrchr(c, ':');
+	if (!colon || colon == c || !colon[1])
+		return NULL;
+	unsigned long v = 0;
+	for (const char *d = colon + 1; *d; d++) {
+		if (*d < '0' || *d > '9' || v > UINT32_MAX / 10)
+			return NULL;
+		v = v * 10 + (unsigned long)(*d - '0');
+	}
+	size_t n = (size_t)(colon - c);
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, c, n);
+	buf[n] = 0;
+	*line = (uint32_t)v;
+	return buf;
+}
+
 /* gzip buf into o */
 static int gzip_to(FILE *o, const uint8_t *buf, size_t len)
 {
@@ -1203,6 +1234,7 @@ int jsf_profile_write_pprof(const struct jsf_profile *p, const char *path)
 	struct pfunc *funcs = NULL;
 	size_t nfuncs = 0, capfuncs = 0;
 	uint32_t *loc_func = calloc(p->nframes + 1, sizeof(*loc_func));
+	uint32_t *loc_line = calloc(p->nframes + 1, sizeof(*loc_line));
 	uint32_t *map_str = calloc(2 * p->nmaps + 1, sizeof(*map_str));
 	/* the messages: one block each, pointers into them */
 	Perftools__Profiles__Mapping *maps =
@@ -1229,9 +1261,9 @@ int jsf_profile_write_pprof(const struct jsf_profile *p, const char *path)
 	uint64_t *locids = calloc(p->nfids + 1, sizeof(*locids));
 	Perftools__Profiles__Function *fn = NULL, **fnp = NULL;
 	uint8_t *buf = NULL;
-	if (!loc_func || !map_str || !maps || !mapp || !locs || !locp ||
-	    !lines || !linep || !samples || !samplep || !labels || !labelp ||
-	    !values || !locids) {
+	if (!loc_func || !loc_line || !map_str || !maps || !mapp || !locs ||
+	    !locp || !lines || !linep || !samples || !samplep || !labels ||
+	    !labelp || !values || !locids) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -1266,8 +1298,19 @@ int jsf_profile_write_pprof(const struct jsf_profile *p, const char *path)
 				 (unsigned long long)f->addr);
 			name = addr;
 		}
-		int64_t a = strtab_add(&st, name),
-			b = strtab_add(&st, p->str.s[f->file]);
+		/* a trace frame without file or line: its name says them */
+		const char *file = p->str.s[f->file];
+		char chunk[512];
+		uint32_t tline = 0;
+		loc_line[i] = f->line;
+		if (f->kind == JSF_PF_JIT && (!*file || !f->line) &&
+		    trace_source(name, chunk, sizeof(chunk), &tline)) {
+			if (!*file)
+				file = chunk;
+			if (!f->line)
+				loc_line[i] = tline;
+		}
+		int64_t a = strtab_add(&st, name), b = strtab_add(&st, file);
 		if (a < 0 || b < 0) {
 			err = -ENOMEM;
 			goto out;
@@ -1337,12 +1380,12 @@ int jsf_profile_write_pprof(const struct jsf_profile *p, const char *path)
 		if (f->map) { /* what the mapping's frames resolve to */
 			Perftools__Profiles__Mapping *m = &maps[f->map - 1];
 			m->has_functions |= f->name != 0;
-			m->has_filenames |= f->file != 0;
-			m->has_line_numbers |= f->line != 0;
+			m->has_filenames |= funcs[loc_func[i] - 1].file != 0;
+			m->has_line_numbers |= loc_line[i] != 0;
 		}
 		perftools__profiles__line__init(&lines[i]);
 		lines[i].function_id = loc_func[i];
-		lines[i].line = f->line;
+		lines[i].line = loc_line[i];
 		linep[i] = &lines[i];
 		perftools__profiles__location__init(&locs[i]);
 		locs[i].id = i + 1;
@@ -1428,6 +1471,7 @@ out:
 	free(fix.s);
 	strtab_free(&st);
 	free(loc_func);
+	free(loc_line);
 	free(map_str);
 	free(maps);
 	free(mapp);

@@ -79,9 +79,20 @@ static struct tf pool[] = {
     {{long_name, NULL, 0, 0x7f0000005000, LIBLJ, JSF_PF_ELF},
      long_folded,
      long_name},
+    /* a trace frame without file and line: pprof takes them from the name
+     * (see derived[]) */
+    {{"TRACE_9::@chunk:x.lua:42", NULL, 0, 0x7f1000000400, JIT, JSF_PF_JIT},
+     "TRACE_9::@chunk:x.lua:42_[j]",
+     "TRACE_9::@chunk:x.lua:42"},
     {{"", NULL, 0, 0, NULL, NULL, 0, 0, 0, JSF_PF_UNKNOWN}, "[0x0]", "[0x0]"},
 };
 enum { NPOOL = sizeof(pool) / sizeof(pool[0]) };
+
+/* pprof's file and line of the trace frames added without them */
+static const struct {
+	const char *pname, *file;
+	uint32_t line;
+} derived[] = {{"TRACE_9::@chunk:x.lua:42", "@chunk:x.lua", 42}};
 
 static const char *comms[][3] = {
     /* as added, folded, pprof label */
@@ -241,8 +252,16 @@ static void expect_pprof(const struct log *l, const char *path)
 			fputc(' ', m);
 			hex(m, f->pname);
 			fputc(',', m);
-			hex(m, f->f.file);
-			fprintf(m, ",%x,%llx,", f->f.line,
+			const char *file = f->f.file;
+			uint32_t line = f->f.line;
+			for (size_t d = 0;
+			     d < sizeof(derived) / sizeof(*derived); d++)
+				if (!strcmp(f->pname, derived[d].pname)) {
+					file = derived[d].file;
+					line = derived[d].line;
+				}
+			hex(m, file);
+			fprintf(m, ",%x,%llx,", line,
 				(unsigned long long)f->f.addr);
 			if (f->f.mapping || f->f.map_end) {
 				hex(m, f->f.mapping);
