@@ -8,6 +8,7 @@
 #   - the HTML flame graph renders in headless Chromium: the screenshot is
 #     a valid PNG that is not blank and shows trace (teal) frames, and the
 #     rendered DOM's frame labels are exactly the profile's frame names.
+#   - a click on a frame zooms into it (tests/html_zoom.mjs, DevTools protocol).
 # Fixtures and the screenshot stay in build/profile-view/ (view.png).
 # Needs: build/rel/tests/t_profile, build/viewer (make), node, chromium,
 # python3.
@@ -200,6 +201,23 @@ check "the rendered DOM's frame labels are exactly the profile's frame names" \
 chrome --dump-dom "file://$PWD/$OUT/empty.html" >"$OUT/empty.dom"
 check "a profile without samples renders as 'No samples.'" \
 	grep -q '<div id="chart">No samples.</div>' "$OUT/empty.dom"
+
+# interactive: a click zooms (DevTools protocol; node's WebSocket)
+NODE_WS=()
+if node -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null; then
+	NODE_WS=(node)
+elif node --experimental-websocket -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null; then
+	NODE_WS=(node --experimental-websocket)
+fi
+if ((${#NODE_WS[@]})); then
+	if msg=$(timeout 120 "${NODE_WS[@]}" tests/html_zoom.mjs "$CHROMIUM" "$OUT/view.html" a_b_c 2>/dev/null); then
+		ok "clicking a frame in view.html zooms into it ($msg)"
+	else
+		notok "clicking a frame in view.html does not zoom: $msg"
+	fi
+else
+	ok "# SKIP zoom check: this node has no WebSocket (node >= 20 needed)"
+fi
 
 echo "1..$n"
 [[ $fails -eq 0 ]]
