@@ -339,8 +339,12 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 		return &o->rows[lo];
 	struct crow r = {.lo = vaddr, .hi = vaddr + 1, .kind = CROW_NONE};
 	Dwarf_Frame *f = NULL;
+	/* .debug_frame only for objects without .eh_frame: opening the DWARF
+	 * of a debug file decompresses all of it (milliseconds per object),
+	 * and where both exist .eh_frame is the complete one */
 	if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
-	    (debug_cfi(o) && dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
+	    (!o->cfi && debug_cfi(o) &&
+	     dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
 		from_frame(f, &r);
 		free(f);
 		/* libdw's start is not the row's after DW_CFA_restore_state
