@@ -15,7 +15,7 @@ CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
 # jitsframe report (issue 6): perf.data reader, unwinder, symbols (the
 # profile writers, cli/profile.c, are added below)
 REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
-           cli/report_cmd.c
+           cli/elfsframe.c cli/report_cmd.c
 CLI_SRC += $(REPORT_SRC)
 CLI_LIBS := -ldw -lelf
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
@@ -119,7 +119,8 @@ $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
 
 # the perf.data reader and the unwinder (cli/): their own sources and libdw
-PD_FUZZ_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c perfmap/jdread.c
+PD_FUZZ_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
+	cli/elfsframe.c perfmap/jdread.c
 $(B)/fuzz/fuzz_perfdata: tests/fuzz_perfdata.c $(PD_FUZZ_SRC) $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(WARN) $(CPPFLAGS) -Icli -Iperfmap $(FUZZ_CFLAGS) $< $(PD_FUZZ_SRC) $(LIB_SRC) -o $@ -ldw -lelf $(LDLIBS)

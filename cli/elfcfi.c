@@ -16,6 +16,42 @@
 #include <unistd.h>
 
 static struct elfobj *cache;
+static uint64_t g_rows_sframe, g_rows_cfi;
+/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
+static int g_no_sframe = -1;
+
+void elfobj_row_stats(uint64_t *sframe, uint64_t *cfi)
+{
+	*sframe = g_rows_sframe;
+	*cfi = g_rows_cfi;
+}
+
+static void find_sframe(struct elfobj *o)
+{
+	size_t shstr;
+	if (g_no_sframe < 0) {
+		const char *e = getenv("JITSFRAME_NO_SFRAME");
+		g_no_sframe = e && *e && strcmp(e, "0");
+	}
+	if (elf_getshdrstrndx(o->elf, &shstr))
+		return;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(nm = elf_strptr(o->elf, shstr, sh.sh_name)) ||
+		    strcmp(nm, ".sframe"))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && d->d_size >= 28) {
+			o->sframe = d->d_buf;
+			o->sframe_len = d->d_size;
+			o->sframe_addr = sh.sh_addr;
+		}
+		return;
+	}
+}
 
 static Elf *vdso_copy(struct elfobj *o)
 {
@@ -93,6 +129,7 @@ struct elfobj *elfobj_get(const char *path)
 	}
 	load_bid(o);
 	o->cfi = dwarf_getcfi_elf(e);
+	find_sframe(o);
 	return o;
 }
 
@@ -339,12 +376,18 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 		return &o->rows[lo];
 	struct crow r = {.lo = vaddr, .hi = vaddr + 1, .kind = CROW_NONE};
 	Dwarf_Frame *f = NULL;
+	/* the object's .sframe first, when it has one and covers vaddr */
+	if (o->sframe && !g_no_sframe &&
+	    sframe_row(o->sframe, o->sframe_len, o->sframe_addr, vaddr, &r) ==
+		1) {
+		g_rows_sframe++;
+	}
 	/* .debug_frame only for objects without .eh_frame: opening the DWARF
 	 * of a debug file decompresses all of it (milliseconds per object),
 	 * and where both exist .eh_frame is the complete one */
-	if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
-	    (!o->cfi && debug_cfi(o) &&
-	     dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
+	else if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
+		 (!o->cfi && debug_cfi(o) &&
+		  dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
 		from_frame(f, &r);
 		free(f);
 		/* libdw's start is not the row's after DW_CFA_restore_state
@@ -353,6 +396,7 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 		r.lo = vaddr;
 		if (r.hi <= vaddr)
 			r.hi = vaddr + 1;
+		g_rows_cfi++;
 	}
 	/* insert at lo, clipped to its neighbours */
 	if (lo > 0 && o->rows[lo - 1].hi > r.lo)

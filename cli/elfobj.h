@@ -34,8 +34,18 @@ struct elfobj {
 	struct esym *syms;
 	size_t nsyms;
 	char *strs;
-	char *image; /* [vdso]: our copy */
+	char *image;		     /* [vdso]: our copy */
+	const unsigned char *sframe; /* the .sframe section, if any */
+	size_t sframe_len;
+	uint64_t sframe_addr;
 };
+
+/* elfsframe.c: the row of .sframe section s (loaded at sec_vaddr) at
+ * vaddr: 1 found (r filled), 0 not covered, -1 damaged. */
+int sframe_row(const unsigned char *s, size_t len, uint64_t sec_vaddr,
+	       uint64_t vaddr, struct crow *r);
+/* How many rows came from .sframe sections and from CFI (libdw). */
+void elfobj_row_stats(uint64_t *sframe, uint64_t *cfi);
 
 Elf *elfobj_debug(struct elfobj *o);
 

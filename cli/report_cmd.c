@@ -232,6 +232,12 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	rc = EX_OK;
+	if (r->dump) {
+		uint64_t rs, rc2;
+		elfobj_row_stats(&rs, &rc2);
+		fprintf(r->dump, "# rows from .sframe %llu, from CFI %llu\n",
+			(unsigned long long)rs, (unsigned long long)rc2);
+	}
 	char wrote[1024] = "";
 	if (r->prof) {
 		static const char *const files[] = {

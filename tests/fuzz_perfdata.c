@@ -4,6 +4,8 @@
  * unwinder's bookkeeping and walk (cli/unwind.c) on hostile input.
  *
  * Input modes:
+ *  - starts with "SFRM": the rest is an ELF .sframe section (elfsframe.c),
+ *    looked up at addresses around its functions;
  *  - starts with "PERFILE2": the whole input is the file;
  *  - anything else: a valid file header and one attribute (the sample
  *    format `jitsframe record` uses: IP|TID|TIME|CALLCHAIN|REGS_USER|
@@ -16,6 +18,7 @@
  * no leak": pd_each returns 0 or -EBADMSG with a message; every event's
  * pointers lie inside the input; frames come back within UW_MAX.
  */
+#include "elfobj.h"
 #include "perfdata.h"
 #include "unwind.h"
 
@@ -92,6 +95,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	unsigned char *buf;
 	size_t blen;
+	if (len >= 4 && !memcmp(data, "SFRM", 4)) {
+		/* a copy of exactly the section, so ASan sees any overread */
+		unsigned char *sec = malloc(len - 4 ? len - 4 : 1);
+		if (!sec)
+			return 0;
+		memcpy(sec, data + 4, len - 4);
+		for (uint64_t va = 0x1000; va < 0x1000 + 4 * 256; va += 7) {
+			struct crow r;
+			int k = sframe_row(sec, len - 4, 0x1000, va, &r);
+			if (k == 1 && (r.lo > va || r.hi <= va)) {
+				fprintf(stderr,
+					"oracle: sframe row does not cover\n");
+				abort();
+			}
+		}
+		free(sec);
+		return 0;
+	}
 	if (len >= 8 && !memcmp(data, "PERFILE2", 8)) {
 		buf = malloc(len ? len : 1);
 		if (!buf)

@@ -175,5 +175,25 @@ else notok "pipe mode" "rc=$rc $(cat "$T/bad.err")"; fi
 if [ $rc -eq 2 ] && "$J" report --help | grep -q "Usage: jitsframe report"; then ok "usage: exit 2 without DIR; --help"
 else notok "usage" "rc=$rc"; fi
 
+# 5. ELF .sframe sections: a program assembled with --gsframe unwinds the
+#    same through its .sframe as through its .eh_frame.
+S=$T/sfp
+mkdir -p "$S"
+if ${CC:-cc} -O2 -fomit-frame-pointer -Wa,--gsframe tests/sframe_prog.c -o "$S/prog" 2>"$S/cc.err"; then
+	perf record -q -k 1 --call-graph dwarf,16384 -F 1999 -o "$S/perf.data.raw" "$S/prog" 3000 >/dev/null 2>&1
+	"$J" report --no-write --dump "$S/a.txt" "$S" >"$S/a.out" 2>&1
+	JITSFRAME_NO_SFRAME=1 "$J" report --no-write --dump "$S/b.txt" "$S" >"$S/b.out" 2>&1
+	rows=$(sed -nE 's/^# rows from .sframe ([0-9]+),.*/\1/p' "$S/a.txt")
+	brows=$(sed -nE 's/^# rows from .sframe ([0-9]+),.*/\1/p' "$S/b.txt")
+	nsamp=$(grep -c '^S ' "$S/a.txt")
+	inprog=$(grep -c "^F .* $S/prog\$" "$S/a.txt")
+	if [ "${rows:-0}" -ge 3 ] && [ "${brows:-1}" -eq 0 ] && [ "$inprog" -ge 50 ] &&
+		cmp -s <(grep -v '^#' "$S/a.txt") <(grep -v '^#' "$S/b.txt"); then
+		ok ".sframe: $nsamp samples ($inprog frames in the program) unwind the same through $rows .sframe rows as through .eh_frame"
+	else notok ".sframe: rows=$rows (without: $brows), $inprog frames in the program, dumps $(cmp <(grep -v '^#' "$S/a.txt") <(grep -v '^#' "$S/b.txt") | head -1)" "$(cat "$S/a.out")"; fi
+else
+	ok ".sframe: skipped, the assembler has no --gsframe ($(head -1 "$S/cc.err")) # SKIP"
+fi
+
 echo "1..$n"
 [ $fails -eq 0 ]
