@@ -58,12 +58,13 @@ try {
   else {
     await js(`document.querySelector('#chart g.frame[name=' + JSON.stringify(${JSON.stringify(name)}) + ']')
       .dispatchEvent(new MouseEvent('click', { bubbles: true }))`);
-    let after = [];
-    for (let i = 0; i < 50; i++) {  // the zoom animates: up to 5 s
+    let after = [], last = -1;
+    for (let i = 0; i < 50; i++) {  // the zoom animates: until still, <= 5 s
       await sleep(100);
       after = await js(frames);
       const t = after.find((f) => f[0] === name);
-      if (t && t[1] >= 0.99 * root[1] && after.length < before.length) break;
+      if (t && t[1] >= 0.99 * root[1] && after.length < before.length && t[1] === last) break;
+      last = t ? t[1] : -1;
     }
     const t = after.find((f) => f[0] === name);
     if (t && t[1] >= 0.99 * root[1] && after.length < before.length)
