@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -991,8 +992,9 @@ static int find_viewer(char *dir, size_t size)
 	return -ENOENT;
 }
 
-/* Copy a viewer asset into the page; "</" + "script" becomes "<\/script"
- * (the same text inside a JS string or regexp). */
+/* Copy a viewer asset into the page; "</script" (any case) becomes
+ * "<\/script" (the same text inside a JS string or regexp), so that the
+ * asset cannot end its <script> element. */
 static int inline_asset(FILE *o, const char *dir, const char *file)
 {
 	char path[PATH_MAX];
@@ -1002,38 +1004,45 @@ static int inline_asset(FILE *o, const char *dir, const char *file)
 	FILE *in = fopen(path, "r");
 	if (!in)
 		return -errno;
-	int c, err = 0;
-	char tail[8];
-	size_t nt = 0;
-	while ((c = getc(in)) != EOF) {
-		if (c == '<') {
-			if (nt)
-				fwrite(tail, 1, nt, o);
-			tail[0] = '<';
-			nt = 1;
-			continue;
-		}
-		if (nt) {
-			static const char pat[] = "</script";
-			if (nt < 8 && (c | (nt >= 2 ? 0x20 : 0)) == pat[nt]) {
-				tail[nt++] = (char)c;
-				if (nt == 8) {
-					fputs("<\\/", o);
-					fwrite(tail + 2, 1, 6, o);
-					nt = 0;
-				}
-				continue;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int err = 0;
+	for (;;) {
+		if (len == cap) {
+			char *b = realloc(buf, cap = cap ? 2 * cap : 1 << 19);
+			if (!b) {
+				err = -ENOMEM;
+				break;
 			}
-			fwrite(tail, 1, nt, o);
-			nt = 0;
+			buf = b;
 		}
-		putc(c, o);
+		size_t got = fread(buf + len, 1, cap - len, in);
+		len += got;
+		if (got == 0) {
+			if (ferror(in))
+				err = -EIO;
+			break;
+		}
 	}
-	if (nt)
-		fwrite(tail, 1, nt, o);
-	if (ferror(in))
-		err = -EIO;
 	fclose(in);
+	const char *p = buf, *end = buf + len;
+	while (!err && p < end) {
+		const char *lt = memchr(p, '<', (size_t)(end - p));
+		if (!lt) {
+			fwrite(p, 1, (size_t)(end - p), o);
+			break;
+		}
+		fwrite(p, 1, (size_t)(lt - p), o);
+		if (end - lt >= 8 && lt[1] == '/' &&
+		    !strncasecmp(lt + 2, "script", 6)) {
+			fputs("<\\/", o);
+			p = lt + 2;
+		} else {
+			fputc('<', o);
+			p = lt + 1;
+		}
+	}
+	free(buf);
 	return err;
 }
 

@@ -654,6 +654,51 @@ int main(int argc, char **argv)
 		jsf_profile_free(p);
 	}
 
+	CASE("HTML: a viewer asset containing </script> cannot end its "
+	     "<script> element")
+	{
+		const char *sub[] = {"fv",
+				     "fv/node_modules",
+				     "fv/node_modules/d3",
+				     "fv/node_modules/d3/dist",
+				     "fv/node_modules/d3-flame-graph",
+				     "fv/node_modules/d3-flame-graph/dist"};
+		for (size_t i = 0; i < sizeof(sub) / sizeof(*sub); i++)
+			mkdir(path_of(sub[i]), 0700);
+		const char *files[][2] = {
+		    {"fv/node_modules/d3/dist/d3.min.js",
+		     "var a = \"</script><b>\", b = \"</SCRIPT \";"},
+		    {"fv/node_modules/d3-flame-graph/dist/"
+		     "d3-flamegraph.umd.min.js",
+		     "var c = \"</scrip\" + \"<\" + \"</ScRiPt>\";<"},
+		    {"fv/node_modules/d3-flame-graph/dist/d3-flamegraph.css",
+		     ".x{}"}};
+		for (int i = 0; i < 3; i++) {
+			FILE *o = fopen(path_of(files[i][0]), "w");
+			fputs(files[i][1], o);
+			fclose(o);
+		}
+		char *saved = strdup(getenv("JITSFRAME_VIEWER"));
+		setenv("JITSFRAME_VIEWER", path_of("fv"), 1);
+		struct jsf_profile *p = jsf_profile_new(1000);
+		CHECK_EQ(jsf_profile_write_html(p, path_of("fv.html"), "t"), 0);
+		setenv("JITSFRAME_VIEWER", saved, 1);
+		free(saved);
+		char *h = slurp(path_of("fv.html"), NULL);
+		CHECK(h && strstr(h, "var a = \"<\\/script><b>\", b = "
+				     "\"<\\/SCRIPT \";"),
+		      "d3's </script> escaped");
+		CHECK(h && strstr(h, "var c = \"</scrip\" + \"<\" + "
+				     "\"<\\/ScRiPt>\";<"),
+		      "the flame graph's </ScRiPt> escaped, the rest as is");
+		int ends = 0;
+		for (char *c = h; c && (c = strcasestr(c, "</script")); c++)
+			ends++;
+		CHECK_EQ(ends, 4); /* d3, flame graph, data, page script */
+		free(h);
+		jsf_profile_free(p);
+	}
+
 	CASE("HTML without the viewer: a clear error, no file")
 	{
 		struct jsf_profile *p = jsf_profile_new(1000);
