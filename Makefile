@@ -12,6 +12,12 @@ LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
 CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
+# jitsframe report (issue 6): perf.data reader, unwinder, symbols (the
+# profile writers, cli/profile.c, are added below)
+REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
+           cli/elfsframe.c cli/report_cmd.c
+CLI_SRC += $(REPORT_SRC)
+CLI_LIBS := -ldw -lelf
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h vm/*.h)
 
@@ -50,7 +56,40 @@ $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
+
+# --- profiles (cli/profile.c): pprof through protobuf-c (C generated from
+# cli/pprof.proto by protoc-c), gzip through zlib; the HTML flame graph's
+# viewer (d3-flame-graph + d3, and the tests' pprof decoder pprof-format)
+# installed from viewer/package-lock.json into build/viewer by npm ci ---
+PROFILE_SRC := cli/profile.c cli/folded.c cli/flame.c $(B)/gen/pprof.pb-c.c
+PROFILE_LIBS := -lprotobuf-c -lz
+CLI_SRC += $(filter-out $(CLI_SRC),cli/profile.c) $(B)/gen/pprof.pb-c.c
+$(B)/jitsframe: CPPFLAGS += -I$(B)/gen
+$(B)/jitsframe: LDLIBS += $(PROFILE_LIBS)
+$(B)/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
+$(B)/gen/pprof.pb-c.c: cli/pprof.proto
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(B)/gen -Icli cli/pprof.proto
+$(B)/gen/pprof.pb-c.h: $(B)/gen/pprof.pb-c.c
+TESTS += t_profile
+TEST_LIBS_t_profile := $(PROFILE_SRC) $(PROFILE_LIBS)
+$(B)/rel/tests/t_profile $(B)/asan/tests/t_profile: CPPFLAGS += -I$(B)/gen -Icli
+$(B)/rel/tests/t_profile $(B)/asan/tests/t_profile: $(PROFILE_SRC) cli/pprof.proto
+all: $(B)/viewer/.installed
+$(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
+	@command -v npm >/dev/null || { echo "npm missing: make deps" >&2; exit 1; }
+	@rm -rf $(B)/viewer && mkdir -p $(B)/viewer
+	cp viewer/package.json viewer/package-lock.json $(B)/viewer/
+	cd $(B)/viewer && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# the CLI under ASan+UBSan (tests/t_report.sh feeds it damaged perf.data)
+$(B)/asan/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/asan/libjitsframe.a
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(asan_CFLAGS) $(CLI_SRC) $(B)/asan/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
+$(B)/asan/jitsframe: CPPFLAGS += -I$(B)/gen
+$(B)/asan/jitsframe: LDLIBS += $(PROFILE_LIBS)
+$(B)/asan/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
@@ -77,18 +116,25 @@ $(B)/tests/lib%.so: tests/%.c
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
-FUZZERS := fuzz_view fuzz_sframe
+FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
+
+# the perf.data reader and the unwinder (cli/): their own sources and libdw
+PD_FUZZ_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
+	cli/elfsframe.c perfmap/jdread.c
+$(B)/fuzz/fuzz_perfdata: tests/fuzz_perfdata.c $(PD_FUZZ_SRC) $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(WARN) $(CPPFLAGS) -Icli -Iperfmap $(FUZZ_CFLAGS) $< $(PD_FUZZ_SRC) $(LIB_SRC) -o $@ -ldw -lelf $(LDLIBS)
 
 deps:
 	@scripts/install-deps
 
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
-       $(B)/rel/tests/t_states \
+       $(B)/rel/tests/t_states $(B)/asan/jitsframe \
        $(VMTEST_LIBS) $(B)/tests/x86len_walk \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@scripts/run-tests

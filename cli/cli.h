@@ -35,5 +35,6 @@ int cli_vm_env(const char *who, const char *moddir, const char *region,
 int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

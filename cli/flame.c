@@ -64,14 +64,34 @@ static void add_stack(const char *stack, uint64_t count, void *ctx)
 		b->depth = d;
 }
 
+/* Characters (not bytes: a UTF-8 sequence is never cut) of s. */
+static size_t chars(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* s as XML text, at most max characters. */
 static void xml(FILE *o, const char *s, size_t max)
 {
-	for (size_t i = 0; s[i] && i < max; i++) {
+	for (size_t i = 0, n = 0; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80 && n++ == max)
+			break;
 		switch (s[i]) {
-		case '<': fputs("&lt;", o); break;
-		case '>': fputs("&gt;", o); break;
-		case '&': fputs("&amp;", o); break;
-		case '"': fputs("&quot;", o); break;
+		case '<':
+			fputs("&lt;", o);
+			break;
+		case '>':
+			fputs("&gt;", o);
+			break;
+		case '&':
+			fputs("&amp;", o);
+			break;
+		case '"':
+			fputs("&quot;", o);
+			break;
 		default:
 			if ((unsigned char)s[i] >= 0x20)
 				fputc(s[i], o);
@@ -123,16 +143,18 @@ static void draw(struct draw *d, const struct node *n, double x, int depth)
 			fprintf(d->o, " (%llu samples, %.2f%%)</title>",
 				(unsigned long long)c->count,
 				100.0 * (double)c->count / (double)d->total);
-			fprintf(d->o,
-				"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-				"height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
-				x, y, w, ROW - 1, r, g, b);
+			fprintf(
+			    d->o,
+			    "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+			    "height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
+			    x, y, w, ROW - 1, r, g, b);
 			size_t fit = (size_t)(w / 7);
 			if (fit >= 3) {
-				fprintf(d->o, "<text x=\"%.1f\" y=\"%d\">", x + 3,
-					y + ROW - 4);
-				xml(d->o, c->name, fit - (strlen(c->name) > fit ? 2 : 0));
-				if (strlen(c->name) > fit)
+				fprintf(d->o, "<text x=\"%.1f\" y=\"%d\">",
+					x + 3, y + ROW - 4);
+				size_t len = chars(c->name);
+				xml(d->o, c->name, fit - (len > fit ? 2 : 0));
+				if (len > fit)
 					fputs("..", d->o);
 				fputs("</text>", d->o);
 			}
@@ -164,18 +186,22 @@ int flame_svg(const struct folded *f, FILE *o, const char *title)
 		return -ENOMEM;
 	}
 	int height = TOP + b.depth * ROW + 2 * PAD;
-	fprintf(o, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-		   "<svg version=\"1.1\" width=\"%d\" height=\"%d\" "
-		   "viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">\n"
-		   "<style>text{font-family:monospace;font-size:11px;"
-		   "fill:#000;pointer-events:none}rect:hover{stroke:#000}</style>\n"
-		   "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f8\"/>\n"
-		   "<text x=\"%d\" y=\"24\" style=\"font-size:16px\">",
-		W, height, W, height, W / 2 - 200);
+	fprintf(
+	    o,
+	    "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+	    "<svg version=\"1.1\" width=\"%d\" height=\"%d\" "
+	    "viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+	    "<style>text{font-family:monospace;font-size:11px;"
+	    "fill:#000;pointer-events:none}rect:hover{stroke:#000}</style>\n"
+	    "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f8\"/>\n"
+	    "<text x=\"%d\" y=\"24\" style=\"font-size:16px\">",
+	    W, height, W, height, W / 2 - 200);
 	xml(o, title, 200);
-	fprintf(o, " (%llu samples)</text>\n", (unsigned long long)b.root.count);
-	struct draw d = {o, b.root.count ? (double)(W - 2 * PAD) / (double)b.root.count : 0,
-			 height, b.root.count ? b.root.count : 1};
+	fprintf(o, " (%llu samples)</text>\n",
+		(unsigned long long)b.root.count);
+	struct draw d = {
+	    o, b.root.count ? (double)(W - 2 * PAD) / (double)b.root.count : 0,
+	    height, b.root.count ? b.root.count : 1};
 	draw(&d, &b.root, PAD, 0);
 	fputs("</svg>\n", o);
 	free_tree(&b.root);

@@ -18,6 +18,8 @@ static const char usage[] =
 	"                            exact unwind rows for every trace\n"
 	"  record [-o DIR] -- CMD... profile CMD with perf through its traces:\n"
 	"                            perf.data, folded stacks, a flame graph\n"
+	"  report DIR                unwind a record directory's samples with\n"
+	"                            jitsframe's own unwinder; profiles\n"
 	"  region dump FILE          list a region's functions and unwind rows\n"
 	"  region validate FILE      check a region against the kernel's SFrame\n"
 	"                            rules and the region's own invariants\n"
@@ -115,6 +117,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "region"))

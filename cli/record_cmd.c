@@ -28,10 +28,13 @@ static const char usage[] =
 	"Profile a LuaJIT program with perf, through its traces. Leaves in DIR\n"
 	"(default ./jitsframe-record):\n"
 	"  perf.data        injected with the traces, for `perf report -i`\n"
+	"  perf.data.raw    as recorded (what `jitsframe report` reads)\n"
 	"  region           the unwind rows (jitsframe region dump)\n"
 	"  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
 	"  stacks.folded    folded stacks, trace frames suffixed _[j]\n"
-	"  flamegraph.svg   a flame graph of them\n"
+	"  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
+	"                   profile.pb.gz: pprof)\n"
+	"made by `jitsframe report DIR` (jitsframe's own unwinder)\n"
 	"and prints one summary line. Needs perf (Debian: linux-perf) and\n"
 	"kernel.perf_event_paranoid <= 2 (or root).\n"
 	"\n"
@@ -39,6 +42,11 @@ static const char usage[] =
 	"  -F, --freq HZ     sampling frequency (default 999)\n"
 	"  --stack BYTES     user stack copied per sample (default 32768; traces\n"
 	"                    in nested VM entries can sit >8 KB below main)\n"
+	"  --perf-script     make the profile from `perf script` (perf's own\n"
+	"                    unwinding of the injected perf.data) instead\n"
+	"  --no-inject       skip `perf inject --jit` (no perf.data for perf\n"
+	"                    report; it takes minutes when there are thousands\n"
+	"                    of traces): the report reads perf.data.raw\n"
 	"\n"
 	"Exit status: 0 recorded; 1 CMD failed (could not run, exited non-zero,\n"
 	"crashed: what was recorded is still processed and kept) or the profile\n"
@@ -109,12 +117,14 @@ int cmd_record(int argc, char **argv)
 		{"output", required_argument, 0, 'o'},
 		{"freq", required_argument, 0, 'F'},
 		{"stack", required_argument, 0, 's'},
+		{"perf-script", no_argument, 0, 'P'},
+		{"no-inject", no_argument, 0, 'N'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	const char *dir = "jitsframe-record";
 	uint64_t freq = 999, stack = 32768;
-	int c;
+	int c, perf_script = 0, no_inject = 0;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:F:h", lo, NULL)) != -1) {
@@ -135,6 +145,8 @@ int cmd_record(int argc, char **argv)
 				return EX_USAGE;
 			}
 			break;
+		case 'P': perf_script = 1; break;
+		case 'N': no_inject = 1; break;
 		case 'h': fputs(usage, stdout); return EX_OK;
 		default:
 			fprintf(stderr, "jitsframe record: unknown or incomplete option "
@@ -142,6 +154,11 @@ int cmd_record(int argc, char **argv)
 				argv[optind - 1]);
 			return EX_USAGE;
 		}
+	}
+	if (perf_script && no_inject) {
+		fprintf(stderr, "jitsframe record: --perf-script reads the injected "
+				"perf.data: not with --no-inject\n");
+		return EX_USAGE;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "jitsframe record: no command given\n"
@@ -267,7 +284,10 @@ int cmd_record(int argc, char **argv)
 	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
 	char *inj[] = {perf, "--buildid-dir", bid, "inject", "--jit", "-i", raw,
 		       "-o", data, NULL};
-	st = spawn(inj, lfd, lfd);
+	if (!no_inject)
+		st = spawn(inj, lfd, lfd);
+	else
+		st = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "jitsframe record: perf inject failed; the raw "
 				"recording is kept in %s. perf said:\n", raw);
@@ -275,6 +295,22 @@ int cmd_record(int argc, char **argv)
 		if (lfd >= 0)
 			close(lfd);
 		return EX_FAIL;
+	}
+	if (!perf_script) {
+		/* 3. jitsframe's own unwinder over the raw samples */
+		if (lfd >= 0)
+			close(lfd);
+		char *rav[] = {"report", adir, NULL};
+		fflush(stdout);
+		int rrc = cmd_report(2, rav);
+		if (rrc != EX_OK)
+			return rrc == EX_INPUT ? EX_FAIL : rrc;
+		if (cmd_note) {
+			fprintf(stderr, "jitsframe record: %s; the profile above "
+					"covers what ran.\n", cmd_note);
+			return EX_FAIL;
+		}
+		return EX_OK;
 	}
 	/* 3. fold what perf script prints */
 	int pipefd[2];
@@ -334,7 +370,6 @@ int cmd_record(int argc, char **argv)
 	if (so)
 		fclose(so);
 	folded_free(f);
-	unlink(raw);
 	printf("jitsframe record: %llu samples, %llu in trace code, %llu of them "
 	       "(%.1f%%) unwound to main; %llu passed through traces; "
 	       "perf report -i %s; flame graph %s\n",

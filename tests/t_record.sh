@@ -20,7 +20,7 @@ fi
 #    unwind to main (stock LuaJIT: about 0%, see docs/PERF.md).
 for w in bench/workloads/*.lua; do
 	name=$(basename "$w" .lua)
-	"$J" record -o "$T/$name" -F 1999 -- $LJ "$w" >"$T/$name.out" 2>"$T/$name.err"
+	"$J" record --perf-script -o "$T/$name" -F 1999 -- $LJ "$w" >"$T/$name.out" 2>"$T/$name.err"
 	rc=$?
 	line=$(grep '^jitsframe record:' "$T/$name.out")
 	read -r leaf leafmain <<<"$(sed -E 's/.* ([0-9]+) in trace code, ([0-9]+) of them.*/\1 \2/' <<<"$line")"
@@ -96,7 +96,7 @@ else notok "perf not permitted" "rc=$rc $(cat "$T/f2.out")"; fi
 if [ $rc -eq 1 ] && grep -q "cannot run /nonexistent/luajit" "$T/f3.out" && grep -q "could not be run" "$T/f3.out"; then
 	ok "command not found: exit 1 with a clear message"
 else notok "command not found" "rc=$rc $(cat "$T/f3.out")"; fi
-"$J" record -o "$T/f4" -- $LJ -e '
+"$J" record --perf-script -o "$T/f4" -- $LJ -e '
 local ffi = require("ffi") ffi.cdef "int raise(int);"
 local x = 0 for i = 1, 3e7 do x = x + i % 7 end
 ffi.C.raise(11)' >"$T/f4.out" 2>&1; rc=$?

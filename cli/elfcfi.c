@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/* ELF objects for the unwinder: their PT_LOAD segments and CFI rows
+ * derived with elfutils' libdw from .eh_frame (then .debug_frame of the
+ * object or its build-id debug file), in the region's row form (CFA =
+ * rsp|rbp + off, RA at CFA-8, rbp saved at CFA+off or unchanged). Rows are
+ * computed once per address range and kept sorted per object; objects are
+ * cached by path. */
+#include "elfobj.h"
+
+#include <dwarf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+static struct elfobj *cache;
+static uint64_t g_rows_sframe, g_rows_cfi;
+/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
+static int g_no_sframe = -1;
+
+void elfobj_row_stats(uint64_t *sframe, uint64_t *cfi)
+{
+	*sframe = g_rows_sframe;
+	*cfi = g_rows_cfi;
+}
+
+static void find_sframe(struct elfobj *o)
+{
+	size_t shstr;
+	if (g_no_sframe < 0) {
+		const char *e = getenv("JITSFRAME_NO_SFRAME");
+		g_no_sframe = e && *e && strcmp(e, "0");
+	}
+	if (elf_getshdrstrndx(o->elf, &shstr))
+		return;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(nm = elf_strptr(o->elf, shstr, sh.sh_name)) ||
+		    strcmp(nm, ".sframe"))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && d->d_size >= 28) {
+			o->sframe = d->d_buf;
+			o->sframe_len = d->d_size;
+			o->sframe_addr = sh.sh_addr;
+		}
+		return;
+	}
+}
+
+static Elf *vdso_copy(struct elfobj *o)
+{
+	const unsigned char *v =
+	    (const unsigned char *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	if (!v || memcmp(v, ELFMAG, SELFMAG) || v[EI_CLASS] != ELFCLASS64)
+		return NULL;
+	Elf64_Ehdr eh;
+	memcpy(&eh, v, sizeof(eh));
+	uint64_t len = eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
+	if (len < sizeof(eh) || len > (1u << 20))
+		return NULL;
+	o->image = malloc(len);
+	if (!o->image)
+		return NULL;
+	memcpy(o->image, v, len);
+	return elf_memory(o->image, len);
+}
+
+static void load_bid(struct elfobj *o)
+{
+	const void *p;
+	ssize_t n = dwelf_elf_gnu_build_id(o->elf, &p);
+	if (n <= 0 || n > 64)
+		return;
+	const unsigned char *b = p;
+	for (ssize_t i = 0; i < n; i++)
+		snprintf(o->bid + 2 * i, 3, "%02x", b[i]);
+}
+
+struct elfobj *elfobj_get(const char *path)
+{
+	for (struct elfobj *o = cache; o; o = o->next)
+		if (!strcmp(o->path, path))
+			return o->elf ? o : NULL;
+	struct elfobj *o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->path = strdup(path);
+	o->fd = -1;
+	o->dbg_fd = -1;
+	o->next = cache;
+	cache = o;
+	if (!o->path)
+		return NULL;
+	elf_version(EV_CURRENT);
+	Elf *e;
+	if (!strcmp(path, "[vdso]")) {
+		/* the kernel's vDSO: the same image in every process of this
+		 * kernel, so ours stands for the recorded one's */
+		e = vdso_copy(o);
+	} else {
+		o->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (o->fd < 0)
+			return NULL;
+		e = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	}
+	GElf_Ehdr eh;
+	size_t nph;
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
+	    elf_getphdrnum(e, &nph)) {
+		if (e)
+			elf_end(e);
+		return NULL;
+	}
+	o->elf = e;
+	for (size_t i = 0; i < nph && o->nload < 16; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			o->load[o->nload].off = ph.p_offset;
+			o->load[o->nload].vaddr = ph.p_vaddr;
+			o->load[o->nload].filesz = ph.p_filesz;
+			o->nload++;
+		}
+	}
+	load_bid(o);
+	o->cfi = dwarf_getcfi_elf(e);
+	find_sframe(o);
+	return o;
+}
+
+/* The separate debug file (/usr/lib/debug/.build-id/xx/yyyy.debug). */
+Elf *elfobj_debug(struct elfobj *o)
+{
+	if (o->dbg_tried)
+		return o->dbg;
+	o->dbg_tried = 1;
+	if (!o->bid[0] || strlen(o->bid) < 4)
+		return NULL;
+	char p[256];
+	snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", o->bid,
+		 o->bid + 2);
+	o->dbg_fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (o->dbg_fd < 0)
+		return NULL;
+	o->dbg = elf_begin(o->dbg_fd, ELF_C_READ_MMAP, NULL);
+	if (o->dbg && elf_kind(o->dbg) != ELF_K_ELF) {
+		elf_end(o->dbg);
+		o->dbg = NULL;
+	}
+	return o->dbg;
+}
+
+bool elfobj_off2vaddr(const struct elfobj *o, uint64_t off, uint64_t *vaddr)
+{
+	for (int i = 0; i < o->nload; i++)
+		if (off >= o->load[i].off &&
+		    off - o->load[i].off < o->load[i].filesz) {
+			*vaddr = off - o->load[i].off + o->load[i].vaddr;
+			return true;
+		}
+	return false;
+}
+
+const char *elfobj_build_id(const struct elfobj *o)
+{
+	return o->bid[0] ? o->bid : NULL;
+}
+
+const char *elfobj_path(const struct elfobj *o)
+{
+	return o->path;
+}
+
+enum { R_RBP = 6, R_RSP = 7, R_RIP = 16 };
+
+/* Fill r from a libdw frame. */
+static void from_frame(Dwarf_Frame *f, struct crow *r)
+{
+	Dwarf_Addr s, e;
+	bool sig = false;
+	int ra = dwarf_frame_info(f, &s, &e, &sig);
+	r->lo = s;
+	r->hi = e;
+	r->signal = sig;
+	Dwarf_Op *ops, mem[3];
+	size_t n;
+	if (ra != R_RIP) {
+		r->kind = CROW_UNSUP;
+		r->why = "return address column is not rip";
+		return;
+	}
+	/* return address */
+	if (dwarf_frame_register(f, ra, mem, &ops, &n)) {
+		r->kind = CROW_UNSUP;
+		r->why = "RA rule unreadable";
+		return;
+	}
+	if (n == 0 && ops == mem) {
+		r->kind = CROW_OUTERMOST;
+		return;
+	}
+	if (n >= 1 && n <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+	    (n == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+		r->ra_off = n == 1 ? 0 : (int32_t)(int64_t)ops[1].number;
+	} else {
+		r->kind = CROW_UNSUP;
+		r->why = "RA rule outside the row form";
+		return;
+	}
+	/* rbp */
+	if (dwarf_frame_register(f, R_RBP, mem, &ops, &n)) {
+		r->kind = CROW_UNSUP;
+		r->why = "rbp rule unreadable";
+		return;
+	}
+	if (n == 0) {
+		/* same value, or undefined (then unknown: treated as unchanged,
+		 * like perf's unwinders; it is only used if a caller's CFA
+		 * needs it) */
+		r->rbp_saved = 0;
+	} else if (n <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+		   (n == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+		r->rbp_saved = 1;
+		r->rbp_off = n == 1 ? 0 : (int32_t)(int64_t)ops[1].number;
+	} else {
+		r->kind = CROW_UNSUP;
+		r->why = "rbp rule outside the row form";
+		return;
+	}
+	/* CFA */
+	if (dwarf_frame_cfa(f, &ops, &n) || n == 0) {
+		r->kind = CROW_UNSUP;
+		r->why = "no CFA rule";
+		return;
+	}
+	if (n == 1 && ops[0].atom == DW_OP_bregx &&
+	    (ops[0].number == R_RSP || ops[0].number == R_RBP)) {
+		r->cfa_reg = (uint8_t)ops[0].number;
+		r->cfa_off = (int32_t)(int64_t)ops[0].number2;
+		r->kind = CROW_OK;
+		return;
+	}
+	/* an expression (PLT entries): keep a copy, evaluated per sample */
+	r->ops = malloc(n * sizeof(Dwarf_Op));
+	if (!r->ops) {
+		r->kind = CROW_UNSUP;
+		r->why = "out of memory";
+		return;
+	}
+	memcpy(r->ops, ops, n * sizeof(Dwarf_Op));
+	r->nops = (uint32_t)n;
+	r->kind = CROW_EXPR;
+}
+
+bool crow_eval(const struct crow *r, uint64_t sp, uint64_t bp, uint64_t ip,
+	       uint64_t *cfa)
+{
+	const Dwarf_Op *op = r->ops;
+	uint64_t st[16];
+	int n = 0;
+	for (uint32_t i = 0; i < r->nops; i++) {
+		uint8_t a = op[i].atom;
+		if (n >= 15)
+			return false;
+		if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+			st[n++] = a - DW_OP_lit0;
+		} else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
+			int reg = a - DW_OP_breg0;
+			uint64_t v = reg == R_RSP   ? sp
+				     : reg == R_RBP ? bp
+				     : reg == R_RIP ? ip
+						    : UINT64_MAX;
+			if (v == UINT64_MAX)
+				return false;
+			st[n++] = v + (uint64_t)(int64_t)op[i].number;
+		} else if (a == DW_OP_const1u || a == DW_OP_const2u ||
+			   a == DW_OP_const4u || a == DW_OP_const8u ||
+			   a == DW_OP_constu || a == DW_OP_const1s ||
+			   a == DW_OP_const2s || a == DW_OP_const4s ||
+			   a == DW_OP_const8s || a == DW_OP_consts) {
+			st[n++] = op[i].number;
+		} else if (a == DW_OP_plus_uconst) {
+			if (n < 1)
+				return false;
+			st[n - 1] += op[i].number;
+		} else {
+			if (n < 2)
+				return false;
+			uint64_t y = st[--n], x = st[n - 1], v;
+			switch (a) {
+			case DW_OP_and:
+				v = x & y;
+				break;
+			case DW_OP_or:
+				v = x | y;
+				break;
+			case DW_OP_plus:
+				v = x + y;
+				break;
+			case DW_OP_minus:
+				v = x - y;
+				break;
+			case DW_OP_mul:
+				v = x * y;
+				break;
+			case DW_OP_shl:
+				v = y < 64 ? x << y : 0;
+				break;
+			case DW_OP_shr:
+				v = y < 64 ? x >> y : 0;
+				break;
+			case DW_OP_ge:
+				v = (int64_t)x >= (int64_t)y;
+				break;
+			case DW_OP_gt:
+				v = (int64_t)x > (int64_t)y;
+				break;
+			case DW_OP_le:
+				v = (int64_t)x <= (int64_t)y;
+				break;
+			case DW_OP_lt:
+				v = (int64_t)x < (int64_t)y;
+				break;
+			case DW_OP_eq:
+				v = x == y;
+				break;
+			case DW_OP_ne:
+				v = x != y;
+				break;
+			default:
+				return false;
+			}
+			st[n - 1] = v;
+		}
+	}
+	if (n < 1)
+		return false;
+	*cfa = st[n - 1];
+	return true;
+}
+
+static Dwarf_CFI *debug_cfi(struct elfobj *o)
+{
+	if (o->dcfi_tried)
+		return o->dcfi;
+	o->dcfi_tried = 1;
+	/* .debug_frame of the object itself, else of its debug file */
+	o->dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
+	if (o->dw)
+		o->dcfi = dwarf_getcfi(o->dw);
+	if (!o->dcfi && elfobj_debug(o)) {
+		o->dbg_dw = dwarf_begin_elf(o->dbg, DWARF_C_READ, NULL);
+		if (o->dbg_dw)
+			o->dcfi = dwarf_getcfi(o->dbg_dw);
+	}
+	return o->dcfi;
+}
+
+const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
+{
+	/* binary search the cached rows */
+	size_t lo = 0, hi = o->nrows;
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		if (o->rows[m].hi <= vaddr)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (lo < o->nrows && o->rows[lo].lo <= vaddr)
+		return &o->rows[lo];
+	struct crow r = {.lo = vaddr, .hi = vaddr + 1, .kind = CROW_NONE};
+	Dwarf_Frame *f = NULL;
+	/* the object's .sframe first, when it has one and covers vaddr */
+	if (o->sframe && !g_no_sframe &&
+	    sframe_row(o->sframe, o->sframe_len, o->sframe_addr, vaddr, &r) ==
+		1) {
+		g_rows_sframe++;
+	}
+	/* .debug_frame only for objects without .eh_frame: opening the DWARF
+	 * of a debug file decompresses all of it (milliseconds per object),
+	 * and where both exist .eh_frame is the complete one */
+	else if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
+		 (!o->cfi && debug_cfi(o) &&
+		  dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
+		from_frame(f, &r);
+		free(f);
+		/* libdw's start is not the row's after DW_CFA_restore_state
+		 * (the state restored carries the start of the remembered row);
+		 * its end is right. The row holds from vaddr to end. */
+		r.lo = vaddr;
+		if (r.hi <= vaddr)
+			r.hi = vaddr + 1;
+		g_rows_cfi++;
+	}
+	/* insert at lo, clipped to its neighbours */
+	if (lo > 0 && o->rows[lo - 1].hi > r.lo)
+		r.lo = o->rows[lo - 1].hi;
+	if (lo < o->nrows && o->rows[lo].lo < r.hi)
+		r.hi = o->rows[lo].lo;
+	if (o->nrows == o->cap) {
+		size_t nc = o->cap ? 2 * o->cap : 64;
+		struct crow *nr = realloc(o->rows, nc * sizeof(*nr));
+		if (!nr) {
+			free(r.ops);
+			o->tmp = (struct crow){.lo = vaddr,
+					       .hi = vaddr + 1,
+					       .kind = CROW_UNSUP,
+					       .why = "out of memory"};
+			return &o->tmp;
+		}
+		o->rows = nr;
+		o->cap = nc;
+	}
+	memmove(o->rows + lo + 1, o->rows + lo,
+		(o->nrows - lo) * sizeof(*o->rows));
+	o->rows[lo] = r;
+	o->nrows++;
+	return &o->rows[lo];
+}
+
+void elfobj_free_all(void)
+{
+	while (cache) {
+		struct elfobj *o = cache;
+		cache = o->next;
+		for (size_t i = 0; i < o->nrows; i++)
+			free(o->rows[i].ops);
+		free(o->rows);
+		free(o->syms);
+		free(o->strs);
+		if (o->dw)
+			dwarf_end(o->dw);
+		if (o->dbg_dw)
+			dwarf_end(o->dbg_dw);
+		if (o->cfi)
+			dwarf_cfi_end(o->cfi);
+		if (o->dbg)
+			elf_end(o->dbg);
+		if (o->elf)
+			elf_end(o->elf);
+		if (o->dbg_fd >= 0)
+			close(o->dbg_fd);
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o->path);
+		free(o->image);
+		free(o);
+	}
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `jitsframe report DIR`: unwind the raw perf.data of a `jitsframe record`
+ * directory ourselves (perfdata.c, unwind.c), trace code through the
+ * region at each sample's time, and write the profiles (profile.h).
+ */
+#include "cli.h"
+#include "elfobj.h"
+#include "profile.h"
+#include "unwind.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage[] =
+    "Usage: jitsframe report [options] DIR\n"
+    "\n"
+    "Unwind the samples of a `jitsframe record` directory with jitsframe's\n"
+    "own unwinder: trace code through the region (the function that covered\n"
+    "the pc at the sample's time), ELF code through its CFI (libdw). Reads\n"
+    "DIR/perf.data.raw (else DIR/perf.data), DIR/region, DIR/jit-*.dump;\n"
+    "writes DIR/stacks.folded, flamegraph.svg, flamegraph.html and\n"
+    "profile.pb.gz, and prints one summary line.\n"
+    "\n"
+    "  -i, --input FILE   perf.data to read (default as above)\n"
+    "  --region FILE      the region (default DIR/region)\n"
+    "  --dump FILE        write every sample's frames as text (for tests)\n"
+    "  --no-write         unwind and summarise only\n"
+    "\n"
+    "Exit status: 0 done; 1 a profile could not be written; 2 usage;\n"
+    "3 the input cannot be read (a truncated or corrupt perf.data).\n";
+
+struct rep {
+	struct uwstate *u;
+	struct jsf_profile *prof;
+	FILE *dump;
+	uint64_t samples, with_user, through, through_main, complete, unpub;
+	uint64_t why[STOP__N], why_through[STOP__N];
+	struct uframe fr[UW_MAX];
+	struct jsf_pframe pf[UW_MAX];
+	char names[UW_MAX][24];
+	int err;
+};
+
+static int on_event(const struct pd_event *e, void *ctx)
+{
+	struct rep *r = ctx;
+	enum stop_reason why = STOP_OUTERMOST;
+	const char *comm = NULL;
+	int n = uw_event(r->u, e, r->fr, &why, &comm);
+	if (n < 0)
+		return 0;
+	r->samples++;
+	bool trace = false, main_ = false, anon = false;
+	for (int i = 0; i < n; i++) {
+		struct uframe *f = &r->fr[i];
+		struct jsf_pframe *p = &r->pf[i];
+		memset(p, 0, sizeof(*p));
+		trace |= f->is_trace;
+		anon |= f->jit_area && !f->is_trace;
+		if (!f->is_trace && f->name && !strcmp(f->name, "main"))
+			main_ = true;
+		p->name = f->name;
+		p->addr = i ? f->pc - 1 : f->pc;
+		p->kind = f->is_trace ? JSF_PF_JIT
+			  : f->elf    ? JSF_PF_ELF
+				      : JSF_PF_UNKNOWN;
+		p->mapping = f->map_name;
+		p->map_start = f->map_start;
+		p->map_end = f->map_end;
+		p->map_pgoff = f->map_pgoff;
+		if (f->elf)
+			p->build_id = elfobj_build_id(f->elf);
+		if (f->is_trace && f->name) {
+			/* TRACE_n::chunk:line -> file chunk, line */
+			const char *c = strstr(f->name, "::");
+			const char *l = strrchr(f->name, ':');
+			if (c && l && l > c + 2)
+				p->line = (uint32_t)strtoul(l + 1, NULL, 10);
+		}
+	}
+	if (n > 0)
+		r->with_user++;
+	r->why[why]++;
+	if (why == STOP_OUTERMOST)
+		r->complete++;
+	if (anon && !trace)
+		r->unpub++;
+	if (trace) {
+		r->through++;
+		if (main_)
+			r->through_main++;
+		else
+			r->why_through[why]++;
+	}
+	if (r->prof && n > 0 &&
+	    jsf_profile_add(r->prof, r->pf, (uint32_t)n, 1, comm) && !r->err)
+		r->err = -ENOMEM;
+	if (r->dump) {
+		fprintf(r->dump, "S %llu %u %u %d %d %s\n",
+			(unsigned long long)e->time, e->u.s.pid, e->u.s.tid,
+			(int)why, n, main_ ? "main" : "-");
+		for (int i = 0; i < n; i++) {
+			const struct uframe *f = &r->fr[i];
+			fprintf(r->dump, "F %llx %llx %c %s %s\n",
+				(unsigned long long)f->pc,
+				(unsigned long long)(f->elf ? f->vaddr : f->pc),
+				f->is_trace ? 'j'
+				: f->elf    ? 'e'
+					    : 'u',
+				f->name ? f->name : "-",
+				f->map_name ? f->map_name : "-");
+		}
+	}
+	return 0;
+}
+
+static void path_in(char *out, size_t n, const char *dir, const char *f)
+{
+	snprintf(out, n, "%s/%s", dir, f);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"input", required_argument, 0, 'i'},
+	    {"region", required_argument, 0, 'r'},
+	    {"dump", required_argument, 0, 'd'},
+	    {"no-write", no_argument, 0, 'n'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	const char *input = NULL, *region = NULL, *dumpp = NULL;
+	bool write = true;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+i:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			input = optarg;
+			break;
+		case 'r':
+			region = optarg;
+			break;
+		case 'd':
+			dumpp = optarg;
+			break;
+		case 'n':
+			write = false;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return EX_OK;
+		default:
+			fprintf(
+			    stderr,
+			    "jitsframe report: unknown or incomplete option "
+			    "'%s'\nTry 'jitsframe report --help'.\n",
+			    argv[optind - 1]);
+			return EX_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "jitsframe report: give one directory (made by "
+				"`jitsframe record`)\nTry 'jitsframe report "
+				"--help'.\n");
+		return EX_USAGE;
+	}
+	const char *dir = argv[optind];
+	char in[PATH_MAX], reg[PATH_MAX], p[PATH_MAX];
+	struct stat sb;
+	if (input) {
+		snprintf(in, sizeof(in), "%s", input);
+	} else {
+		path_in(in, sizeof(in), dir, "perf.data.raw");
+		if (stat(in, &sb))
+			path_in(in, sizeof(in), dir, "perf.data");
+	}
+	if (region)
+		snprintf(reg, sizeof(reg), "%s", region);
+	else
+		path_in(reg, sizeof(reg), dir, "region");
+	char err[512] = "";
+	struct perfdata *pd;
+	int rc = pd_open(&pd, in, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "jitsframe report: %s\n", err);
+		return EX_INPUT;
+	}
+	struct traces *t = NULL;
+	if (stat(reg, &sb) == 0) {
+		t = traces_load(reg, dir, err, sizeof(err));
+		if (!t) {
+			fprintf(stderr, "jitsframe report: %s\n", err);
+			pd_close(pd);
+			return EX_INPUT;
+		}
+	} else if (region) {
+		fprintf(stderr, "jitsframe report: %s: %s\n", reg,
+			strerror(errno));
+		pd_close(pd);
+		return EX_INPUT;
+	}
+	struct rep *r = calloc(1, sizeof(*r));
+	if (r)
+		r->u = uw_new(t);
+	if (!r || !r->u) {
+		fprintf(stderr, "jitsframe report: out of memory\n");
+		free(r);
+		traces_free(t);
+		pd_close(pd);
+		return EX_INPUT;
+	}
+	if (write)
+		r->prof = jsf_profile_new(pd_sample_period_ns(pd));
+	if (dumpp && !(r->dump = fopen(dumpp, "w"))) {
+		fprintf(stderr, "jitsframe report: %s: %s\n", dumpp,
+			strerror(errno));
+		rc = EX_INPUT;
+		goto out;
+	}
+	rc = pd_each(pd, on_event, r, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "jitsframe report: %s: %s\n", in,
+			err[0] ? err : strerror(-rc));
+		rc = EX_INPUT;
+		goto out;
+	}
+	rc = EX_OK;
+	if (r->dump) {
+		uint64_t rs, rc2;
+		elfobj_row_stats(&rs, &rc2);
+		fprintf(r->dump, "# rows from .sframe %llu, from CFI %llu\n",
+			(unsigned long long)rs, (unsigned long long)rc2);
+	}
+	char wrote[1024] = "";
+	if (r->prof) {
+		static const char *const files[] = {
+		    "stacks.folded", "flamegraph.svg", "flamegraph.html",
+		    "profile.pb.gz"};
+		size_t wl = 0;
+		for (int k = 0; k < 4; k++) {
+			path_in(p, sizeof(p), dir, files[k]);
+			int w = k == 0	 ? jsf_profile_write_folded(r->prof, p)
+				: k == 1 ? jsf_profile_write_svg(
+					       r->prof, p, "jitsframe report")
+				: k == 2 ? jsf_profile_write_html(
+					       r->prof, p, "jitsframe report")
+					 : jsf_profile_write_pprof(r->prof, p);
+			if (w == -ENOSYS)
+				continue;
+			if (w) {
+				fprintf(
+				    stderr,
+				    "jitsframe report: cannot write %s: %s\n",
+				    p, strerror(-w));
+				rc = EX_FAIL;
+				continue;
+			}
+			wl += (size_t)snprintf(wrote + wl, sizeof(wrote) - wl,
+					       " %s", files[k]);
+			if (wl >= sizeof(wrote))
+				wl = sizeof(wrote) - 1;
+		}
+	}
+	printf("jitsframe report: %llu samples, %llu through trace code, %llu "
+	       "of them (%.2f%%) unwound from main",
+	       (unsigned long long)r->samples, (unsigned long long)r->through,
+	       (unsigned long long)r->through_main,
+	       r->through ? 100.0 * (double)r->through_main / (double)r->through
+			  : 0.0);
+	const char *sep = "; the rest stopped: ";
+	for (int k = 0; k < STOP__N; k++)
+		if (r->why_through[k]) {
+			printf("%s%s %llu", sep, stop_name((enum stop_reason)k),
+			       (unsigned long long)r->why_through[k]);
+			sep = ", ";
+		}
+	if (r->unpub)
+		printf(
+		    "; %llu more in JIT code that no published trace covered",
+		    (unsigned long long)r->unpub);
+	printf("; all samples: %llu complete to the outermost frame",
+	       (unsigned long long)r->complete);
+	if (wrote[0])
+		printf("; wrote%s in %s", wrote, dir);
+	printf("\n");
+out:
+	if (r->dump)
+		fclose(r->dump);
+	if (r->prof)
+		jsf_profile_free(r->prof);
+	uw_free(r->u);
+	free(r);
+	traces_free(t);
+	elfobj_free_all();
+	pd_close(pd);
+	return rc;
+}

@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The unwinder: processes and their mappings from perf's MMAP/MMAP2, COMM,
+ * FORK records; per sample, a walk from the user registers (ip, sp, bp)
+ * over the copied user stack. Trace code (pc in no file-backed mapping)
+ * answers from the region: the function that covered pc at the sample's
+ * time, with its row there. ELF code answers from the object's CFI rows
+ * (elfcfi.c). Every walk ends with a reason (enum stop_reason).
+ */
+#include "elfobj.h"
+#include "jitdump.h"
+#include "jitsframe.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---------------------------------------------------------------- traces */
+
+struct tfunc {
+	uint64_t start, add, rem;
+	uint32_t size, nrows;
+	struct jsf_row *rows;
+	const char *name; /* from the jitdump, resolved on first use */
+	int named;
+};
+
+struct tload {
+	uint64_t lo, hi, ts;
+	char *name;
+};
+
+struct traces {
+	struct tfunc *f;
+	size_t nf, capf;
+	uint32_t maxsize;
+	struct tload *l;
+	size_t nl, capl;
+	uint32_t maxload;
+	uint32_t pid;
+};
+
+static int take_func(const struct jsf_func *jf, void *ctx)
+{
+	struct traces *t = ctx;
+	if (t->nf == t->capf) {
+		size_t nc = t->capf ? 2 * t->capf : 256;
+		struct tfunc *n = realloc(t->f, nc * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		t->f = n;
+		t->capf = nc;
+	}
+	struct tfunc *f = &t->f[t->nf];
+	memset(f, 0, sizeof(*f));
+	f->start = jf->start;
+	f->size = jf->size;
+	f->add = jf->add_ns;
+	f->rem = jf->remove_ns;
+	f->nrows = jf->nrows;
+	f->rows = malloc((jf->nrows ? jf->nrows : 1) * sizeof(*f->rows));
+	if (!f->rows)
+		return -ENOMEM;
+	memcpy(f->rows, jf->rows, jf->nrows * sizeof(*f->rows));
+	if (jf->size > t->maxsize)
+		t->maxsize = jf->size;
+	t->nf++;
+	return 0;
+}
+
+static void take_load(const struct jsf_jd_load *l, void *ctx)
+{
+	struct traces *t = ctx;
+	if (t->pid && l->pid != t->pid)
+		return;
+	if (t->nl == t->capl) {
+		size_t nc = t->capl ? 2 * t->capl : 256;
+		struct tload *n = realloc(t->l, nc * sizeof(*n));
+		if (!n)
+			return;
+		t->l = n;
+		t->capl = nc;
+	}
+	char *nm = strdup(l->name ? l->name : "TRACE");
+	if (!nm)
+		return;
+	uint64_t lo = l->lo, hi = l->hi > l->lo ? l->hi : l->lo + 1;
+	t->l[t->nl++] = (struct tload){lo, hi, l->ts, nm};
+	if (hi - lo > t->maxload)
+		t->maxload = (uint32_t)(hi - lo);
+}
+
+static int tf_cmp(const void *a, const void *b)
+{
+	const struct tfunc *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->add < y->add ? -1 : x->add > y->add;
+}
+
+static int tl_cmp(const void *a, const void *b)
+{
+	const struct tload *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+struct traces *traces_load(const char *region, const char *jdir, char *err,
+			   size_t errlen)
+{
+	struct traces *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	if (region) {
+		struct jsf_view *v;
+		int r = jsf_view_open(&v, region);
+		if (r) {
+			snprintf(err, errlen, "%s: %s", region,
+				 r == -EBADMSG ? jsf_view_error()
+					       : jsf_strerror(r));
+			free(t);
+			return NULL;
+		}
+		struct jsf_view_info in = {.sz = sizeof(in)};
+		if (jsf_view_info(v, &in) == 0)
+			t->pid = in.producer_pid;
+		r = jsf_view_foreach(v, JSF_ALL, take_func, t);
+		jsf_view_close(v);
+		if (r) {
+			snprintf(err, errlen, "%s: %s", region,
+				 jsf_strerror(r));
+			traces_free(t);
+			return NULL;
+		}
+		qsort(t->f, t->nf, sizeof(*t->f), tf_cmp);
+	}
+	DIR *d = jdir ? opendir(jdir) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (strncmp(de->d_name, "jit-", 4) || l < 9 ||
+		    strcmp(de->d_name + l - 5, ".dump"))
+			continue;
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/%s", jdir, de->d_name);
+		jsf_jitdump_loads(p, take_load, t);
+	}
+	if (d)
+		closedir(d);
+	if (t->nl)
+		qsort(t->l, t->nl, sizeof(*t->l), tl_cmp);
+	return t;
+}
+
+void traces_free(struct traces *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nf; i++)
+		free(t->f[i].rows);
+	for (size_t i = 0; i < t->nl; i++)
+		free(t->l[i].name);
+	free(t->f);
+	free(t->l);
+	free(t);
+}
+
+/* The function covering pc at time ts, or NULL. */
+static struct tfunc *trace_at(struct traces *t, uint64_t pc, uint64_t ts)
+{
+	size_t lo = 0, hi = t->nf;
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		if (t->f[m].start <= pc)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	for (size_t k = lo; k > 0; k--) {
+		struct tfunc *f = &t->f[k - 1];
+		if (pc - f->start >= t->maxsize)
+			break;
+		if (pc - f->start < f->size && f->add <= ts &&
+		    (f->rem == 0 || ts < f->rem))
+			return f;
+	}
+	return NULL;
+}
+
+/* The jitdump name of the code at pc at time ts: the latest load at or
+ * before ts whose code covers pc. */
+static const char *load_name(struct traces *t, uint64_t pc, uint64_t ts)
+{
+	size_t lo = 0, hi = t->nl;
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		if (t->l[m].lo <= pc)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	const struct tload *best = NULL;
+	for (size_t k = lo; k > 0; k--) {
+		const struct tload *l = &t->l[k - 1];
+		if (pc - l->lo >= t->maxload)
+			break;
+		if (pc < l->hi && l->ts <= ts && (!best || l->ts > best->ts))
+			best = l;
+	}
+	return best ? best->name : NULL;
+}
+
+/* ------------------------------------------------------- processes, maps */
+
+struct map {
+	uint64_t start, end, pgoff;
+	char *name;
+	struct elfobj *elf;
+	bool file, tried;
+};
+
+struct proc {
+	uint32_t pid;
+	bool used;
+	struct map *m;
+	size_t n, cap;
+	char comm[32];
+};
+
+struct uwstate {
+	struct traces *t;
+	struct proc *p; /* open addressing on pid */
+	size_t np, capp;
+};
+
+struct uwstate *uw_new(struct traces *t)
+{
+	struct uwstate *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->t = t;
+	u->capp = 64;
+	u->p = calloc(u->capp, sizeof(*u->p));
+	if (!u->p) {
+		free(u);
+		return NULL;
+	}
+	return u;
+}
+
+static void proc_clear(struct proc *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->m[i].name);
+	p->n = 0;
+}
+
+void uw_free(struct uwstate *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->capp; i++) {
+		proc_clear(&u->p[i]);
+		free(u->p[i].m);
+	}
+	free(u->p);
+	free(u);
+}
+
+static struct proc *proc_get(struct uwstate *u, uint32_t pid, bool create)
+{
+	size_t mask = u->capp - 1, i = (pid * 2654435761u) & mask;
+	while (u->p[i].used) {
+		if (u->p[i].pid == pid)
+			return &u->p[i];
+		i = (i + 1) & mask;
+	}
+	if (!create)
+		return NULL;
+	if (2 * (u->np + 1) > u->capp) {
+		/* grow and rehash */
+		struct proc *old = u->p;
+		size_t oc = u->capp;
+		struct proc *np = calloc(oc * 2, sizeof(*np));
+		if (!np)
+			return NULL;
+		u->p = np;
+		u->capp = oc * 2;
+		for (size_t k = 0; k < oc; k++) {
+			if (!old[k].used)
+				continue;
+			size_t m2 = u->capp - 1,
+			       j = (old[k].pid * 2654435761u) & m2;
+			while (u->p[j].used)
+				j = (j + 1) & m2;
+			u->p[j] = old[k];
+		}
+		free(old);
+		return proc_get(u, pid, true);
+	}
+	u->p[i].used = true;
+	u->p[i].pid = pid;
+	u->np++;
+	return &u->p[i];
+}
+
+static int map_reserve(struct proc *p, size_t extra)
+{
+	if (p->n + extra <= p->cap)
+		return 0;
+	size_t nc = (p->cap ? p->cap * 2 : 32) + extra;
+	struct map *nm = realloc(p->m, nc * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	p->m = nm;
+	p->cap = nc;
+	return 0;
+}
+
+/* Insert a mapping, cutting what it overlaps (the newer mapping wins). */
+static int map_add(struct proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
+		   const char *name, bool file)
+{
+	if (end <= start || map_reserve(p, 2))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n;) {
+		struct map *m = &p->m[i];
+		if (m->end <= start || m->start >= end) {
+			i++;
+			continue;
+		}
+		if (m->start < start && m->end > end) { /* split */
+			struct map tail = *m;
+			tail.pgoff += end - m->start;
+			tail.start = end;
+			tail.name = strdup(m->name);
+			m->end = start;
+			if (!tail.name)
+				return -ENOMEM;
+			memmove(p->m + i + 2, p->m + i + 1,
+				(p->n - i - 1) * sizeof(*p->m));
+			p->m[i + 1] = tail;
+			p->n++;
+			i += 2;
+		} else if (m->start < start) {
+			m->end = start;
+			i++;
+		} else if (m->end > end) {
+			m->pgoff += end - m->start;
+			m->start = end;
+			i++;
+		} else {
+			free(m->name);
+			memmove(p->m + i, p->m + i + 1,
+				(p->n - i - 1) * sizeof(*p->m));
+			p->n--;
+		}
+	}
+	size_t i = 0;
+	while (i < p->n && p->m[i].start < start)
+		i++;
+	char *nm = strdup(name);
+	if (!nm)
+		return -ENOMEM;
+	memmove(p->m + i + 1, p->m + i, (p->n - i) * sizeof(*p->m));
+	p->m[i] = (struct map){start, end, pgoff, nm, NULL, file, false};
+	p->n++;
+	return 0;
+}
+
+static struct map *map_find(struct proc *p, uint64_t pc)
+{
+	size_t lo = 0, hi = p->n;
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		if (p->m[m].start <= pc)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (lo > 0 && pc < p->m[lo - 1].end)
+		return &p->m[lo - 1];
+	return NULL;
+}
+
+const char *stop_name(enum stop_reason r)
+{
+	static const char *const n[STOP__N] = {
+	    [STOP_OUTERMOST] = "outermost",
+	    [STOP_NO_MAPPING] = "pc in no mapping",
+	    [STOP_NO_ELF] = "mapping's file unreadable",
+	    [STOP_NO_ROW] = "no CFI row",
+	    [STOP_UNSUP_RULE] = "CFI rule outside the row form",
+	    [STOP_STACK_SHORT] = "stack copy too short",
+	    [STOP_NO_BP] = "rbp needed but unknown",
+	    [STOP_LOOP] = "loop (sp did not grow)",
+	    [STOP_DEPTH] = "too deep",
+	    [STOP_NO_REGS] = "no user registers",
+	    [STOP_KERNEL_ONLY] = "kernel only",
+	    [STOP_NULL_RA] = "return address 0",
+	};
+	return (unsigned)r < STOP__N ? n[r] : "?";
+}
+
+static bool file_backed(const char *n)
+{
+	if (!strcmp(n, "[vdso]"))
+		return true;
+	/* perf inject's synthetic jitted-PID-N.so: trace code, which the
+	 * region describes (an injected perf.data reads like a raw one) */
+	const char *b = strrchr(n, '/');
+	if (b && !strncmp(b + 1, "jitted-", 7))
+		return false;
+	return n[0] == '/' && strncmp(n, "/memfd:", 7) &&
+	       strncmp(n, "//anon", 6) && strncmp(n, "/dev/zero", 9) &&
+	       strncmp(n, "/SYSV", 5);
+}
+
+static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v)
+{
+	if (a < sp0 || a - sp0 > s->stack_size || s->stack_size - (a - sp0) < 8)
+		return false;
+	memcpy(v, s->stack + (a - sp0), 8);
+	return true;
+}
+
+static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
+		  uint64_t ts, struct uframe *fr, enum stop_reason *why)
+{
+	int okip, oksp, okbp;
+	uint64_t pc = pd_reg(s, PD_REG_IP, &okip),
+		 sp = pd_reg(s, PD_REG_SP, &oksp),
+		 bp = pd_reg(s, PD_REG_BP, &okbp);
+	if (!okip || !oksp) {
+		*why = STOP_NO_REGS;
+		return 0;
+	}
+	uint64_t sp0 = sp;
+	bool bp_known = okbp;
+	int n = 0;
+	for (;;) {
+		if (n == UW_MAX) {
+			*why = STOP_DEPTH;
+			return n;
+		}
+		uint64_t look = n ? pc - 1 : pc;
+		struct uframe *f = &fr[n];
+		memset(f, 0, sizeof(*f));
+		f->pc = pc;
+		struct map *m = p ? map_find(p, look) : NULL;
+		uint64_t cfa, ra, nbp = bp;
+		bool nbp_known = bp_known;
+		if (!m || !m->file) {
+			struct tfunc *tf =
+			    u->t ? trace_at(u->t, look, ts) : NULL;
+			if (!tf) {
+				*why = n && pc == 0 ? STOP_NULL_RA
+						    : STOP_NO_MAPPING;
+				if (m) { /* anon code outside every trace */
+					*why = STOP_NO_TRACE;
+					f->jit_area = true;
+					f->map_start = m->start;
+					f->map_end = m->end;
+					f->map_name = m->name;
+					n++;
+				}
+				return n;
+			}
+			if (!tf->named) {
+				tf->name = load_name(u->t, look, ts);
+				tf->named = 1;
+			}
+			f->is_trace = true;
+			f->jit_area = true;
+			f->name = tf->name;
+			f->symoff = look - tf->start;
+			f->map_start = tf->start;
+			f->map_end = tf->start + tf->size;
+			f->map_name = "[jit]";
+			n++;
+			uint32_t off = (uint32_t)(look - tf->start);
+			const struct jsf_row *row = NULL;
+			for (uint32_t k = 0;
+			     k < tf->nrows && tf->rows[k].offset <= off; k++)
+				row = &tf->rows[k];
+			if (!row) {
+				*why = STOP_NO_ROW;
+				return n;
+			}
+			if (row->outermost) {
+				*why = STOP_OUTERMOST;
+				return n;
+			}
+			if (row->cfa_base == JSF_FP) {
+				if (!bp_known) {
+					*why = STOP_NO_BP;
+					return n;
+				}
+				cfa = bp + (uint64_t)(int64_t)row->cfa_offset;
+			} else {
+				cfa = sp + (uint64_t)(int64_t)row->cfa_offset;
+			}
+			if (!rd(s, sp0, cfa - 8, &ra)) {
+				*why = STOP_STACK_SHORT;
+				return n;
+			}
+			if (row->has_fp) {
+				nbp_known =
+				    rd(s, sp0,
+				       cfa + (uint64_t)(int64_t)row->fp_offset,
+				       &nbp);
+			}
+		} else {
+			f->map_start = m->start;
+			f->map_end = m->end;
+			f->map_pgoff = m->pgoff;
+			f->map_name = m->name;
+			if (!m->tried) {
+				m->tried = true;
+				m->elf = elfobj_get(m->name);
+			}
+			f->elf = m->elf;
+			n++;
+			uint64_t va;
+			if (!m->elf) {
+				*why = STOP_NO_ELF;
+				return n;
+			}
+			if (!elfobj_off2vaddr(
+				m->elf, look - m->start + m->pgoff, &va)) {
+				*why = STOP_NO_ROW;
+				return n;
+			}
+			f->vaddr = va + (pc - look);
+			f->name = elfobj_sym(m->elf, va, &f->symoff);
+			const struct crow *r = elfobj_row(m->elf, va);
+			switch (r->kind) {
+			case CROW_OUTERMOST:
+				*why = STOP_OUTERMOST;
+				return n;
+			case CROW_NONE:
+				*why = STOP_NO_ROW;
+				return n;
+			case CROW_UNSUP:
+				*why = STOP_UNSUP_RULE;
+				return n;
+			case CROW_EXPR:
+				if (!crow_eval(r, sp, bp, pc, &cfa)) {
+					*why = STOP_UNSUP_RULE;
+					return n;
+				}
+				break;
+			default:
+				if (r->cfa_reg == 6) {
+					if (!bp_known) {
+						*why = STOP_NO_BP;
+						return n;
+					}
+					cfa =
+					    bp + (uint64_t)(int64_t)r->cfa_off;
+				} else {
+					cfa =
+					    sp + (uint64_t)(int64_t)r->cfa_off;
+				}
+			}
+			if (!rd(s, sp0, cfa + (uint64_t)(int64_t)r->ra_off,
+				&ra)) {
+				*why = STOP_STACK_SHORT;
+				return n;
+			}
+			if (r->rbp_saved)
+				nbp_known = rd(
+				    s, sp0, cfa + (uint64_t)(int64_t)r->rbp_off,
+				    &nbp);
+		}
+		if (cfa <= sp) {
+			*why = STOP_LOOP;
+			return n;
+		}
+		if (ra == 0) {
+			*why = STOP_NULL_RA;
+			return n;
+		}
+		sp = cfa;
+		pc = ra;
+		bp = nbp;
+		bp_known = nbp_known;
+	}
+}
+
+int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
+	     enum stop_reason *why, const char **comm)
+{
+	switch (e->kind) {
+	case PD_MMAP: {
+		const struct pd_mmap *m = &e->u.m;
+		if (m->pid == UINT32_MAX) /* kernel maps */
+			return -1;
+		struct proc *p = proc_get(u, m->pid, true);
+		if (!p)
+			return -1;
+		bool exec = (m->prot & PROT_EXEC) != 0;
+		if (m->len && m->start + m->len > m->start)
+			map_add(p, m->start, m->start + m->len, m->pgoff,
+				m->filename, exec && file_backed(m->filename));
+		if (!exec) { /* data mappings only cut older code mappings */
+			struct map *x = map_find(p, m->start);
+			if (x && x->start == m->start &&
+			    x->end == m->start + m->len) {
+				size_t i = (size_t)(x - p->m);
+				free(x->name);
+				memmove(p->m + i, p->m + i + 1,
+					(p->n - i - 1) * sizeof(*p->m));
+				p->n--;
+			}
+		}
+		return -1;
+	}
+	case PD_COMM: {
+		struct proc *p = proc_get(u, e->u.comm.pid, true);
+		if (p && e->u.comm.pid == e->u.comm.tid) {
+			snprintf(p->comm, sizeof(p->comm), "%s",
+				 e->u.comm.comm);
+			if (e->u.comm.exec)
+				proc_clear(p);
+		}
+		return -1;
+	}
+	case PD_FORK: {
+		if (e->u.fork.pid == e->u.fork.ppid)
+			return -1; /* a new thread */
+		struct proc *pp = proc_get(u, e->u.fork.ppid, false);
+		struct proc *c = proc_get(u, e->u.fork.pid, true);
+		pp = proc_get(u, e->u.fork.ppid, false); /* may have moved */
+		if (!c || !pp || c == pp)
+			return -1;
+		proc_clear(c);
+		memcpy(c->comm, pp->comm, sizeof(c->comm));
+		if (map_reserve(c, pp->n))
+			return -1;
+		for (size_t i = 0; i < pp->n; i++) {
+			c->m[i] = pp->m[i];
+			c->m[i].name = strdup(pp->m[i].name);
+			if (!c->m[i].name)
+				c->m[i].name = strdup("");
+			c->n++;
+		}
+		return -1;
+	}
+	case PD_EXIT:
+		return -1;
+	case PD_SAMPLE: {
+		struct proc *p = proc_get(u, e->u.s.pid, false);
+		*comm = p && p->comm[0] ? p->comm : "[unknown]";
+		if (!e->u.s.regs_abi) {
+			*why = e->u.s.ip >= 0xffff800000000000ull
+				   ? STOP_KERNEL_ONLY
+				   : STOP_NO_REGS;
+			return 0;
+		}
+		return unwind(u, p, &e->u.s, e->time, fr, why);
+	}
+	}
+	return -1;
+}

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# jitsframe report, jitsframe's own unwinder over perf samples (TAP):
+#  1. the workload set: >= 99.5% of the samples that pass through trace
+#     code unwind from main (printed per workload);
+#  2. agreement: where perf itself unwinds a sample fully (non-JIT code),
+#     our frames equal perf's (perf script on the same raw perf.data) in
+#     >= 99% of them;
+#  3. time: one address held by two traces, before and after jit.flush()
+#     (tests/mcreuse.c steers the new area back): each sample is named by
+#     the trace that was there at its time (ground truth: the flush time
+#     the Lua program itself prints, and the source lines of its loops);
+#  4. damaged perf.data (truncated, bytes changed): a clear error, exit 3,
+#     no crash, under ASan+UBSan.
+set -u
+cd "$(dirname "$0")/.."
+J=$PWD/${JSF_CLI:-build/jitsframe}
+JA=$PWD/build/asan/jitsframe
+LJ=${LUAJIT:-luajit}
+MCREUSE=$PWD/build/tests/libmcreuse.so
+T=$(mktemp -d /tmp/jsf-t_report-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do printf '%s\n' "$l" | head -c 2000 | sed 's/^/#   /'; echo; done; }
+if ! command -v perf >/dev/null; then
+	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
+	exit 0
+fi
+command -v python3 >/dev/null || { echo "Bail out! python3 needed"; exit 1; }
+
+# 1. The workload set, recorded with `jitsframe record` (which runs the
+#    report by default).
+tot=0 totmain=0
+for w in bench/workloads/*.lua; do
+	name=$(basename "$w" .lua)
+	"$J" record --no-inject -o "$T/$name" -F 1999 -- $LJ "$w" >"$T/$name.out" 2>"$T/$name.err"
+	rc=$?
+	line=$(grep '^jitsframe report:' "$T/$name.out")
+	read -r samples through tmain <<<"$(sed -E 's/^jitsframe report: ([0-9]+) samples, ([0-9]+) through trace code, ([0-9]+) of them.*/\1 \2 \3/' <<<"$line")"
+	if [ $rc -ne 0 ] || [ -z "${tmain:-}" ]; then
+		notok "record+report $name" "rc=$rc" "$line" "$(tail -3 "$T/$name.err")"
+		continue
+	fi
+	pct=$(awk -v a="$tmain" -v b="$through" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }')
+	echo "# $name: $tmain of $through samples through trace code unwound from main ($pct%); $line"
+	tot=$((tot + through)) totmain=$((totmain + tmain))
+	if [ "$through" -lt 20 ]; then
+		notok "report $name: only $through samples through trace code" "$line"
+	elif awk -v a="$tmain" -v b="$through" 'BEGIN { exit !(a * 1000 >= 995 * b) }'; then
+		ok "report $name: $pct% of $through samples through trace code unwound from main (>= 99.5%)"
+	else
+		notok "report $name: $pct% of $through samples through trace code unwound from main (< 99.5%)" "$line"
+	fi
+done
+pct=$(awk -v a="$totmain" -v b="$tot" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }')
+echo "# workload set: $totmain of $tot samples through trace code unwound from main ($pct%)"
+if awk -v a="$totmain" -v b="$tot" 'BEGIN { exit !(b > 0 && a * 1000 >= 995 * b) }'; then
+	ok "workload set: $pct% of $tot samples through trace code unwound from main (>= 99.5%)"
+else notok "workload set: $pct% (< 99.5%)"; fi
+
+# The outputs: folded stacks with named trace frames under main, the SVG.
+D=$T/numeric
+if grep -qE '(^|;)main;.*TRACE_[0-9]+::[^;]+:[0-9]+_\[j\]' "$D/stacks.folded" &&
+	python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$D/flamegraph.svg"; then
+	ok "stacks.folded: TRACE_n::chunk:line_[j] frames under main; flamegraph.svg parses"
+else notok "folded stacks / svg" "$(head -3 "$D/stacks.folded")"; fi
+
+# 2. Agreement with perf where perf unwinds fully.
+agree=0 compared=0
+for w in bench/workloads/*.lua; do
+	name=$(basename "$w" .lua)
+	D=$T/$name
+	[ -s "$D/perf.data.raw" ] || continue
+	perf script -i "$D/perf.data.raw" --ns --no-inline -F tid,time,ip,sym,dso >"$D/ps.txt" 2>/dev/null
+	"$J" report --no-write --dump "$D/dump.txt" "$D" >/dev/null 2>&1
+	read -r a c full diffs <<<"$(python3 tests/report_agree.py "$D/ps.txt" "$D/dump.txt")"
+	echo "# $name: our frames equal perf's in $a of $c samples perf unwound fully${diffs:+ (e.g. $diffs)}"
+	agree=$((agree + a)) compared=$((compared + c))
+done
+pct=$(awk -v a="$agree" -v b="$compared" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }')
+if [ "$compared" -ge 100 ] && awk -v a="$agree" -v b="$compared" 'BEGIN { exit !(a * 100 >= 99 * b) }'; then
+	ok "agreement: our frames equal perf's in $agree of $compared fully unwound samples ($pct% >= 99%)"
+else notok "agreement: $agree of $compared ($pct%; want >= 99% of >= 100)"; fi
+
+# 3. Time: the same addresses before and after a flush.
+if [ -e "$MCREUSE" ]; then
+	"$J" record --no-inject -o "$T/flush" -F 1999 -- env LD_PRELOAD="$MCREUSE" JSF_MCREUSE_LOG=1 \
+		$LJ tests/lua/flushreuse.lua 1e8 >"$T/flush.out" 2>"$T/flush.err"
+	"$J" report --no-write --dump "$T/flush/dump.txt" "$T/flush" >/dev/null 2>&1
+	res=$(python3 - "$T/flush.out" "$T/flush/dump.txt" tests/lua/flushreuse.lua <<'PY'
+import sys, re
+flush = int(re.search(r"FLUSH (\d+)", open(sys.argv[1]).read()).group(1))
+src = open(sys.argv[3]).read().split("\n")
+la = next(i + 1 for i, l in enumerate(src) if "-- LOOP_A" in l)
+lb = next(i + 1 for i, l in enumerate(src) if "-- LOOP_B" in l)
+samples, cur = [], None
+for line in open(sys.argv[2]):
+    p = line.split()
+    if p[0] == "S":
+        cur = [int(p[1]), None]
+        samples.append(cur)
+    elif p[0] == "F" and cur[1] is None:
+        cur[1] = (int(p[1], 16), p[3], p[4])
+right = wrong = 0
+before, after = {}, {}
+bad = []
+for t, leaf in samples:
+    if not leaf or leaf[1] != "j":
+        continue
+    m = re.search(r":(\d+)$", leaf[2])
+    line = int(m.group(1)) if m else -1
+    want = la if t < flush else lb
+    if line == want:
+        right += 1
+        (before if t < flush else after).setdefault(leaf[0], leaf[2])
+    else:
+        wrong += 1
+        if len(bad) < 3:
+            bad.append("%d %x %s want line %d" % (t, leaf[0], leaf[2], want))
+shared = sorted(set(before) & set(after))
+ex = ("%x: %s before, %s after" % (shared[0], before[shared[0]], after[shared[0]])) if shared else "-"
+print(right, wrong, len(shared), ex, "|", "; ".join(bad))
+PY
+)
+	read -r right wrong shared rest <<<"$res"
+	echo "# time: $right trace-leaf samples named by the trace of their time, $wrong not; $shared addresses sampled in both; $rest"
+	if grep -q "mcreuse: area" "$T/flush.err" && [ "${shared:-0}" -ge 1 ] && [ "${wrong:-1}" -eq 0 ] && [ "${right:-0}" -ge 50 ]; then
+		ok "time: $shared addresses sampled before and after the flush, each sample named by the trace there at its time ($right right, 0 wrong)"
+	else notok "time: right=$right wrong=$wrong shared=$shared" "$res" "$(tail -3 "$T/flush.err")"; fi
+else
+	notok "time: $MCREUSE not built (make check builds it)"
+fi
+
+# 4. Damaged perf.data under ASan+UBSan.
+[ -x "$JA" ] || JA=$J
+RAW=$T/numeric/perf.data.raw
+mkdir -p "$T/bad"
+cp "$T/numeric/region" "$T/bad/region" 2>/dev/null
+size=$(stat -c %s "$RAW")
+bad=0 badmsg=
+for cut in 0 7 20 100 200 300 $((size / 3)) $((size / 2 + 5)) $((size * 3 / 4 + 3)); do
+	head -c "$cut" "$RAW" >"$T/bad/perf.data.raw"
+	"$JA" report --no-write "$T/bad" >"$T/bad.out" 2>"$T/bad.err"; rc=$?
+	if [ $rc -ne 3 ] || ! grep -qE 'perf.data|PERFILE2' "$T/bad.err" || grep -qE 'Sanitizer|runtime error' "$T/bad.err"; then
+		bad=$((bad + 1)) badmsg="cut at $cut: rc=$rc $(head -c 300 "$T/bad.err")"
+	fi
+done
+if [ $bad -eq 0 ]; then
+	ok "truncated perf.data (9 cuts): exit 3 with a clear message, no sanitizer report ($(head -1 "$T/bad.err"))"
+else notok "truncated perf.data: $bad bad" "$badmsg"; fi
+bad=0 badmsg=
+for seed in 1 2 3 4 5 6 7 8; do
+	python3 - "$RAW" "$T/bad/perf.data.raw" "$seed" <<'PY'
+import sys, random
+d = bytearray(open(sys.argv[1], "rb").read()[:400000])
+r = random.Random(int(sys.argv[3]))
+for _ in range(40):
+    i = r.randrange(len(d))
+    d[i] = r.randrange(256)
+open(sys.argv[2], "wb").write(bytes(d))
+PY
+	"$JA" report --no-write "$T/bad" >"$T/bad.out" 2>"$T/bad.err"; rc=$?
+	if { [ $rc -ne 0 ] && [ $rc -ne 3 ]; } || grep -qE 'Sanitizer|runtime error' "$T/bad.err"; then
+		bad=$((bad + 1)) badmsg="seed $seed: rc=$rc $(head -c 300 "$T/bad.err")"
+	fi
+done
+if [ $bad -eq 0 ]; then
+	ok "corrupted perf.data (8 x 40 random bytes): exit 0 or 3, no crash or sanitizer report"
+else notok "corrupted perf.data: $bad bad" "$badmsg"; fi
+printf 'PERFILE2\x10\0\0\0\0\0\0\0' >"$T/bad/perf.data.raw"
+"$JA" report --no-write "$T/bad" >/dev/null 2>"$T/bad.err"; rc=$?
+if [ $rc -eq 3 ] && grep -q "pipe mode" "$T/bad.err"; then ok "pipe-mode perf.data: exit 3, says it is not supported"
+else notok "pipe mode" "rc=$rc $(cat "$T/bad.err")"; fi
+"$J" report >/dev/null 2>"$T/u.err"; rc=$?
+if [ $rc -eq 2 ] && "$J" report --help | grep -q "Usage: jitsframe report"; then ok "usage: exit 2 without DIR; --help"
+else notok "usage" "rc=$rc"; fi
+
+# 5. ELF .sframe sections: a program assembled with --gsframe unwinds the
+#    same through its .sframe as through its .eh_frame.
+S=$T/sfp
+mkdir -p "$S"
+if ${CC:-cc} -O2 -fomit-frame-pointer -Wa,--gsframe tests/sframe_prog.c -o "$S/prog" 2>"$S/cc.err"; then
+	perf record -q -k 1 --call-graph dwarf,16384 -F 1999 -o "$S/perf.data.raw" "$S/prog" 3000 >/dev/null 2>&1
+	"$J" report --no-write --dump "$S/a.txt" "$S" >"$S/a.out" 2>&1
+	JITSFRAME_NO_SFRAME=1 "$J" report --no-write --dump "$S/b.txt" "$S" >"$S/b.out" 2>&1
+	rows=$(sed -nE 's/^# rows from .sframe ([0-9]+),.*/\1/p' "$S/a.txt")
+	brows=$(sed -nE 's/^# rows from .sframe ([0-9]+),.*/\1/p' "$S/b.txt")
+	nsamp=$(grep -c '^S ' "$S/a.txt")
+	inprog=$(grep -c "^F .* $S/prog\$" "$S/a.txt")
+	if [ "${rows:-0}" -ge 3 ] && [ "${brows:-1}" -eq 0 ] && [ "$inprog" -ge 50 ] &&
+		cmp -s <(grep -v '^#' "$S/a.txt") <(grep -v '^#' "$S/b.txt"); then
+		ok ".sframe: $nsamp samples ($inprog frames in the program) unwind the same through $rows .sframe rows as through .eh_frame"
+	else notok ".sframe: rows=$rows (without: $brows), $inprog frames in the program, dumps $(cmp <(grep -v '^#' "$S/a.txt") <(grep -v '^#' "$S/b.txt") | head -1)" "$(cat "$S/a.out")"; fi
+else
+	ok ".sframe: skipped, the assembler has no --gsframe ($(head -1 "$S/cc.err")) # SKIP"
+fi
+
+echo "1..$n"
+[ $fails -eq 0 ]
