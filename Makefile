@@ -54,11 +54,13 @@ $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 VM_SRC := vm/module.c vm/ljrows.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
+VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c
+AUDIT_LIBS := -lmsgpackc
 $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
 		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
-		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS)
+		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS) $(AUDIT_LIBS)
 
 # --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
 # through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode
