@@ -12,6 +12,7 @@ LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
 CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
+CLI_SRC += cli/audit_cmd.c vm/auditfmt.c
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
@@ -49,7 +50,7 @@ $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap -Ivm $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS) $(AUDIT_LIBS)
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)

@@ -30,5 +30,6 @@ int cli_write_file(const char *path, const void *buf, size_t len);
 int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 
 #endif
