@@ -14,6 +14,7 @@ CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
 CLI_SRC += cli/audit_cmd.c vm/auditfmt.c
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
+TESTS   += t_auditdec
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
 .PHONY: all check bench clean format deps demo
@@ -43,6 +44,7 @@ $(eval $(call flavour,tsan))
 
 TEST_LIBS_t_libsframe := -lsframe
 TEST_LIBS_t_states := -lluajit-5.1
+TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c -lmsgpackc
 CPPFLAGS += $(LUAJIT_CFLAGS)
 
 $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -170,11 +171,12 @@ int jsf_auditw_open(struct jsf_auditw **out, const struct jsf_auditw_opts *o,
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		w->limit = (uint64_t)rl.rlim_cur;
 	int err = create_file(w, o->replace);
+	struct stat st;
+	if (!err && (fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		w->max_bytes = 0; /* a device or a pipe: never renamed */
 	if (err) {
-		if (w->fd >= 0) {
-			close(w->fd);
-			unlink(w->path);
-		}
+		/* never unlink: with replace it may be a file (or a device:
+		 * /dev/full) that was there before us */
 		jsf_auditw_forget(w);
 		return err;
 	}
@@ -184,6 +186,9 @@ int jsf_auditw_open(struct jsf_auditw **out, const struct jsf_auditw_opts *o,
 
 static void rotate(struct jsf_auditw *w)
 {
+	struct stat st;
+	if (fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return; /* only regular files are renamed */
 	size_t n = strlen(w->path) + 16;
 	char *a = malloc(n), *b = malloc(n);
 	int err = (!a || !b) ? -ENOMEM : 0;
