@@ -79,10 +79,12 @@ $(B)/tests/lib%.so: tests/%.c
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
 FUZZERS := fuzz_view fuzz_sframe
+FUZZERS += fuzz_audit
+FUZZ_EXTRA_fuzz_audit := -Ivm vm/auditfmt.c -lmsgpackc
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
+	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS) $(FUZZ_EXTRA_$*)
 
 deps:
 	@scripts/install-deps
