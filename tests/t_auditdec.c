@@ -120,6 +120,22 @@ int main(void)
 	char msg[256], want[256];
 	int state, trok;
 
+	CASE("CRC32C: the standard check value, hardware = portable")
+	{
+		CHECK_EQ(jsf_crc32c(0, "123456789", 9), 0xE3069283u);
+		CHECK_EQ(jsf_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+		uint8_t b[300];
+		for (int t = 0; t < 2000; t++) {
+			size_t n = h_below(sizeof(b)), at = h_below(8);
+			for (size_t i = 0; i < sizeof(b); i++)
+				b[i] = (uint8_t)h_rand();
+			uint32_t seed = (uint32_t)h_rand();
+			CHECK_EQ(
+			    jsf_crc32c(seed, b + at, n - (n > at ? at : n)),
+			    jsf_crc32c_sw(seed, b + at, n - (n > at ? at : n)));
+		}
+	}
+
 	CASE("an intact log decodes every record, cleanly")
 	{
 		CHECK_EQ(err, 0);

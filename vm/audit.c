@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <lauxlib.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +30,14 @@ static pid_t g_owner;
 static char g_apath[4096];
 static uint64_t g_next_fn = 1; /* function ids, unique in the process */
 static uint64_t g_dropped, g_funcs;
+static uint64_t g_func_ns, g_event_ns, g_write_ns; /* time spent */
 static char g_last_err[200];
 static msgpack_sbuffer g_sb, g_sbf; /* the record, a func record */
 static int g_in_func;		    /* building a func record */
 
 /* Per Lua state: cached functions and the function-id table. */
 struct astate {
-	int util_ref, fnids_ref, tostring_ref, typeof_ref;
+	int util_ref, fnids_ref, tostring_ref, typeof_ref, build_ref;
 	unsigned gen;	/* writer generation the fnids belong to */
 	uint32_t gexit; /* shared exit stubs already sent */
 	int gexit_none; /* traceexitstub(i) answers nil: per trace */
@@ -69,7 +71,31 @@ struct ctx {
 	int fnids; /* stack index of the weak id table */
 	int32_t spadj;
 	const char *kind; /* "trace", "record", "texit" */
+	int defer;	  /* set by build: write with the next record */
 };
+
+static void forked(void);
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forked);
+}
+
+/* This process's pid without a system call per event: refreshed in a
+ * fork child. */
+static pid_t g_self;
+static void forked(void)
+{
+	g_self = getpid();
+}
+static pid_t self(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	if (!g_self) {
+		g_self = getpid();
+		pthread_once(&once, register_atfork);
+	}
+	return g_self;
+}
 
 static uint64_t now_ns(void)
 {
@@ -204,6 +230,17 @@ static void pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
 				n++;
 				lua_pop(L, 1);
 			}
+			if (n && lua_objlen(L, idx) == n) {
+				/* a sequence 1..n: an array (the same Lua table
+				 * when read back), smaller and faster */
+				msgpack_pack_array(pk, n);
+				for (uint32_t i = 1; i <= n; i++) {
+					lua_rawgeti(L, idx, (int)i);
+					pack_any(L, c, pk, -1, 1, depth + 1);
+					lua_pop(L, 1);
+				}
+				return;
+			}
 			msgpack_pack_map(pk, n);
 			lua_pushnil(L);
 			while (lua_next(L, idx)) {
@@ -231,11 +268,16 @@ static void kv_top(lua_State *L, struct ctx *c, msgpack_packer *pk,
 
 /* ------------------------------------------------------------ records */
 
-static void put_record(msgpack_sbuffer *sb)
+/* Write a record; a deferred one goes out with the next written one. */
+static void put_record(msgpack_sbuffer *sb, int defer)
 {
 	if (!g_w)
 		return;
-	if (jsf_auditw_write(g_w, sb->data, sb->size) != 0) {
+	uint64_t t0 = now_ns();
+	int err = defer ? jsf_auditw_defer(g_w, sb->data, sb->size)
+			: jsf_auditw_write(g_w, sb->data, sb->size);
+	g_write_ns += now_ns() - t0;
+	if (err) {
 		jsf_auditw_close(g_w, NULL); /* the writer left its note */
 		g_w = NULL;
 	}
@@ -244,6 +286,7 @@ static void put_record(msgpack_sbuffer *sb)
 /* The func record of the function at idx (a new id), written now. */
 static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id)
 {
+	uint64_t t0 = now_ns();
 	msgpack_sbuffer *sb = &g_sbf;
 	msgpack_packer pk;
 	msgpack_sbuffer_clear(sb);
@@ -372,7 +415,8 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id)
 	map_end(sb, m, n);
 	g_in_func = 0;
 	g_funcs++;
-	put_record(sb);
+	g_func_ns += now_ns() - t0;
+	put_record(sb, 1); /* with the record that refers to it */
 }
 
 /* The id of the function at idx; its func record goes out first. */
@@ -396,7 +440,8 @@ static uint64_t ensure_func(lua_State *L, struct ctx *c, int idx)
 
 /* The trace dump shared by stop and (full) abort: info, ir, k, snap. */
 static uint32_t pack_trace_ir(lua_State *L, struct ctx *c, msgpack_packer *pk,
-			      msgpack_sbuffer *sb, lua_Integer tr)
+			      msgpack_sbuffer *sb, lua_Integer tr,
+			      lua_Integer *nexit)
 {
 	lua_pushinteger(L, tr);
 	call_util(L, c, U_TRACEINFO, 1, 1);
@@ -408,7 +453,9 @@ static uint32_t pack_trace_ir(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	lua_Integer nins = lua_tointeger(L, -1);
 	lua_getfield(L, -2, "nk");
 	lua_Integer nk = lua_tointeger(L, -1);
-	lua_pop(L, 2);
+	lua_getfield(L, -3, "nexit");
+	*nexit = lua_tointeger(L, -1);
+	lua_pop(L, 3);
 	kv_top(L, c, pk, "info", 1);
 	/* ir: traceir(tr, i) for i = 0..nins (instructions; 0 is BASE) */
 	pstr(pk, "ir");
@@ -421,8 +468,8 @@ static uint32_t pack_trace_ir(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		if (!lua_isnil(L, -5)) {
 			msgpack_pack_int64(pk, i);
 			msgpack_pack_array(pk, 5);
-			for (int j = -5; j < 0; j++)
-				pack_any(L, c, pk, j, 0, 1);
+			for (int j = -5; j < 0; j++) /* integers */
+				msgpack_pack_int64(pk, lua_tointeger(L, j));
 			n++;
 		}
 		lua_pop(L, 5);
@@ -517,6 +564,7 @@ static int build(lua_State *L)
 		/* the func record (if new) goes out before this one */
 		uint64_t fid = lua_isfunction(L, 3) ? ensure_func(L, c, 3) : 0;
 		rec_head(pk, "record");
+		c->defer = 1;
 		field_int(pk, "tr", L, 2);
 		pstr(pk, "func");
 		if (fid)
@@ -551,6 +599,7 @@ static int build(lua_State *L)
 		lua_Integer tr = lua_tointeger(L, 3);
 		if (is_start) {
 			rec_head(pk, "start");
+			c->defer = 1;
 			field_int(pk, "tr", L, 3);
 			pstr(pk, "func");
 			msgpack_pack_uint64(pk, fid);
@@ -570,7 +619,8 @@ static int build(lua_State *L)
 				msgpack_pack_uint64(pk, fid);
 				n++;
 			}
-			n += pack_trace_ir(L, c, pk, sb, tr);
+			lua_Integer nexit = 0;
+			n += pack_trace_ir(L, c, pk, sb, tr, &nexit);
 			lua_pushinteger(L, tr);
 			call_util(L, c, U_TRACEMC, 1, 3);
 			pstr(pk, "mc");
@@ -589,11 +639,6 @@ static int build(lua_State *L)
 			lua_pop(L, 3);
 			n += 3;
 			/* exit stubs: shared ones (x86/x64) only when new */
-			lua_pushinteger(L, tr);
-			call_util(L, c, U_TRACEINFO, 1, 1);
-			lua_getfield(L, -1, "nexit");
-			lua_Integer nexit = lua_tointeger(L, -1);
-			lua_pop(L, 2);
 			struct astate *a = c->a;
 			if (!a->gexit_none) {
 				pstr(pk, "gexitstub");
@@ -653,8 +698,9 @@ static int build(lua_State *L)
 			pstr(pk, "errinfo");
 			pack_any(L, c, pk, 7, 0, 0);
 			n += 5;
+			lua_Integer nx;
 			if (g_level >= JSF_AUDIT_FULL)
-				n += pack_trace_ir(L, c, pk, sb, tr);
+				n += pack_trace_ir(L, c, pk, sb, tr, &nx);
 		} else if (!strcmp(what, "flush")) {
 			rec_head(pk, "flush");
 			c->a->gexit =
@@ -664,7 +710,9 @@ static int build(lua_State *L)
 		}
 	}
 	map_end(sb, m, n);
-	put_record(sb);
+	/* A trace's start and its recorded bytecodes go out with its stop or
+	 * abort, in the same write(2). */
+	put_record(sb, c->defer);
 	return 0;
 }
 
@@ -715,6 +763,8 @@ static struct astate *get_astate(lua_State *L, int create)
 		a->typeof_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	}
 	lua_settop(L, top);
+	lua_pushcfunction(L, build); /* one closure, not one per event */
+	a->build_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	new_fnids(L, a);
 	a->gen = jsf_auditw_gen(g_w);
 	return a;
@@ -724,7 +774,7 @@ static void event(lua_State *L, const char *kind, int32_t spadj)
 {
 	if (!g_w)
 		return;
-	if (g_owner != getpid()) { /* a fork child: the log is the parent's */
+	if (g_owner != self()) { /* a fork child: the log is the parent's */
 		jsf_auditw_forget(g_w);
 		g_w = NULL;
 		return;
@@ -742,12 +792,15 @@ static void event(lua_State *L, const char *kind, int32_t spadj)
 	if (!lua_checkstack(L, n + 48))
 		return;
 	struct ctx c = {.a = a, .spadj = spadj, .kind = kind};
-	lua_pushcfunction(L, build);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, a->build_ref);
 	lua_pushlightuserdata(L, &c);
 	for (int i = 1; i <= n; i++)
 		lua_pushvalue(L, i);
 	g_in_func = 0;
-	if (lua_pcall(L, n + 1, 0, 0)) {
+	uint64_t t0 = now_ns();
+	int perr = lua_pcall(L, n + 1, 0, 0);
+	g_event_ns += now_ns() - t0;
+	if (perr) {
 		g_dropped++;
 		const char *e = lua_tostring(L, -1);
 		snprintf(g_last_err, sizeof(g_last_err), "%s", e ? e : "?");
@@ -775,7 +828,7 @@ void jsf_audit_texit(lua_State *L)
 
 int jsf_audit_level(void)
 {
-	return g_w && g_owner == getpid() ? g_level : 0;
+	return g_w && g_owner == self() ? g_level : 0;
 }
 
 const char *jsf_audit_path(void)
@@ -884,7 +937,7 @@ static int build_header(lua_State *L)
 int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
 		   size_t errlen)
 {
-	if (g_w && g_owner == getpid()) {
+	if (g_w && g_owner == self()) {
 		snprintf(err, errlen, "this process already logs to %s",
 			 g_apath);
 		return -EBUSY;
@@ -916,7 +969,7 @@ int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
 		snprintf(err, errlen, "%s: %s", cfg->path, strerror(-e));
 		return e;
 	}
-	g_owner = getpid();
+	g_owner = self();
 	snprintf(g_apath, sizeof(g_apath), "%s", cfg->path);
 	a->gen = jsf_auditw_gen(g_w);
 	new_fnids(L, a);
@@ -926,7 +979,7 @@ int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
 
 void jsf_audit_close(const char *note)
 {
-	if (g_w && g_owner == getpid())
+	if (g_w && g_owner == self())
 		jsf_auditw_close(g_w, note);
 	else if (g_w)
 		jsf_auditw_forget(g_w);
@@ -950,6 +1003,14 @@ void jsf_audit_stats(lua_State *L)
 	lua_setfield(L, -2, "dropped");
 	lua_pushnumber(L, (lua_Number)g_funcs);
 	lua_setfield(L, -2, "funcs");
+	/* time (ns) in building records (func records included), in func
+	 * records alone, and in write(2) */
+	lua_pushnumber(L, (lua_Number)g_event_ns);
+	lua_setfield(L, -2, "event_ns");
+	lua_pushnumber(L, (lua_Number)g_func_ns);
+	lua_setfield(L, -2, "func_ns");
+	lua_pushnumber(L, (lua_Number)g_write_ns);
+	lua_setfield(L, -2, "write_ns");
 	if (g_last_err[0]) {
 		lua_pushstring(L, g_last_err);
 		lua_setfield(L, -2, "last_error");

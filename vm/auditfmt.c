@@ -26,7 +26,48 @@ static void crc_init(void)
 					crc_tab[0][crc_tab[t - 1][i] & 0xff];
 }
 
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+/* The same CRC with the SSE4.2 crc32 instruction (8 bytes a step). */
+__attribute__((target("sse4.2"))) static uint32_t
+crc_hw(uint32_t crc, const uint8_t *p, size_t len)
+{
+	uint64_t c = ~crc;
+	while (len >= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = _mm_crc32_u64(c, v);
+		p += 8;
+		len -= 8;
+	}
+	uint32_t c32 = (uint32_t)c;
+	while (len--)
+		c32 = _mm_crc32_u8(c32, *p++);
+	return ~c32;
+}
+#endif
+
+static uint32_t crc_sw(uint32_t crc, const void *buf, size_t len);
+
 uint32_t jsf_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+#if defined(__x86_64__)
+	static int hw = -1;
+	if (hw < 0)
+		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	if (hw)
+		return crc_hw(crc, buf, len);
+#endif
+	return crc_sw(crc, buf, len);
+}
+
+/* The portable one (also the reference the tests compare against). */
+uint32_t jsf_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+	return crc_sw(crc, buf, len);
+}
+
+static uint32_t crc_sw(uint32_t crc, const void *buf, size_t len)
 {
 	static int ready;
 	if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {

@@ -25,6 +25,7 @@
 #define JSF_AUDIT_MAX_RECORD (256u << 20) /* 256 MiB */
 
 uint32_t jsf_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t jsf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 /* Fill the 16-byte file magic. */
 void jsf_audit_magic(uint8_t out[JSF_AUDIT_MAGIC_LEN]);
 /* Frame header for a payload. */

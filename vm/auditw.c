@@ -27,6 +27,9 @@ struct jsf_auditw {
 	uint64_t total, nrec;
 	void *header;
 	size_t hlen;
+	uint8_t *pend; /* framed records waiting for the next write */
+	size_t plen, pcap;
+	uint64_t pnrec;
 	char err[256];
 };
 
@@ -58,15 +61,22 @@ size_t jsf_audit_note_payload(char *buf, size_t cap, const char *text)
 	return n;
 }
 
-/* One record with one writev; a short write continues; 0 or -errno. */
+/* The pending records, then one record (len 0: none), with one writev;
+ * a short write continues; 0 or -errno. */
 static int put(struct jsf_auditw *w, const void *payload, size_t len)
 {
 	uint8_t fr[JSF_AUDIT_FRAME];
-	jsf_audit_frame(fr, payload, (uint32_t)len);
-	struct iovec iov[2] = {{fr, sizeof(fr)}, {(void *)payload, len}};
-	size_t want = sizeof(fr) + len, done = 0;
+	if (len)
+		jsf_audit_frame(fr, payload, (uint32_t)len);
+	struct iovec iov[3] = {{w->pend, w->plen},
+			       {fr, len ? sizeof(fr) : 0},
+			       {(void *)payload, len}};
+	size_t want = w->plen + (len ? sizeof(fr) : 0) + len, done = 0;
+	uint64_t nrec = w->pnrec + (len != 0);
+	w->plen = 0; /* written or lost: never twice */
+	w->pnrec = 0;
 	while (done < want) {
-		ssize_t n = writev(w->fd, iov, 2);
+		ssize_t n = writev(w->fd, iov, 3);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -75,7 +85,7 @@ static int put(struct jsf_auditw *w, const void *payload, size_t len)
 			return -ENOSPC;
 		done += (size_t)n;
 		size_t k = (size_t)n;
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 3; i++) {
 			size_t t = k < iov[i].iov_len ? k : iov[i].iov_len;
 			iov[i].iov_base = (char *)iov[i].iov_base + t;
 			iov[i].iov_len -= t;
@@ -84,7 +94,7 @@ static int put(struct jsf_auditw *w, const void *payload, size_t len)
 	}
 	w->off += want;
 	w->total += want;
-	w->nrec++;
+	w->nrec += nrec;
 	return 0;
 }
 
@@ -131,6 +141,8 @@ static void stop(struct jsf_auditw *w, int err, const char *what)
 	if (w->fd < 0)
 		return;
 	snprintf(w->err, sizeof(w->err), "%s: %s", what, strerror(-err));
+	w->plen = 0; /* the records waiting are lost with the failed one */
+	w->pnrec = 0;
 	if (ftruncate(w->fd, (off_t)w->off) == 0 || errno == EINVAL) {
 		char note[512], buf[640];
 		snprintf(note, sizeof(note),
@@ -237,8 +249,54 @@ static void rotate(struct jsf_auditw *w)
 
 void jsf_auditw_begin(struct jsf_auditw *w)
 {
-	if (w && w->fd >= 0 && w->max_bytes && w->off >= w->max_bytes)
+	if (w && w->fd >= 0 && w->max_bytes && w->off >= w->max_bytes &&
+	    jsf_auditw_flush(w) == 0)
 		rotate(w);
+}
+
+int jsf_auditw_defer(struct jsf_auditw *w, const void *payload, size_t len)
+{
+	if (!w || w->fd < 0)
+		return -EBADF;
+	if (len == 0 || len > JSF_AUDIT_MAX_RECORD)
+		return -EINVAL;
+	size_t need = w->plen + JSF_AUDIT_FRAME + len;
+	if (need > w->pcap) {
+		size_t cap = w->pcap ? w->pcap : 16384;
+		while (cap < need)
+			cap *= 2;
+		uint8_t *p = realloc(w->pend, cap);
+		if (!p) {
+			stop(w, -ENOMEM, "buffering");
+			return -ENOMEM;
+		}
+		w->pend = p;
+		w->pcap = cap;
+	}
+	jsf_audit_frame(w->pend + w->plen, payload, (uint32_t)len);
+	memcpy(w->pend + w->plen + JSF_AUDIT_FRAME, payload, len);
+	w->plen = need;
+	w->pnrec++;
+	/* a long recording (full level): do not hold more than 1 MiB */
+	if (w->plen > (1u << 20))
+		return jsf_auditw_flush(w);
+	return 0;
+}
+
+int jsf_auditw_flush(struct jsf_auditw *w)
+{
+	if (!w || w->fd < 0)
+		return -EBADF;
+	if (!w->plen)
+		return 0;
+	if (w->off + w->plen + NOTE_ROOM > w->limit) {
+		stop(w, -EFBIG, "writing");
+		return -EFBIG;
+	}
+	int err = put(w, NULL, 0);
+	if (err)
+		stop(w, err, "writing");
+	return err;
 }
 
 int jsf_auditw_write(struct jsf_auditw *w, const void *payload, size_t len)
@@ -247,7 +305,7 @@ int jsf_auditw_write(struct jsf_auditw *w, const void *payload, size_t len)
 		return -EBADF;
 	if (len == 0 || len > JSF_AUDIT_MAX_RECORD)
 		return -EINVAL;
-	if (w->off + JSF_AUDIT_FRAME + len + NOTE_ROOM > w->limit) {
+	if (w->off + w->plen + JSF_AUDIT_FRAME + len + NOTE_ROOM > w->limit) {
 		stop(w, -EFBIG, "writing");
 		return -EFBIG;
 	}
@@ -281,6 +339,8 @@ void jsf_auditw_close(struct jsf_auditw *w, const char *final_note)
 {
 	if (!w)
 		return;
+	if (w->fd >= 0)
+		(void)jsf_auditw_flush(w);
 	if (w->fd >= 0 && final_note) {
 		char buf[640];
 		size_t n = jsf_audit_note_payload(buf, sizeof(buf), final_note);
@@ -301,5 +361,6 @@ void jsf_auditw_forget(struct jsf_auditw *w)
 		close(w->fd);
 	free(w->path);
 	free(w->header);
+	free(w->pend);
 	free(w);
 }

@@ -31,6 +31,12 @@ void jsf_auditw_begin(struct jsf_auditw *w);
 /* Append one record. 0 on success; -errno when it failed: the log has
  * stopped (jsf_auditw_error() says why; later calls fail at once). */
 int jsf_auditw_write(struct jsf_auditw *w, const void *payload, size_t len);
+/* Keep a record to go out with the next jsf_auditw_write (or flush), in
+ * the same write(2): for records that only matter with the one that
+ * follows (a trace's start before its stop or abort). A SIGKILL before
+ * that write loses them. 0 or -errno (stopped). */
+int jsf_auditw_defer(struct jsf_auditw *w, const void *payload, size_t len);
+int jsf_auditw_flush(struct jsf_auditw *w);
 /* Bumped by every rotation (each file starts with the header again). */
 unsigned jsf_auditw_gen(const struct jsf_auditw *w);
 const char *jsf_auditw_error(const struct jsf_auditw *w); /* NULL: fine */
