@@ -138,5 +138,25 @@ if [ $rc -eq 0 ] && [ "$out" = "$ref" ] && grep -q '^status clean' "$T/fc" &&
 	ok "disk full (1 MiB RLIMIT_FSIZE, the log would be 2.4 MB): program output and exit unchanged, log ends with: $(grep '^last' "$T/fc" | cut -c11-60)..."
 else notok "disk full" "rc $rc" "$(cat "$T/fc")" "$(head -3 "$T/ferr")"; fi
 
+# 7. the CLI on bad input: usage 2, unreadable 3, damaged 1 with the
+# listing up to the damage and the message, unknown trace 1
+codes=""
+"$J" audit >/dev/null 2>&1; codes="$codes $?"
+"$J" audit "$L" --bogus >/dev/null 2>&1; codes="$codes $?"
+"$J" audit "$L" --dump x >/dev/null 2>&1; codes="$codes $?"
+"$J" audit "$T/nonexistent" >/dev/null 2>&1; codes="$codes $?"
+"$J" audit "$L" --dump 999999 >/dev/null 2>&1; codes="$codes $?"
+"$J" audit --help >/dev/null 2>&1; codes="$codes $?"
+sz=$(stat -c %s "$L")
+head -c $((sz * 2 / 3)) "$L" >"$T/cut.log"
+"$J" audit "$T/cut.log" >"$T/cut.out" 2>"$T/cut.err"; codes="$codes $?"
+full_lines=$(grep -c . "$T/sidetraces.l")
+cut_lines=$(grep -c . "$T/cut.out")
+if [ "$codes" = " 2 2 2 3 1 0 1" ] && grep -qE 'damaged at byte [0-9]+: truncated record; [0-9]+ records decoded' "$T/cut.err" &&
+	[ "$cut_lines" -gt 0 ] && [ "$cut_lines" -lt "$full_lines" ] &&
+	cmp -s "$T/cut.out" <(head -n "$cut_lines" "$T/sidetraces.l"); then
+	ok "CLI: exit codes$codes; a log cut at 2/3 lists its first $cut_lines of $full_lines lines, then: $(cut -d: -f2- "$T/cut.err" | head -1)"
+else notok "CLI bad input" "codes$codes" "$(head -2 "$T/cut.err")" "lines $cut_lines of $full_lines"; fi
+
 echo "1..$n"
 [ $fails -eq 0 ]
