@@ -18,7 +18,10 @@ REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
            cli/elfsframe.c cli/report_cmd.c
 CLI_SRC += $(REPORT_SRC)
 CLI_LIBS := -ldw -lelf
+# the auditlog (issue 5): listing/dump and the reader shared with the module
+CLI_SRC += cli/audit_cmd.c vm/auditfmt.c
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
+TESTS   += t_auditdec
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h vm/*.h)
 
 .PHONY: all check bench clean format deps demo
@@ -49,6 +52,9 @@ $(eval $(call flavour,tsan))
 TEST_LIBS_t_libsframe := -lsframe
 TEST_SRCS_t_ljrows := vm/ljrows.c vm/x86len.c
 TEST_LIBS_t_states := -lluajit-5.1
+TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c -lmsgpackc
+AUDIT_FILES := vm/auditfmt.c vm/auditfmt.h vm/auditw.c vm/auditw.h
+$(B)/rel/tests/t_auditdec $(B)/asan/tests/t_auditdec $(B)/fuzz/fuzz_audit $(B)/jitsframe: $(AUDIT_FILES)
 CPPFLAGS += $(LUAJIT_CFLAGS)
 
 $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
@@ -56,7 +62,7 @@ $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap -Ivm $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS) $(AUDIT_LIBS)
 
 # --- profiles (cli/profile.c): pprof through protobuf-c (C generated from
 # cli/pprof.proto by protoc-c), gzip through zlib; the HTML flame graph's
@@ -86,7 +92,7 @@ $(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
 
 # the CLI under ASan+UBSan (tests/t_report.sh feeds it damaged perf.data)
 $(B)/asan/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/asan/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(asan_CFLAGS) $(CLI_SRC) $(B)/asan/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap -Ivm $(asan_CFLAGS) $(CLI_SRC) $(B)/asan/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS) $(AUDIT_LIBS)
 $(B)/asan/jitsframe: CPPFLAGS += -I$(B)/gen
 $(B)/asan/jitsframe: LDLIBS += $(PROFILE_LIBS)
 $(B)/asan/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
@@ -94,11 +100,13 @@ $(B)/asan/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 VM_SRC := vm/module.c vm/ljrows.c vm/x86len.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
+VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c
+AUDIT_LIBS := -lmsgpackc
 $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
 		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
-		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS)
+		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS) $(AUDIT_LIBS)
 
 # --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
 # through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode
@@ -117,10 +125,12 @@ $(B)/tests/lib%.so: tests/%.c
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
 FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata
+FUZZERS += fuzz_audit
+FUZZ_EXTRA_fuzz_audit := -Ivm vm/auditfmt.c -lmsgpackc
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
+	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS) $(FUZZ_EXTRA_$*)
 
 # the perf.data reader and the unwinder (cli/): their own sources and libdw
 PD_FUZZ_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \

@@ -36,5 +36,6 @@ int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 
 #endif

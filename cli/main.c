@@ -27,6 +27,8 @@ static const char usage[] =
 	"                            check a raw SFrame V3 section\n"
 	"  region export FILE -o OUT write the live functions as a standalone\n"
 	"                            SFrame section (V3, or V1 with --v1)\n"
+	"  audit FILE [--dump N]     read an auditlog (run -a): traces like -jv,\n"
+	"                            one trace's IR and machine code\n"
 	"\n"
 	"Run 'jitsframe COMMAND --help' for the options of a command.\n"
 	"\n"
@@ -123,6 +125,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "region"))
 		return cmd_region(argc - 1, argv + 1);
+	if (!strcmp(cmd, "audit"))
+		return cmd_audit(argc - 1, argv + 1);
 	fprintf(stderr, "jitsframe: unknown command '%s'\n%s", cmd, usage);
 	return EX_USAGE;
 }
