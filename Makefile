@@ -12,11 +12,13 @@ LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
            sframe/validate.c sframe/export.c
 CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
+CLI_SRC += cli/audit_replay.c
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
 .PHONY: all check bench clean format deps demo
 all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
+all: $(B)/lua/jitsframe_replay.lua
 
 # --- one object set per flavour: build/<flavour>/... ---
 define flavour
@@ -59,6 +61,11 @@ $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OB
 	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
 		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
 		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS)
+
+# `jitsframe audit replay` runs this driver (found beside the CLI, in lua/)
+$(B)/lua/jitsframe_replay.lua: vm/replay.lua
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
 # through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode

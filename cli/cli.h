@@ -30,5 +30,7 @@ int cli_write_file(const char *path, const void *buf, size_t len);
 int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+/* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */
+int audit_replay_main(int argc, char **argv);
 
 #endif

@@ -117,6 +117,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "audit") && argc > 2 && !strcmp(argv[2], "replay"))
+		return audit_replay_main(argc - 2, argv + 2);
 	if (!strcmp(cmd, "region"))
 		return cmd_region(argc - 1, argv + 1);
 	fprintf(stderr, "jitsframe: unknown command '%s'\n%s", cmd, usage);
