@@ -13,7 +13,9 @@ LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
 CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
            cli/folded.c cli/flame.c perfmap/jdread.c
 CLI_SRC += cli/audit_replay.c
+CLI_SRC += cli/audit_cmd.c vm/auditfmt.c
 TESTS   := t_rows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
+TESTS   += t_auditdec
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h)
 
 .PHONY: all check bench clean format deps demo
@@ -44,6 +46,7 @@ $(eval $(call flavour,tsan))
 
 TEST_LIBS_t_libsframe := -lsframe
 TEST_LIBS_t_states := -lluajit-5.1
+TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c -lmsgpackc
 CPPFLAGS += $(LUAJIT_CFLAGS)
 
 $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
@@ -51,16 +54,18 @@ $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 $(B)/libjitsframe.so: $(rel_OBJ)
 	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
 $(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap -Ivm $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(LDLIBS) $(AUDIT_LIBS)
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 VM_SRC := vm/module.c vm/ljrows.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
+VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c
+AUDIT_LIBS := -lmsgpackc
 $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
 		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
-		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS)
+		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS) $(AUDIT_LIBS)
 
 # `jitsframe audit replay` runs this driver (found beside the CLI, in lua/)
 $(B)/lua/jitsframe_replay.lua: vm/replay.lua
@@ -81,10 +86,12 @@ $(B)/tests/lib%.so: tests/%.c
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
 FUZZERS := fuzz_view fuzz_sframe
+FUZZERS += fuzz_audit
+FUZZ_EXTRA_fuzz_audit := -Ivm vm/auditfmt.c -lmsgpackc
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS)
+	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS) $(FUZZ_EXTRA_$*)
 
 deps:
 	@scripts/install-deps

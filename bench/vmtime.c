@@ -173,6 +173,24 @@ static int find_handler(lua_State *L, int evt)
 		}
 		lua_pop(L, 1);
 	}
+	if (found > 1) { /* a full auditlog: jitsframe multiplexes "record"
+			  * and "texit" too; its "trace" dispatcher is the C
+			  * closure whose first upvalue is "trace" */
+		found = 0;
+		lua_pushnil(L);
+		while (lua_next(L, evt)) {
+			if (lua_iscfunction(L, -1) && lua_getupvalue(L, -1, 1)) {
+				const char *u = lua_tostring(L, -1);
+				if (u && !strcmp(u, "trace")) {
+					found++;
+					lua_pushvalue(L, -3);
+					lua_replace(L, slot);
+				}
+				lua_pop(L, 1);
+			}
+			lua_pop(L, 1);
+		}
+	}
 	return found;
 }
 

@@ -25,6 +25,8 @@ static const char usage[] =
 	"                            check a raw SFrame V3 section\n"
 	"  region export FILE -o OUT write the live functions as a standalone\n"
 	"                            SFrame section (V3, or V1 with --v1)\n"
+	"  audit FILE [--dump N]     read an auditlog (run -a): traces like -jv,\n"
+	"                            one trace's IR and machine code\n"
 	"\n"
 	"Run 'jitsframe COMMAND --help' for the options of a command.\n"
 	"\n"
@@ -117,10 +119,10 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(cmd, "audit") && argc > 2 && !strcmp(argv[2], "replay"))
-		return audit_replay_main(argc - 2, argv + 2);
 	if (!strcmp(cmd, "region"))
 		return cmd_region(argc - 1, argv + 1);
+	if (!strcmp(cmd, "audit"))
+		return cmd_audit(argc - 1, argv + 1);
 	fprintf(stderr, "jitsframe: unknown command '%s'\n%s", cmd, usage);
 	return EX_USAGE;
 }

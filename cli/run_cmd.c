@@ -17,7 +17,9 @@
 
 static const char usage[] =
 	"Usage: jitsframe run [--region PATH] [--replace] [--module-dir DIR]\n"
-	"                     [--quiet] -- CMD [ARGS...]\n"
+	"                     [--quiet] [-a PATH [--level full]\n"
+	"                     [--auditlog-max BYTES] [--auditlog-keep N]]\n"
+	"                     -- CMD [ARGS...]\n"
 	"\n"
 	"Run a LuaJIT program (the standalone `luajit` or anything honouring\n"
 	"LUA_INIT) with jitsframe publishing exact unwind rows for every trace.\n"
@@ -28,6 +30,11 @@ static const char usage[] =
 	"  --module-dir DIR  where jitsframe.so is (default: the lua/ directory\n"
 	"                    beside this program)\n"
 	"  --quiet           the module prints nothing on stderr\n"
+	"  -a, --auditlog PATH  write the auditlog (docs/AUDITLOG.md) to PATH\n"
+	"  --level LEVEL     auditlog level: default (traces) or full (also\n"
+	"                    every recorded bytecode and every trace exit)\n"
+	"  --auditlog-max BYTES  rotate the auditlog at this size (64 MiB)\n"
+	"  --auditlog-keep N     rotated files kept: PATH.1..PATH.N (3)\n"
 	"\n"
 	"Embedders (OpenResty): add the module directory to lua_package_cpath\n"
 	"and call  require(\"jitsframe\").start()  in init_by_lua*; each worker\n"
@@ -54,20 +61,44 @@ int cmd_run(int argc, char **argv)
 		{"replace", no_argument, 0, 'R'},
 		{"module-dir", required_argument, 0, 'm'},
 		{"quiet", no_argument, 0, 'q'},
+		{"auditlog", required_argument, 0, 'a'},
+		{"level", required_argument, 0, 'L'},
+		{"auditlog-max", required_argument, 0, 'M'},
+		{"auditlog-keep", required_argument, 0, 'K'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
-	const char *region = NULL, *moddir = NULL;
+	const char *region = NULL, *moddir = NULL, *alog = NULL, *alevel = NULL;
+	const char *amax = NULL, *akeep = NULL;
+	uint64_t num;
 	int replace = 0, quiet = 0, c;
 	optind = 1;
 	opterr = 0;
 	/* '+': stop at the first non-option (the command). */
-	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+ha:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r': region = optarg; break;
 		case 'R': replace = 1; break;
 		case 'm': moddir = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'a': alog = optarg; break;
+		case 'L':
+			if (strcmp(optarg, "default") && strcmp(optarg, "full")) {
+				fprintf(stderr, "jitsframe run: --level is default "
+						"or full\n");
+				return EX_USAGE;
+			}
+			alevel = optarg;
+			break;
+		case 'M':
+		case 'K':
+			if (!cli_u64(optarg, &num)) {
+				fprintf(stderr, "jitsframe run: bad number '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			*(c == 'M' ? &amax : &akeep) = optarg;
+			break;
 		case 'h': fputs(usage, stdout); return EX_OK;
 		default:
 			fprintf(stderr, "jitsframe run: unknown or incomplete option "
@@ -113,7 +144,11 @@ int cmd_run(int argc, char **argv)
 	    setenv("LUA_INIT", init_code, 1) || setenv("LUA_CPATH", cpath, 1) ||
 	    (region && setenv("JITSFRAME_REGION", region, 1)) ||
 	    setenv("JITSFRAME_REGION_REPLACE", replace ? "1" : "0", 1) ||
-	    setenv("JITSFRAME_QUIET", quiet ? "1" : "0", 1)) {
+	    setenv("JITSFRAME_QUIET", quiet ? "1" : "0", 1) ||
+	    (alog && setenv("JITSFRAME_AUDITLOG", alog, 1)) ||
+	    (alevel && setenv("JITSFRAME_AUDITLOG_LEVEL", alevel, 1)) ||
+	    (amax && setenv("JITSFRAME_AUDITLOG_MAX", amax, 1)) ||
+	    (akeep && setenv("JITSFRAME_AUDITLOG_KEEP", akeep, 1))) {
 		perror("jitsframe run: setenv");
 		return EX_INPUT;
 	}

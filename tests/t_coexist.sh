@@ -70,5 +70,21 @@ print('ok', n)" >"$T/o6" 2>&1
 if grep -q '^ok' "$T/o6"; then ok "stop() restores jit.attach and keeps the user's handler"
 else notok "stop() restores jit.attach" "$(cat "$T/o6")"; fi
 
+# 6. a full auditlog also multiplexes "record" and "texit": -jdump with
+# bytecode (b) and exit (x) modes keeps its events in either order, and
+# stop() gives LuaJIT back jit.attach with -jdump still attached
+$LJ -jdump=tbxrsT,"$T/x.ref" "$W" >/dev/null
+$J run --quiet --region "$T/r7" -a "$T/a7" --level full -- $LJ -jdump=tbxrsT,"$T/x7" "$W" >/dev/null 2>&1
+LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbxrsT,"$T/x8" -e "local j = require('jitsframe') assert(j.start{region='$T/r8', quiet=true, auditlog='$T/a8', level='full'})" "$W" >/dev/null 2>&1
+LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbxrsT,"$T/x9" -e "local j = require('jitsframe') local a = jit.attach assert(j.start{region='$T/r9', quiet=true, auditlog='$T/a9', level='full'}) assert(j.stop()) assert(jit.attach == a, 'restored')" "$W" >/dev/null 2>&1
+normx() { grep -E '^---- TRACE [0-9]+ (start|stop|abort|exit)' "$1" | sed -E 's/0x[0-9a-f]+/0xADDR/g'; }
+bc() { grep -cE '^[0-9]{4} ' "$1"; }
+if [ "$(normx "$T/x.ref" | grep -c exit)" -gt 0 ] &&
+	diff -q <(normx "$T/x.ref") <(normx "$T/x7") >/dev/null && diff -q <(normx "$T/x.ref") <(normx "$T/x8") >/dev/null &&
+	diff -q <(normx "$T/x.ref") <(normx "$T/x9") >/dev/null && [ "$(bc "$T/x7")" -gt 0 ] && [ "$(bc "$T/x8")" -gt 0 ] &&
+	[ -s "$T/a7" ] && [ -s "$T/a8" ]; then
+	ok "full auditlog: -jdump record/exit events unchanged in either order and after stop() ($(normx "$T/x7" | grep -c exit) exits, $(bc "$T/x7") bytecode/IR lines)"
+else notok "full auditlog with -jdump=tbxrsT" "$(diff <(normx "$T/x.ref") <(normx "$T/x7") | head -4)" "$(diff <(normx "$T/x.ref") <(normx "$T/x8") | head -4)" "$(diff <(normx "$T/x.ref") <(normx "$T/x9") | head -4)"; fi
+
 echo "1..$n"
 [ $fails -eq 0 ]

@@ -7,8 +7,10 @@
  *   local jsf = require("jitsframe")
  *   jsf.start{ region = PATH }   -- default: $JITSFRAME_REGION, else
  *                                 -- ${TMPDIR:-/tmp}/jitsframe-UID/PID.region
+ *   jsf.start{ auditlog = PATH, level = "default"|"full" }  -- the auditlog
  *   jsf.stop()
  */
+#include "audit.h"
 #include "jitdump.h"
 #include "jitsframe.h"
 #include "ljrows.h"
@@ -103,7 +105,9 @@ struct lstate {
 	int enabled;
 	int installed; /* dispatcher attached, jit.attach wrapped */
 	unsigned epoch;
-	int chain_ref, orig_ref, disp_ref, util_ref;
+	/* chains_ref: event name -> the handlers others attached, called
+	 * after ours; disps_ref: event name -> our dispatcher for it */
+	int chains_ref, orig_ref, disps_ref, util_ref;
 };
 
 static const char STATE_KEY = 0; /* its address is the registry key */
@@ -457,11 +461,11 @@ static void handle(lua_State *L, struct lstate *s)
 		return;
 	int stop = !strcmp(what, "stop"), flush = !strcmp(what, "flush");
 	int start = !strcmp(what, "start");
-	if (!stop && !flush && !start)
-		return;
 	pthread_mutex_lock(&g_mu);
 	g_nb_state = s;
-	if (!g_failed && ensure_region() == 0) {
+	if (!stop && !flush && !start) {
+		/* abort: for the auditlog only */
+	} else if (!g_failed && ensure_region() == 0) {
 		sync_state(s);
 		if (stop)
 			on_stop(L, s, (uint32_t)lua_tointeger(L, 2));
@@ -472,20 +476,47 @@ static void handle(lua_State *L, struct lstate *s)
 	} else if (!g_failed) {
 		g_failed = 1;
 	}
+	if (jsf_audit_level()) {
+		int32_t spadj = INT32_MIN;
+		lua_Integer tr = lua_tointeger(L, 2);
+		if (stop && tr > 0 && (uint32_t)tr < s->cap && s->t[tr].nrows)
+			spadj = s->t[tr].spadj;
+		jsf_audit_trace(L, spadj);
+	}
 	pthread_mutex_unlock(&g_mu);
 }
 
-/* The one "trace" handler LuaJIT holds: ours first, then the chain of
- * handlers attached by others (-jv, -jdump, jit.attach). */
+/* The one handler LuaJIT holds for each event we multiplex ("trace"; also
+ * "record" and "texit" for a full auditlog): ours first, then the chain of
+ * handlers attached by others (-jv, -jdump, jit.attach). Upvalue 1 is the
+ * event's name. */
 static int dispatcher(lua_State *L)
 {
 	int n = lua_gettop(L);
 	struct lstate *s = get_state(L);
 	if (!s)
 		return 0;
-	if (s->enabled)
-		handle(L, s);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chain_ref);
+	const char *ev = lua_tostring(L, lua_upvalueindex(1));
+	if (s->enabled && ev) {
+		if (!strcmp(ev, "trace")) {
+			handle(L, s);
+		} else if (jsf_audit_level() >= JSF_AUDIT_FULL) {
+			pthread_mutex_lock(&g_mu);
+			if (!strcmp(ev, "record"))
+				jsf_audit_record(L);
+			else if (!strcmp(ev, "texit"))
+				jsf_audit_texit(L);
+			pthread_mutex_unlock(&g_mu);
+		}
+	}
+	lua_settop(L, n);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chains_ref);
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_rawget(L, -2);
+	if (!lua_istable(L, -1)) {
+		lua_settop(L, n);
+		return 0;
+	}
 	int chain = lua_gettop(L);
 	for (int i = 1;; i++) {
 		lua_rawgeti(L, chain, i);
@@ -496,8 +527,8 @@ static int dispatcher(lua_State *L)
 		for (int a = 1; a <= n; a++)
 			lua_pushvalue(L, a);
 		if (lua_pcall(L, n, 0, 0)) {
-			fprintf(stderr, "jitsframe: trace handler failed: %s\n",
-				lua_tostring(L, -1));
+			fprintf(stderr, "jitsframe: %s handler failed: %s\n",
+				ev ? ev : "?", lua_tostring(L, -1));
 			lua_pop(L, 1);
 		}
 	}
@@ -540,18 +571,28 @@ static int attach_wrapper(lua_State *L)
 	const char *ev = lua_isnoneornil(L, 2) ? NULL : luaL_checkstring(L, 2);
 	if (!s || !s->installed) /* not ours any more: plain attach */
 		goto orig;
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chain_ref);
-	int t = lua_gettop(L);
-	int pos = chain_find(L, t, 1);
-	if (ev && !strcmp(ev, "trace")) {
-		if (!pos) {
-			lua_pushvalue(L, 1);
-			lua_rawseti(L, t, (int)lua_objlen(L, t) + 1);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chains_ref);
+	int chains = lua_gettop(L);
+	if (ev) {
+		lua_getfield(L, chains, ev);
+		if (lua_istable(L, -1)) { /* an event we multiplex */
+			int t = lua_gettop(L);
+			if (!chain_find(L, t, 1)) {
+				lua_pushvalue(L, 1);
+				lua_rawseti(L, t, (int)lua_objlen(L, t) + 1);
+			}
+			return 0;
 		}
-		return 0;
+	} else { /* detach: from every chain, then from LuaJIT */
+		lua_pushnil(L);
+		while (lua_next(L, chains)) {
+			int t = lua_gettop(L);
+			int pos = lua_istable(L, t) ? chain_find(L, t, 1) : 0;
+			if (pos)
+				chain_remove(L, t, pos);
+			lua_pop(L, 1);
+		}
 	}
-	if (!ev && pos)
-		chain_remove(L, t, pos);
 	lua_settop(L, 2);
 orig:
 	if (s)
@@ -571,36 +612,36 @@ static int require(lua_State *L, const char *name)
 	return lua_pcall(L, 1, 1, 0);
 }
 
-/* Attach the dispatcher, keeping a handler attached before us. */
-static int install(lua_State *L, struct lstate *s)
+/* Multiplex event ev: attach a dispatcher for it, and whatever handler it
+ * replaced in LuaJIT's one slot joins the event's chain. */
+static int hook_event(lua_State *L, struct lstate *s, const char *ev)
 {
 	int top = lua_gettop(L);
-	if (require(L, "jit") || !lua_istable(L, -1))
-		goto fail;
-	int jit = lua_gettop(L);
-	lua_getfield(L, jit, "attach");
-	if (lua_tocfunction(L, -1) == attach_wrapper) { /* already ours */
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->disps_ref);
+	int disps = lua_gettop(L);
+	lua_getfield(L, disps, ev);
+	if (!lua_isnil(L, -1)) { /* already */
 		lua_settop(L, top);
 		return 0;
 	}
-	s->orig_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	lua_pushcfunction(L, dispatcher);
-	lua_pushvalue(L, -1);
-	s->disp_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	lua_pop(L, 1);
+	lua_pushstring(L, ev);
+	lua_pushcclosure(L, dispatcher, 1);
 	int disp = lua_gettop(L);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chains_ref);
 	lua_newtable(L);
-	lua_pushvalue(L, -1);
-	s->chain_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	int chain = lua_gettop(L);
+	lua_pushvalue(L, chain);
+	lua_setfield(L, -3, ev);
 	/* LuaJIT keeps one handler per event in registry._VMEVENTS: copy it,
 	 * attach, and whatever our dispatcher replaced joins the chain. */
 	lua_getfield(L, LUA_REGISTRYINDEX, "_VMEVENTS");
-	int ev = lua_gettop(L);
+	int evs = lua_gettop(L);
 	lua_newtable(L);
 	int snap = lua_gettop(L);
-	if (lua_istable(L, ev)) {
+	if (lua_istable(L, evs)) {
 		lua_pushnil(L);
-		while (lua_next(L, ev)) {
+		while (lua_next(L, evs)) {
 			lua_pushvalue(L, -2);
 			lua_insert(L, -2);
 			lua_rawset(L, snap);
@@ -608,9 +649,13 @@ static int install(lua_State *L, struct lstate *s)
 	}
 	lua_rawgeti(L, LUA_REGISTRYINDEX, s->orig_ref);
 	lua_pushvalue(L, disp);
-	lua_pushstring(L, "trace");
-	if (lua_pcall(L, 2, 0, 0))
-		goto fail;
+	lua_pushstring(L, ev);
+	if (lua_pcall(L, 2, 0, 0)) {
+		lua_settop(L, top);
+		return -1;
+	}
+	lua_pushvalue(L, disp);
+	lua_setfield(L, disps, ev);
 	lua_getfield(L, LUA_REGISTRYINDEX, "_VMEVENTS");
 	if (lua_istable(L, -1)) {
 		int now = lua_gettop(L);
@@ -627,9 +672,42 @@ static int install(lua_State *L, struct lstate *s)
 			lua_pop(L, 1);
 		}
 	}
-	lua_pushcfunction(L, attach_wrapper);
-	lua_setfield(L, jit, "attach");
-	s->installed = 1;
+	lua_settop(L, top);
+	return 0;
+}
+
+/* Wrap jit.attach and multiplex "trace" (plus "record" and "texit" for a
+ * full auditlog), keeping handlers attached before us. */
+static int install(lua_State *L, struct lstate *s)
+{
+	int top = lua_gettop(L);
+	if (!s->installed) {
+		if (require(L, "jit") || !lua_istable(L, -1))
+			goto fail;
+		int jit = lua_gettop(L);
+		lua_getfield(L, jit, "attach");
+		if (lua_tocfunction(L, -1) == attach_wrapper) { /* ours */
+			lua_settop(L, top);
+			return 0;
+		}
+		if (s->orig_ref != LUA_NOREF) /* stayed a multiplexer */
+			luaL_unref(L, LUA_REGISTRYINDEX, s->orig_ref);
+		s->orig_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+		if (s->chains_ref == LUA_NOREF) {
+			lua_newtable(L);
+			s->chains_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+			lua_newtable(L);
+			s->disps_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+		}
+		lua_pushcfunction(L, attach_wrapper);
+		lua_setfield(L, jit, "attach");
+		s->installed = 1;
+	}
+	if (hook_event(L, s, "trace"))
+		goto fail;
+	if (jsf_audit_level() >= JSF_AUDIT_FULL &&
+	    (hook_event(L, s, "record") || hook_event(L, s, "texit")))
+		goto fail;
 	lua_settop(L, top);
 	return 0;
 fail:
@@ -641,27 +719,42 @@ fail:
 static void uninstall(lua_State *L, struct lstate *s)
 {
 	int top = lua_gettop(L);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chain_ref);
-	int n = (int)lua_objlen(L, -1);
-	if (n > 1) { /* LuaJIT cannot hold two: stay as a multiplexer */
-		lua_settop(L, top);
-		return;
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chains_ref);
+	int chains = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, chains)) {
+		if (lua_objlen(L, -1) > 1) { /* LuaJIT cannot hold two */
+			lua_settop(L, top);
+			return;
+		}
+		lua_pop(L, 1);
 	}
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->orig_ref);
-	if (n == 1) {
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->disps_ref);
+	int disps = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, disps)) { /* key ev, value dispatcher */
+		lua_pushvalue(L, -2);
+		lua_rawget(L, chains);
+		lua_rawgeti(L, LUA_REGISTRYINDEX, s->orig_ref);
 		lua_rawgeti(L, -2, 1);
-		lua_pushstring(L, "trace");
-	} else {
-		lua_rawgeti(L, LUA_REGISTRYINDEX, s->disp_ref);
+		if (lua_isfunction(L, -1)) { /* give the slot back to it */
+			lua_pushvalue(L, -5);
+			lua_pcall(L, 2, 0, 0);
+		} else {
+			lua_pop(L, 1);
+			lua_pushvalue(L, -3); /* detach our dispatcher */
+			lua_pcall(L, 1, 0, 0);
+		}
+		lua_settop(L, disps + 1); /* keep the key */
 	}
-	lua_pcall(L, n == 1 ? 2 : 1, 0, 0);
 	if (require(L, "jit") == 0 && lua_istable(L, -1)) {
 		lua_rawgeti(L, LUA_REGISTRYINDEX, s->orig_ref);
 		lua_setfield(L, -2, "attach");
 	}
-	luaL_unref(L, LUA_REGISTRYINDEX, s->chain_ref);
-	luaL_unref(L, LUA_REGISTRYINDEX, s->disp_ref);
+	luaL_unref(L, LUA_REGISTRYINDEX, s->chains_ref);
+	luaL_unref(L, LUA_REGISTRYINDEX, s->disps_ref);
 	luaL_unref(L, LUA_REGISTRYINDEX, s->orig_ref);
+	s->chains_ref = s->disps_ref = s->orig_ref = LUA_NOREF;
 	s->installed = 0;
 	lua_settop(L, top);
 }
@@ -690,7 +783,7 @@ static struct lstate *new_state(lua_State *L)
 	lua_pushlightuserdata(L, (void *)&STATE_KEY);
 	s = lua_newuserdata(L, sizeof(*s));
 	memset(s, 0, sizeof(*s));
-	s->chain_ref = s->orig_ref = s->disp_ref = s->util_ref = LUA_NOREF;
+	s->chains_ref = s->orig_ref = s->disps_ref = s->util_ref = LUA_NOREF;
 	lua_newtable(L);
 	lua_pushcfunction(L, state_gc);
 	lua_setfield(L, -2, "__gc");
@@ -742,8 +835,10 @@ static int l_start(lua_State *L)
 {
 	/* Called by the interpreter: our return address is inside it. */
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-	const char *path = NULL, *jitdump = NULL;
+	const char *path = NULL, *jitdump = NULL, *alog = NULL, *alevel = NULL;
 	int replace = 0, quiet = -1, perfmap = 0;
+	uint64_t amax = 64u << 20;
+	unsigned akeep = 3;
 	if (!lua_isnoneornil(L, 1)) {
 		luaL_checktype(L, 1, LUA_TTABLE);
 		lua_getfield(L, 1, "region");
@@ -760,8 +855,32 @@ static int l_start(lua_State *L)
 			jitdump = ".";
 		lua_getfield(L, 1, "perfmap");
 		perfmap = lua_toboolean(L, -1);
-		lua_pop(L, 5);
+		lua_getfield(L, 1, "auditlog");
+		alog = lua_tostring(L, -1);
+		lua_getfield(L, 1, "level");
+		alevel = lua_tostring(L, -1);
+		lua_getfield(L, 1, "auditlog_max");
+		if (lua_isnumber(L, -1))
+			amax = (uint64_t)lua_tonumber(L, -1);
+		lua_getfield(L, 1, "auditlog_keep");
+		if (lua_isnumber(L, -1))
+			akeep = (unsigned)lua_tonumber(L, -1);
+		lua_pop(L, 9);
 	}
+	if (!alog && getenv("JITSFRAME_AUDITLOG") && *getenv("JITSFRAME_AUDITLOG"))
+		alog = getenv("JITSFRAME_AUDITLOG");
+	if (!alevel && getenv("JITSFRAME_AUDITLOG_LEVEL") &&
+	    *getenv("JITSFRAME_AUDITLOG_LEVEL"))
+		alevel = getenv("JITSFRAME_AUDITLOG_LEVEL");
+	if (getenv("JITSFRAME_AUDITLOG_MAX") && *getenv("JITSFRAME_AUDITLOG_MAX"))
+		amax = strtoull(getenv("JITSFRAME_AUDITLOG_MAX"), NULL, 0);
+	if (getenv("JITSFRAME_AUDITLOG_KEEP") && *getenv("JITSFRAME_AUDITLOG_KEEP"))
+		akeep = (unsigned)strtoul(getenv("JITSFRAME_AUDITLOG_KEEP"), NULL, 0);
+	int alev = JSF_AUDIT_DEFAULT;
+	if (alevel && !strcmp(alevel, "full"))
+		alev = JSF_AUDIT_FULL;
+	else if (alevel && strcmp(alevel, "default"))
+		return fail(L, "jitsframe: level must be \"default\" or \"full\"");
 	if (!jitdump && getenv("JITSFRAME_JITDUMP") && *getenv("JITSFRAME_JITDUMP"))
 		jitdump = getenv("JITSFRAME_JITDUMP");
 	if (!perfmap && getenv("JITSFRAME_PERFMAP"))
@@ -813,7 +932,16 @@ static int l_start(lua_State *L)
 			return fail(L, "jitsframe: no jit.util");
 		s->util_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	}
-	if (!s->installed && install(L, s))
+	if (alog && (!jsf_audit_level() || strcmp(alog, jsf_audit_path()))) {
+		char aerr[512];
+		struct jsf_audit_cfg ac = {alog, alev, amax, akeep, replace};
+		pthread_mutex_lock(&g_mu);
+		int e = jsf_audit_open(L, &ac, aerr, sizeof(aerr));
+		pthread_mutex_unlock(&g_mu);
+		if (e)
+			return fail(L, "jitsframe: auditlog: %s", aerr);
+	}
+	if (install(L, s))
 		return fail(L, "jitsframe: cannot attach to trace events");
 	s->enabled = 1;
 	lua_pushboolean(L, 1);
@@ -837,6 +965,9 @@ static int l_stop(lua_State *L)
 	pthread_mutex_unlock(&g_mu);
 	if (s->installed)
 		uninstall(L, s);
+	pthread_mutex_lock(&g_mu);
+	jsf_audit_close("stopped by jitsframe.stop()");
+	pthread_mutex_unlock(&g_mu);
 	lua_pushboolean(L, 1);
 	return 1;
 }
@@ -865,6 +996,8 @@ static int l_stats(lua_State *L)
 		lua_pushstring(L, g_last_skip);
 		lua_setfield(L, -2, "last_skip");
 	}
+	jsf_audit_stats(L);
+	lua_setfield(L, -2, "auditlog");
 	pthread_mutex_unlock(&g_mu);
 	return 1;
 }
@@ -909,6 +1042,7 @@ __attribute__((destructor)) static void at_unload(void)
 		jsf_perfmap_close(g_pm);
 	}
 	g_region = NULL;
+	jsf_audit_close("end of log: process exit");
 }
 
 __attribute__((visibility("default"))) int luaopen_jitsframe(lua_State *L)
@@ -919,6 +1053,7 @@ __attribute__((visibility("default"))) int luaopen_jitsframe(lua_State *L)
 	};
 	lua_newtable(L);
 	luaL_register(L, NULL, fns);
+	jsf_audit_register(L);
 	lua_pushstring(L, MOD_VERSION);
 	lua_setfield(L, -2, "version");
 	return 1;

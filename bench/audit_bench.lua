@@ -1,0 +1,179 @@
+-- audit_bench.lua: what the auditlog costs a LuaJIT process, per workload
+-- of bench/workloads/, at level "default" and "full". Run from the project
+-- root (`make -C bench audit` builds what it needs and runs it):
+--
+--   luajit bench/audit_bench.lua
+--
+-- Environment: AUDIT_BENCH_REPS (whole runs per side, default 3),
+-- AUDIT_BENCH_SCALE (workload scale, default 0.5), AUDIT_BENCH_ONLY (a Lua
+-- pattern on workload names), LUAJIT. OpenResty's luajit2 is measured too
+-- if build/luajit2/usr/bin/luajit exists.
+--
+-- Method: bench/vm_run.lua runs a workload with bench/vmtime.so timing the
+-- "trace" event handler from the outside (see vm_bench.lua), in four
+-- modes: plain (no jitsframe: gives the VM's compile time per trace,
+-- start -> stop, plus the aborted attempts), module (jitsframe's rows
+-- only), default and full (the same plus the auditlog, started through
+-- JITSFRAME_AUDITLOG / JITSFRAME_AUDITLOG_LEVEL, which start() reads).
+--  (a) per trace: the handler time of all trace events of the audit run
+--      minus that of the module run, per compiled trace; for "full", the
+--      "record" handlers run inside the recording spans, so the growth of
+--      the compile spans (full run minus plain run) is added. "%" is that
+--      cost over the VM's compile time per trace (aborted attempts
+--      included) of the plain run. bytes/tr: log bytes per compiled trace.
+--      The texit records of "full" are not in (a): they are in (b).
+--  (b) whole run: wall time of `luajit W` against the same with
+--      start{auditlog=..., level=...}, median of REPS runs each, the runs
+--      interleaved; ratio to plain.
+-- Every run's output must equal the plain run's.
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local function exists(p) local f = io.open(p, "rb") if f then f:close() return true end end
+local function capture(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1", "r"))
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+local ffi = require("ffi")
+ffi.cdef [[
+struct ab_timespec { long tv_sec; long tv_nsec; };
+int clock_gettime(int clk, struct ab_timespec *ts);
+]]
+local ts = ffi.new("struct ab_timespec")
+local function now()
+  ffi.C.clock_gettime(1, ts)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local root = capture("pwd"):gsub("%s+$", "")
+assert(exists(root .. "/bench/workloads/README.md"), "run from the project root")
+local B = root .. "/build"
+for _, f in ipairs { B .. "/lua/jitsframe.so", B .. "/bench/vmtime.so" } do
+  assert(exists(f), f .. " missing: build with make -C bench build")
+end
+local reps = tonumber(os.getenv("AUDIT_BENCH_REPS")) or 3
+local scale = os.getenv("AUDIT_BENCH_SCALE") or "0.5"
+local only = os.getenv("AUDIT_BENCH_ONLY")
+local workloads = { "numeric", "sidetraces", "flushstorm", "nested", "openresty" }
+local vms = { { name = "luajit", bin = os.getenv("LUAJIT") or "luajit", env = "" } }
+local lj2 = B .. "/luajit2/usr/bin/luajit"
+if exists(lj2) then
+  vms[#vms + 1] = { name = "luajit2", bin = lj2, env = "LUA_PATH=" ..
+    sh_quote(B .. "/luajit2/usr/share/luajit-2.1.0-beta3/?.lua;;") .. " " }
+end
+local tmp = B .. "/bench/audit-bench-tmp"
+os.execute("mkdir -p " .. sh_quote(tmp))
+local region, log = tmp .. "/r.region", tmp .. "/audit.log"
+local envbase = "env -u LUA_INIT -u LUA_INIT_5_1 -u JITSFRAME_JITDUMP -u JITSFRAME_PERFMAP " ..
+  "-u JITSFRAME_REGION -u JITSFRAME_AUDITLOG_MAX LUA_CPATH=" ..
+  sh_quote(B .. "/lua/?.so;" .. B .. "/bench/?.so;;") .. " "
+local function clean() os.execute("rm -f " .. sh_quote(log) .. " " .. sh_quote(log) .. ".*") end
+
+local function median(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+local function audit_env(level)
+  if not level then return "" end
+  return "JITSFRAME_AUDITLOG=" .. sh_quote(log) .. " JITSFRAME_AUDITLOG_LEVEL=" .. level ..
+    " JITSFRAME_AUDITLOG_MAX=1000000000000 "
+end
+
+local function timing_run(vm, w, mode, level)
+  local out = tmp .. "/" .. w .. "-" .. (level or mode) .. ".lua"
+  os.remove(out)
+  clean()
+  local cmd = envbase .. audit_env(level) .. vm.env .. sh_quote(vm.bin) ..
+    " bench/vm_run.lua " .. sh_quote(out) .. " " .. mode .. " " .. sh_quote(region) ..
+    " bench/workloads/" .. w .. ".lua " .. scale
+  local text = capture(cmd)
+  clean()
+  local f = loadfile(out)
+  if not f then error(("%s %s (%s) failed:\n%s"):format(vm.name, w, level or mode, text)) end
+  os.remove(out)
+  return f(), text
+end
+
+local KINDS = { "start", "stop", "abort", "flush", "other" }
+local function handler_sum(T)
+  local s = 0
+  for _, k in ipairs(KINDS) do s = s + T[k].sum end
+  return s
+end
+
+local t_begin = now()
+local out = {}
+local function line(fmt, ...) out[#out + 1] = fmt:format(...) io.stderr:write(".") end
+for _, vm in ipairs(vms) do
+  local version = capture(envbase .. vm.env .. sh_quote(vm.bin) .. " -v"):gsub("%s+$", "")
+  line("")
+  line("Auditlog bench: %s (%s), scale %s, %d whole runs per side", vm.name,
+    version:match("^(LuaJIT %S+)") or version, scale, reps)
+  line("")
+  line("(a) per compiled trace: auditlog handler cost (audit run minus rows-only run), us and %% of")
+  line("    the VM's compile time (plain run, aborted attempts included); log bytes per trace")
+  line("%-11s %6s %8s | %8s %8s %7s %7s %8s | %8s %7s %9s", "workload", "traces", "compile",
+    "default", "stop", "%", "write", "bytes", "full", "%", "bytes")
+  line("%-11s %6s %8s | %8s %8s %7s %7s %8s | %8s %7s %9s", "", "", "us/tr", "us/tr", "us/tr",
+    "", "us/tr", "/tr", "us/tr", "", "/tr")
+  local whole = {}
+  for _, w in ipairs(workloads) do
+    if not only or w:match(only) then
+      local P, expect = timing_run(vm, w, "plain")
+      local M = timing_run(vm, w, "module")
+      local D, dtext = timing_run(vm, w, "module", "default")
+      local F, ftext = timing_run(vm, w, "module", "full")
+      local ntr = P.compile.n
+      local vmc = (P.compile.sum + P.aborted.sum) / ntr / 1000
+      local dn, fn = D.stop.n, F.stop.n
+      local dcost = (handler_sum(D) - handler_sum(M) * dn / M.stop.n) / dn / 1000
+      local dstop = (D.stop.sum / dn - M.stop.sum / M.stop.n) / 1000
+      local fcost = (handler_sum(F) - handler_sum(M) * fn / M.stop.n) / fn / 1000 +
+        ((F.compile.sum + F.aborted.sum) / fn - (P.compile.sum + P.aborted.sum) / ntr) / 1000
+      local da, fa = D.stats.auditlog, F.stats.auditlog
+      line("%-11s %6d %8.1f | %8.1f %8.1f %6.0f%% %7.1f %8.0f | %8.1f %6.0f%% %9.0f", w, ntr, vmc,
+        dcost, dstop, 100 * dcost / vmc, da.write_ns / dn / 1000, da.bytes / dn,
+        fcost, 100 * fcost / vmc, fa.bytes / fn)
+      if dtext ~= expect or ftext ~= expect then line("%11s ODD: output differs", "") end
+      if da.dropped > 0 or fa.dropped > 0 then
+        line("%11s ODD: dropped records %d/%d: %s", "", da.dropped, fa.dropped,
+          tostring(da.last_error or fa.last_error))
+      end
+      -- (b) whole runs
+      local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " bench/workloads/" .. w .. ".lua " .. scale
+      local function startcmd(level)
+        return envbase .. vm.env .. sh_quote(vm.bin) .. " -e " ..
+          sh_quote(("assert(require('jitsframe').start{region=%q, replace=true, auditlog=%q, level=%q, auditlog_max=1e12})")
+            :format(region, log, level)) .. " bench/workloads/" .. w .. ".lua " .. scale
+      end
+      local t = { plain = {}, default = {}, full = {} }
+      local order = { "plain", "default", "full" }
+      for i = 1, reps do
+        for j = 0, 2 do
+          local side = order[(i + j - 1) % 3 + 1]
+          clean()
+          local s = now()
+          local o = capture(side == "plain" and cmd or startcmd(side))
+          t[side][#t[side] + 1] = now() - s
+          if o ~= expect then line("%11s ODD: %s run printed %s", "", side, o:gsub("\n", " | ")) end
+        end
+      end
+      clean()
+      whole[#whole + 1] = { w = w, p = median(t.plain), d = median(t.default), f = median(t.full) }
+    end
+  end
+  line("")
+  line("(b) whole run, wall time median of %d: plain luajit vs the auditlog started", reps)
+  line("%-11s %8s %9s %7s %9s %7s", "workload", "plain s", "default s", "ratio", "full s", "ratio")
+  for _, r in ipairs(whole) do
+    line("%-11s %8.3f %9.3f %7.3f %9.3f %7.2f", r.w, r.p, r.d, r.d / r.p, r.f, r.f / r.p)
+  end
+end
+os.execute("rm -rf " .. sh_quote(tmp))
+io.stderr:write("\n")
+io.write(table.concat(out, "\n"), "\n")
+io.write(("audit_bench: %.0f s\n"):format(now() - t_begin))

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the auditlog decoder (vm/auditfmt.c) and the CLI's
+ * way of reading records.
+ *
+ * Input modes (first byte):
+ *  'R': the rest is a whole log file, decoded as is (checksums and all);
+ *  anything else: the rest is split into payloads (a length byte, then
+ *       that many bytes), each framed with a correct CRC32C after a valid
+ *       magic, so that the msgpack layer and the record checks are reached.
+ *
+ * Oracles, besides "no crash, no sanitizer report, no leak": the decoder
+ * ends cleanly or with "damaged at byte N: ...; K records decoded" where
+ * K is the number of records it returned and N is inside the input; every
+ * returned record is a map; records decoded never exceed the frames given.
+ */
+#include "auditfmt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void walk(const msgpack_object *o, int depth)
+{
+	/* touch everything, as a reader would */
+	if (depth > 80)
+		abort();
+	if (o->type == MSGPACK_OBJECT_MAP)
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			walk(&o->via.map.ptr[i].key, depth + 1);
+			walk(&o->via.map.ptr[i].val, depth + 1);
+		}
+	else if (o->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < o->via.array.size; i++)
+			walk(&o->via.array.ptr[i], depth + 1);
+}
+
+static void check(const uint8_t *buf, size_t len, uint64_t maxrec)
+{
+	struct jsf_audit_reader r;
+	jsf_audit_reader_init(&r, buf, len);
+	const msgpack_object *o;
+	int ret;
+	uint64_t n = 0;
+	while ((ret = jsf_audit_next(&r, &o)) == 1) {
+		if (o->type != MSGPACK_OBJECT_MAP) {
+			fprintf(stderr, "record is not a map\n");
+			abort();
+		}
+		walk(o, 0);
+		int64_t v;
+		(void)jsf_mp_int(jsf_mp_get(o, "tr"), &v);
+		uint32_t sl;
+		(void)jsf_mp_str(jsf_mp_get(o, "ev"), &sl);
+		(void)jsf_mp_geti(o, -1);
+		n++;
+	}
+	if (n != r.nrec || n > maxrec) {
+		fprintf(stderr, "count %llu vs %llu\n", (unsigned long long)n,
+			(unsigned long long)r.nrec);
+		abort();
+	}
+	if (ret < 0) {
+		unsigned long long at, k;
+		if (sscanf(r.msg, "damaged at byte %llu: ", &at) != 1 ||
+		    at > len || !strstr(r.msg, "records decoded") ||
+		    sscanf(strstr(r.msg, "; ") + 2, "%llu records", &k) != 1 ||
+		    k != n) {
+			fprintf(stderr, "bad message: %s\n", r.msg);
+			abort();
+		}
+	}
+	jsf_audit_reader_free(&r);
+	if (jsf_audit_next(&r, &o) == 1) /* after the end: stays ended */
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	if (data[0] == 'R') {
+		uint8_t *b = malloc(size - 1 ? size - 1 : 1);
+		memcpy(b, data + 1, size - 1);
+		check(b, size - 1, UINT64_MAX);
+		free(b);
+		return 0;
+	}
+	uint8_t *b = malloc(JSF_AUDIT_MAGIC_LEN + size * 9 + 16);
+	size_t o = JSF_AUDIT_MAGIC_LEN, i = 1;
+	uint64_t frames = 0;
+	jsf_audit_magic(b);
+	/* a valid header payload first half of the time */
+	if (data[0] & 1) {
+		static const uint8_t h[] = {0x81, 0xa2, 'e', 'v', 0xa6, 'h',
+					    'e',  'a',	'd', 'e', 'r'};
+		jsf_audit_frame(b + o, h, sizeof(h));
+		memcpy(b + o + JSF_AUDIT_FRAME, h, sizeof(h));
+		o += JSF_AUDIT_FRAME + sizeof(h);
+		frames++;
+	}
+	while (i < size) {
+		size_t n = data[i++];
+		if (n > size - i)
+			n = size - i;
+		if (n == 0)
+			continue;
+		jsf_audit_frame(b + o, data + i, (uint32_t)n);
+		memcpy(b + o + JSF_AUDIT_FRAME, data + i, n);
+		o += JSF_AUDIT_FRAME + n;
+		i += n;
+		frames++;
+	}
+	uint8_t *exact = malloc(o);
+	memcpy(exact, b, o);
+	free(b);
+	check(exact, o, frames);
+	free(exact);
+	return 0;
+}

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The auditlog's framing, writer and decoder (vm/auditfmt.c, vm/auditw.c),
+ * run plain and under ASan+UBSan:
+ *  - a log cut at random byte offsets, or with random bytes flipped,
+ *    decodes exactly the records before the damage and says where it
+ *    stopped ("damaged at byte N: <why>; K records decoded"); the expected
+ *    N and K come from the offsets the test itself wrote the records at;
+ *  - rotation keeps the header first in every file, keeps N files and the
+ *    size bound;
+ *  - RLIMIT_FSIZE (default SIGXFSZ action: crossing it would kill us): the
+ *    writer stops before the limit, the process lives on, the log decodes
+ *    cleanly and ends with the "log stopped" note;
+ *  - a log that cannot be created fails cleanly; an existing file is
+ *    left alone.
+ */
+#include "auditfmt.h"
+#include "auditw.h"
+#include "harness.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NREC 60
+
+static msgpack_sbuffer payload(const char *ev, int64_t tr, uint32_t blob)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "ev", 2);
+	msgpack_pack_str_with_body(&pk, ev, strlen(ev));
+	msgpack_pack_str_with_body(&pk, "tr", 2);
+	msgpack_pack_int64(&pk, tr);
+	msgpack_pack_str_with_body(&pk, "mc", 2);
+	msgpack_pack_bin(&pk, blob);
+	char *b = malloc(blob + 1);
+	for (uint32_t i = 0; i < blob; i++)
+		b[i] = (char)h_rand();
+	msgpack_pack_bin_body(&pk, b, blob);
+	free(b);
+	return sb;
+}
+
+static char dir[] = "/tmp/jsf-t_auditdec-XXXXXX";
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)n + 1);
+	*len = fread(b, 1, (size_t)n, f);
+	fclose(f);
+	return b;
+}
+
+/* Decode buf[0..len) (an exact-size copy, so ASan sees any overread):
+ * returns records decoded, *tr_ok = all records' tr as written. */
+static uint64_t decode(const uint8_t *buf, size_t len, int *state, char *msg,
+		       size_t msglen, int *tr_ok)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	memcpy(copy, buf, len);
+	struct jsf_audit_reader r;
+	jsf_audit_reader_init(&r, copy, len);
+	const msgpack_object *o;
+	int ret;
+	*tr_ok = 1;
+	while ((ret = jsf_audit_next(&r, &o)) == 1) {
+		int64_t tr;
+		if (r.nrec > 1 && (!jsf_mp_int(jsf_mp_get(o, "tr"), &tr) ||
+				   tr != (int64_t)r.nrec - 2))
+			*tr_ok = 0;
+	}
+	*state = ret;
+	snprintf(msg, msglen, "%s", r.msg);
+	uint64_t n = r.nrec;
+	jsf_audit_reader_free(&r);
+	free(copy);
+	return n;
+}
+
+int main(void)
+{
+	h_seed();
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	char path[256];
+	snprintf(path, sizeof(path), "%s/log", dir);
+	/* a log: header + NREC records, offsets known */
+	size_t off[NREC + 2];
+	msgpack_sbuffer h = payload("header", -1, 10);
+	struct jsf_auditw_opts o = {path, 0, 0, 0};
+	struct jsf_auditw *w;
+	int err = jsf_auditw_open(&w, &o, h.data, h.size);
+	off[0] = JSF_AUDIT_MAGIC_LEN;
+	off[1] = off[0] + JSF_AUDIT_FRAME + h.size;
+	for (int i = 0; i < NREC; i++) {
+		msgpack_sbuffer p = payload("stop", i, h_below(3000));
+		if (!err)
+			err = jsf_auditw_write(w, p.data, p.size);
+		off[i + 2] = off[i + 1] + JSF_AUDIT_FRAME + p.size;
+		msgpack_sbuffer_destroy(&p);
+	}
+	jsf_auditw_close(w, NULL);
+	size_t len = 0;
+	uint8_t *log = slurp(path, &len);
+	char msg[256], want[256];
+	int state, trok;
+
+	CASE("CRC32C: the standard check value, hardware = portable")
+	{
+		CHECK_EQ(jsf_crc32c(0, "123456789", 9), 0xE3069283u);
+		CHECK_EQ(jsf_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+		uint8_t b[300];
+		for (int t = 0; t < 2000; t++) {
+			size_t n = h_below(sizeof(b)), at = h_below(8);
+			for (size_t i = 0; i < sizeof(b); i++)
+				b[i] = (uint8_t)h_rand();
+			uint32_t seed = (uint32_t)h_rand();
+			CHECK_EQ(
+			    jsf_crc32c(seed, b + at, n - (n > at ? at : n)),
+			    jsf_crc32c_sw(seed, b + at, n - (n > at ? at : n)));
+		}
+	}
+
+	CASE("an intact log decodes every record, cleanly")
+	{
+		CHECK_EQ(err, 0);
+		CHECK_EQ(len, off[NREC + 1]);
+		uint64_t n = decode(log, len, &state, msg, sizeof(msg), &trok);
+		CHECK_EQ(n, NREC + 1);
+		CHECK_EQ(state, 0);
+		CHECK(trok, "records as written");
+	}
+
+	CASE("cut at 3000 random offsets: decodes up to the cut, says where")
+	{
+		for (int t = 0; t < 3000 && !h_case_failed; t++) {
+			size_t cut =
+			    t < 40 ? (size_t)t : h_below((uint32_t)len);
+			uint64_t k = 0;
+			while (k < NREC + 1 && off[k + 1] <= cut)
+				k++;
+			uint64_t n =
+			    decode(log, cut, &state, msg, sizeof(msg), &trok);
+			CHECK_EQ(n, k);
+			CHECK(trok, "cut %zu", cut);
+			if (cut < JSF_AUDIT_MAGIC_LEN) {
+				CHECK_EQ(state, -1);
+				CHECK(!strncmp(msg, "damaged at byte 0: ", 19),
+				      "%s", msg);
+			} else if (off[k] == cut) {
+				CHECK(state == 0,
+				      "clean cut at a record boundary %zu: %s",
+				      cut, msg);
+			} else {
+				snprintf(want, sizeof(want),
+					 "damaged at byte %zu: ", off[k]);
+				CHECK_EQ(state, -1);
+				CHECK(!strncmp(msg, want, strlen(want)),
+				      "cut %zu: %s", cut, msg);
+				snprintf(want, sizeof(want),
+					 "; %llu records decoded",
+					 (unsigned long long)k);
+				CHECK(strstr(msg, want) &&
+					  strlen(strstr(msg, want)) ==
+					      strlen(want),
+				      "cut %zu: %s", cut, msg);
+			}
+		}
+	}
+
+	CASE("one byte flipped at 3000 random places: stops at its record")
+	{
+		uint8_t *b = malloc(len);
+		for (int t = 0; t < 3000 && !h_case_failed; t++) {
+			memcpy(b, log, len);
+			size_t at = h_below((uint32_t)len);
+			b[at] ^= (uint8_t)(1 + h_below(255));
+			uint64_t n =
+			    decode(b, len, &state, msg, sizeof(msg), &trok);
+			CHECK_EQ(state, -1);
+			CHECK(trok, "flip at %zu", at);
+			if (at < JSF_AUDIT_MAGIC_LEN) {
+				CHECK_EQ(n, 0);
+				snprintf(
+				    want, sizeof(want),
+				    "damaged at byte %d: ", at < 8 ? 0 : 8);
+			} else {
+				uint64_t k = 0;
+				while (off[k + 1] <= at)
+					k++;
+				CHECK_EQ(n, k);
+				snprintf(want, sizeof(want),
+					 "damaged at byte %zu: ", off[k]);
+			}
+			CHECK(!strncmp(msg, want, strlen(want)),
+			      "flip at %zu: %s", at, msg);
+		}
+		free(b);
+	}
+
+	CASE(
+	    "random multi-byte damage and garbage: never past the first damage")
+	{
+		uint8_t *b = malloc(len);
+		for (int t = 0; t < 2000; t++) {
+			memcpy(b, log, len);
+			size_t first = len;
+			int nf = 1 + (int)h_below(8);
+			for (int f = 0; f < nf; f++) {
+				size_t at = h_below((uint32_t)len);
+				b[at] = (uint8_t)h_rand();
+				if (b[at] != log[at] && at < first)
+					first = at;
+			}
+			uint64_t n =
+			    decode(b, len, &state, msg, sizeof(msg), &trok);
+			CHECK(trok, "damage");
+			uint64_t k = 0;
+			while (k < NREC + 1 && off[k + 1] <= first)
+				k++;
+			CHECK(n <= k + (first == len), "decoded %llu > %llu",
+			      (unsigned long long)n, (unsigned long long)k);
+		}
+		for (int t = 0; t < 2000;
+		     t++) { /* garbage after a valid start */
+			size_t cut = off[1 + h_below(NREC)];
+			memcpy(b, log, len);
+			for (size_t i = cut; i < len; i++)
+				b[i] = (uint8_t)h_rand();
+			decode(b, len, &state, msg, sizeof(msg), &trok);
+			CHECK(trok, "garbage");
+		}
+		free(b);
+	}
+
+	CASE("rotation: header first in every file, N files kept, bounded")
+	{
+		char rp[300];
+		snprintf(rp, sizeof(rp), "%s/rot", dir);
+		struct jsf_auditw_opts ro = {rp, 8192, 2, 0};
+		struct jsf_auditw *rw;
+		CHECK_EQ(jsf_auditw_open(&rw, &ro, h.data, h.size), 0);
+		size_t maxrec = 0;
+		for (int i = 0; i < 400; i++) {
+			jsf_auditw_begin(rw);
+			msgpack_sbuffer p = payload("stop", i, h_below(700));
+			if (p.size > maxrec)
+				maxrec = p.size;
+			CHECK_EQ(jsf_auditw_write(rw, p.data, p.size), 0);
+			msgpack_sbuffer_destroy(&p);
+		}
+		CHECK(jsf_auditw_gen(rw) >= 10, "rotated %u times",
+		      jsf_auditw_gen(rw));
+		jsf_auditw_close(rw, "end");
+		for (int f = 0; f <= 3; f++) {
+			char fp[320];
+			if (f)
+				snprintf(fp, sizeof(fp), "%s.%d", rp, f);
+			else
+				snprintf(fp, sizeof(fp), "%s", rp);
+			struct stat st;
+			if (f == 3) {
+				CHECK(stat(fp, &st) < 0, "%s should not exist",
+				      fp);
+				break;
+			}
+			CHECK(stat(fp, &st) == 0, "%s missing", fp);
+			CHECK((uint64_t)st.st_size <=
+				  8192 + JSF_AUDIT_FRAME + maxrec,
+			      "%s: %lld bytes", fp, (long long)st.st_size);
+			struct jsf_audit_reader r;
+			CHECK_EQ(jsf_audit_read_file(&r, fp), 0);
+			const msgpack_object *ob;
+			int ret, first = 1;
+			while ((ret = jsf_audit_next(&r, &ob)) == 1) {
+				uint32_t n;
+				const char *ev =
+				    jsf_mp_str(jsf_mp_get(ob, "ev"), &n);
+				if (first)
+					CHECK(ev && n == 6 &&
+						  !memcmp(ev, "header", 6),
+					      "%s: first record", fp);
+				first = 0;
+			}
+			CHECK(ret == 0, "%s: %s", fp, r.msg);
+			CHECK(r.nrec > 3, "%s: %llu records", fp,
+			      (unsigned long long)r.nrec);
+			jsf_audit_reader_free(&r);
+		}
+	}
+
+	CASE("RLIMIT_FSIZE: stops before the limit, lives on, ends with the "
+	     "note")
+	{
+		char fp[300];
+		snprintf(fp, sizeof(fp), "%s/full", dir);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			/* SIGXFSZ keeps its default action (death): we must
+			 * never write past the limit */
+			struct rlimit rl = {50000, 50000};
+			setrlimit(RLIMIT_FSIZE, &rl);
+			struct jsf_auditw_opts fo = {fp, 0, 0, 0};
+			struct jsf_auditw *fw;
+			if (jsf_auditw_open(&fw, &fo, h.data, h.size))
+				_exit(3);
+			int i, e = 0;
+			for (i = 0; i < 1000 && !e; i++) {
+				msgpack_sbuffer p = payload("stop", i, 1500);
+				e = jsf_auditw_write(fw, p.data, p.size);
+				msgpack_sbuffer_destroy(&p);
+			}
+			if (!e || !jsf_auditw_error(fw))
+				_exit(4);
+			if (jsf_auditw_write(fw, "x", 1) ==
+			    0) /* stays stopped */
+				_exit(5);
+			jsf_auditw_close(fw, "never written");
+			_exit(0);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x",
+		      st);
+		struct jsf_audit_reader r;
+		CHECK_EQ(jsf_audit_read_file(&r, fp), 0);
+		const msgpack_object *ob;
+		int ret;
+		char last[300] = "";
+		while ((ret = jsf_audit_next(&r, &ob)) == 1) {
+			uint32_t n;
+			const char *t = jsf_mp_str(jsf_mp_get(ob, "text"), &n);
+			snprintf(last, sizeof(last), "%.*s", t ? (int)n : 0,
+				 t ? t : "");
+		}
+		CHECK(ret == 0, "%s", r.msg);
+		CHECK(r.nrec > 20, "%llu records", (unsigned long long)r.nrec);
+		CHECK(
+		    !strncmp(last, "log stopped: writing: File too large", 36),
+		    "last note: '%s'", last);
+		printf("# RLIMIT_FSIZE 50000: %llu records then \"%s\"\n",
+		       (unsigned long long)r.nrec, last);
+		jsf_audit_reader_free(&r);
+	}
+
+	CASE("a log that cannot be created: a clean error")
+	{
+		char fp[300];
+		snprintf(fp, sizeof(fp), "%s/no/such/dir", dir);
+		struct jsf_auditw_opts fo = {fp, 0, 0, 1};
+		struct jsf_auditw *fw = NULL;
+		CHECK_EQ(jsf_auditw_open(&fw, &fo, h.data, h.size), -ENOENT);
+		CHECK(fw == NULL, "no writer");
+		/* an existing file without replace: EEXIST, left alone */
+		fo.path = path;
+		fo.replace = 0;
+		CHECK_EQ(jsf_auditw_open(&fw, &fo, h.data, h.size), -EEXIST);
+		struct stat st;
+		CHECK(stat(path, &st) == 0 && (size_t)st.st_size == len,
+		      "untouched");
+	}
+
+	CASE("the reader refuses what is not a log")
+	{
+		struct jsf_audit_reader r;
+		CHECK(jsf_audit_read_file(&r, "/nonexistent/x") < 0, "missing");
+		jsf_audit_reader_free(&r);
+		const msgpack_object *ob;
+		jsf_audit_reader_init(&r, "JSFAUDIT\2\0\0\0\0\0\0\0", 16);
+		CHECK_EQ(jsf_audit_next(&r, &ob), -1);
+		CHECK(strstr(r.msg, "version"), "%s", r.msg);
+		jsf_audit_reader_free(&r);
+		/* a valid frame whose payload is an array, not a map */
+		uint8_t b[64];
+		jsf_audit_magic(b);
+		uint8_t p[] = {0x91, 0x01};
+		jsf_audit_frame(b + 16, p, 2);
+		memcpy(b + 24, p, 2);
+		jsf_audit_reader_init(&r, b, 26);
+		CHECK_EQ(jsf_audit_next(&r, &ob), -1);
+		CHECK(strstr(r.msg, "not a msgpack map"), "%s", r.msg);
+		jsf_audit_reader_free(&r);
+		/* a map claiming 2^32-1 entries in 5 bytes: no allocation */
+		uint8_t q[] = {0xdf, 0xff, 0xff, 0xff, 0xff};
+		jsf_audit_frame(b + 16, q, 5);
+		memcpy(b + 24, q, 5);
+		jsf_audit_reader_init(&r, b, 29);
+		CHECK_EQ(jsf_audit_next(&r, &ob), -1);
+		CHECK(strstr(r.msg, "not one msgpack value"), "%s", r.msg);
+		jsf_audit_reader_free(&r);
+	}
+
+	msgpack_sbuffer_destroy(&h);
+	free(log);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd)) {
+	}
+	return h_exit();
+}

@@ -1,0 +1,1152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The auditlog, Lua side (see audit.h, docs/AUDITLOG.md). Every record is
+ * built in one protected call: jit.util is called with lua_call from C, the
+ * results are packed straight into a msgpack buffer, then the framed record
+ * goes to the file with one write(2). Any Lua error while building drops
+ * that record (counted) and never reaches the host program.
+ */
+#include "audit.h"
+#include "auditfmt.h"
+#include "auditw.h"
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <pthread.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PRODUCER "jitsframe 0.1.0"
+
+/* ------------------------------------------------------ process state */
+
+static struct jsf_auditw *g_w;
+static int g_level;
+static pid_t g_owner;
+static char g_apath[4096];
+static uint64_t g_next_fn = 1; /* function ids, unique in the process */
+static uint64_t g_dropped, g_funcs;
+static uint64_t g_func_ns, g_event_ns, g_write_ns; /* time spent */
+static char g_last_err[200];
+static msgpack_sbuffer g_sb, g_sbf; /* the record, a func record */
+static int g_in_func;		    /* building a func record */
+
+/* Per Lua state: cached functions and the function-id table. */
+struct astate {
+	int util_ref, fnids_ref, tostring_ref, typeof_ref, build_ref;
+	unsigned gen;	/* writer generation the fnids belong to */
+	uint32_t gexit; /* shared exit stubs already sent */
+	int gexit_none; /* traceexitstub(i) answers nil: per trace */
+};
+static const char ASTATE_KEY = 0;
+
+/* util functions, pushed once per record at fixed stack slots */
+enum {
+	U_FUNCINFO,
+	U_FUNCBC,
+	U_FUNCK,
+	U_FUNCUVNAME,
+	U_TRACEINFO,
+	U_TRACEIR,
+	U_TRACEK,
+	U_TRACESNAP,
+	U_TRACEMC,
+	U_TRACEEXITSTUB,
+	U_IRCALLADDR,
+	U_N
+};
+static const char *const util_names[U_N] = {
+    "funcinfo", "funcbc",    "funck",	"funcuvname",	 "traceinfo", "traceir",
+    "tracek",	"tracesnap", "tracemc", "traceexitstub", "ircalladdr"};
+
+struct ctx {
+	struct astate *a;
+	int ubase; /* stack index of util function 0 */
+	int tostr; /* stack index of tostring */
+	int tyof;  /* stack index of ffi.typeof or 0 */
+	int fnids; /* stack index of the weak id table */
+	int32_t spadj;
+	const char *kind; /* "trace", "record", "texit" */
+	int defer;	  /* set by build: write with the next record */
+};
+
+static void forked(void);
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forked);
+}
+
+/* This process's pid without a system call per event: refreshed in a
+ * fork child. */
+static pid_t g_self;
+static void forked(void)
+{
+	g_self = getpid();
+}
+static pid_t self(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	if (!g_self) {
+		g_self = getpid();
+		pthread_once(&once, register_atfork);
+	}
+	return g_self;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ----------------------------------------------------------- packing */
+
+static void pstr(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+static void pnum(msgpack_packer *pk, lua_Number d)
+{
+	/* integral, in range and not -0: an int; else the exact double */
+	if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+	    d == floor(d) && !(d == 0 && signbit(d)))
+		msgpack_pack_int64(pk, (int64_t)d);
+	else
+		msgpack_pack_double(pk, d);
+}
+
+/* A map whose size is filled in at the end (map32, size patched). */
+static size_t map_begin(msgpack_sbuffer *sb)
+{
+	static const char m[5] = {(char)0xdf, 0, 0, 0, 0};
+	size_t at = sb->size;
+	msgpack_sbuffer_write(sb, m, 5);
+	return at;
+}
+
+static void map_end(msgpack_sbuffer *sb, size_t at, uint32_t n)
+{
+	if (!sb->data || at + 5 > sb->size)
+		return;
+	sb->data[at + 1] = (char)(n >> 24);
+	sb->data[at + 2] = (char)(n >> 16);
+	sb->data[at + 3] = (char)(n >> 8);
+	sb->data[at + 4] = (char)n;
+}
+
+static void pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
+		     int expand, int depth);
+
+static void call_util(lua_State *L, struct ctx *c, int u, int nargs, int nres)
+{
+	lua_pushvalue(L, c->ubase + u);
+	lua_insert(L, -1 - nargs);
+	lua_call(L, nargs, nres);
+}
+
+static uint64_t ensure_func(lua_State *L, struct ctx *c, int idx);
+
+/* A Lua value that is neither plain data nor a function. */
+static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
+{
+	int t = lua_type(L, idx);
+	const char *tn = lua_typename(L, t);
+	int cd = !strcmp(tn, "cdata");
+	/* LuaJIT names protos "proto" in tostring; its type() says so too */
+	msgpack_pack_map(pk, cd && c->tyof ? 4 : 3);
+	pstr(pk, "obj");
+	pstr(pk, tn);
+	pstr(pk, "addr");
+	msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)lua_topointer(L, idx));
+	pstr(pk, "str");
+	lua_pushvalue(L, c->tostr);
+	lua_pushvalue(L, idx);
+	lua_call(L, 1, 1);
+	size_t n;
+	const char *s = lua_tolstring(L, -1, &n);
+	msgpack_pack_str_with_body(pk, s ? s : "", s ? n : 0);
+	lua_pop(L, 1);
+	if (cd && c->tyof) {
+		pstr(pk, "ctype");
+		lua_pushvalue(L, c->tostr);
+		lua_pushvalue(L, c->tyof);
+		lua_pushvalue(L, idx);
+		lua_call(L, 1, 1);
+		lua_call(L, 1, 1);
+		s = lua_tolstring(L, -1, &n);
+		if (s && n > 7 && !memcmp(s, "ctype<", 6) && s[n - 1] == '>')
+			msgpack_pack_str_with_body(pk, s + 6, n - 7);
+		else
+			msgpack_pack_str_with_body(pk, s ? s : "", s ? n : 0);
+		lua_pop(L, 1);
+	}
+}
+
+static void pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
+		     int expand, int depth)
+{
+	if (idx < 0)
+		idx = lua_gettop(L) + idx + 1;
+	switch (lua_type(L, idx)) {
+	case LUA_TNIL:
+	case LUA_TNONE:
+		msgpack_pack_nil(pk);
+		return;
+	case LUA_TBOOLEAN:
+		if (lua_toboolean(L, idx))
+			msgpack_pack_true(pk);
+		else
+			msgpack_pack_false(pk);
+		return;
+	case LUA_TNUMBER:
+		pnum(pk, lua_tonumber(L, idx));
+		return;
+	case LUA_TSTRING: {
+		size_t n;
+		const char *s = lua_tolstring(L, idx, &n);
+		msgpack_pack_str_with_body(pk, s, n);
+		return;
+	}
+	case LUA_TFUNCTION:
+		if (!g_in_func) {
+			uint64_t id = ensure_func(L, c, idx);
+			msgpack_pack_map(pk, 1);
+			pstr(pk, "fn");
+			msgpack_pack_uint64(pk, id);
+			return;
+		}
+		break;
+	case LUA_TTABLE:
+		if (expand && depth < 8) {
+			uint32_t n = 0;
+			lua_pushnil(L);
+			while (lua_next(L, idx)) {
+				n++;
+				lua_pop(L, 1);
+			}
+			if (n && lua_objlen(L, idx) == n) {
+				/* a sequence 1..n: an array (the same Lua table
+				 * when read back), smaller and faster */
+				msgpack_pack_array(pk, n);
+				for (uint32_t i = 1; i <= n; i++) {
+					lua_rawgeti(L, idx, (int)i);
+					pack_any(L, c, pk, -1, 1, depth + 1);
+					lua_pop(L, 1);
+				}
+				return;
+			}
+			msgpack_pack_map(pk, n);
+			lua_pushnil(L);
+			while (lua_next(L, idx)) {
+				pack_any(L, c, pk, -2, 0, depth + 1);
+				pack_any(L, c, pk, -1, 1, depth + 1);
+				lua_pop(L, 1);
+			}
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	pack_obj(L, c, pk, idx);
+}
+
+/* key then the value at the top of the stack (popped) */
+static void kv_top(lua_State *L, struct ctx *c, msgpack_packer *pk,
+		   const char *k, int expand)
+{
+	pstr(pk, k);
+	pack_any(L, c, pk, -1, expand, 0);
+	lua_pop(L, 1);
+}
+
+/* ------------------------------------------------------------ records */
+
+/* Write a record; a deferred one goes out with the next written one. */
+static void put_record(msgpack_sbuffer *sb, int defer)
+{
+	if (!g_w)
+		return;
+	uint64_t t0 = now_ns();
+	int err = defer ? jsf_auditw_defer(g_w, sb->data, sb->size)
+			: jsf_auditw_write(g_w, sb->data, sb->size);
+	g_write_ns += now_ns() - t0;
+	if (err) {
+		jsf_auditw_close(g_w, NULL); /* the writer left its note */
+		g_w = NULL;
+	}
+}
+
+/* The func record of the function at idx (a new id), written now. */
+static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id)
+{
+	uint64_t t0 = now_ns();
+	msgpack_sbuffer *sb = &g_sbf;
+	msgpack_packer pk;
+	msgpack_sbuffer_clear(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	g_in_func = 1;
+	size_t m = map_begin(sb);
+	uint32_t n = 4;
+	pstr(&pk, "ev");
+	pstr(&pk, "func");
+	pstr(&pk, "ns");
+	msgpack_pack_uint64(&pk, now_ns());
+	pstr(&pk, "id");
+	msgpack_pack_uint64(&pk, id);
+	lua_pushvalue(L, idx);
+	call_util(L, c, U_FUNCINFO, 1, 1);
+	int info = lua_gettop(L);
+	/* info without currentline/loc (they belong to a pc) */
+	pstr(&pk, "info");
+	{
+		uint32_t k = 0;
+		lua_pushnil(L);
+		while (lua_next(L, info)) {
+			const char *key = lua_type(L, -2) == LUA_TSTRING
+					      ? lua_tostring(L, -2)
+					      : "";
+			if (strcmp(key, "currentline") && strcmp(key, "loc"))
+				k++;
+			lua_pop(L, 1);
+		}
+		msgpack_pack_map(&pk, k);
+		lua_pushnil(L);
+		while (lua_next(L, info)) {
+			const char *key = lua_type(L, -2) == LUA_TSTRING
+					      ? lua_tostring(L, -2)
+					      : "";
+			if (strcmp(key, "currentline") && strcmp(key, "loc")) {
+				pack_any(L, c, &pk, -2, 0, 1);
+				pack_any(L, c, &pk, -1, 1, 1);
+			}
+			lua_pop(L, 1);
+		}
+	}
+	lua_getfield(L, info, "bytecodes");
+	int nbc = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+	lua_pop(L, 1);
+	if (nbc >= 0) { /* a Lua function */
+		lua_getfield(L, info, "nconsts");
+		int nk = (int)lua_tointeger(L, -1);
+		lua_getfield(L, info, "gcconsts");
+		int ngc = (int)lua_tointeger(L, -1);
+		lua_getfield(L, info, "upvalues");
+		int nuv = (int)lua_tointeger(L, -1);
+		lua_pop(L, 3);
+		/* locprefix and lines from funcinfo(f, pc) */
+		msgpack_pack_str_with_body(&pk, "lines", 5);
+		msgpack_pack_map(&pk, (uint32_t)nbc);
+		char prefix[1024] = "";
+		for (int pc = 0; pc < nbc; pc++) {
+			lua_pushvalue(L, idx);
+			lua_pushinteger(L, pc);
+			call_util(L, c, U_FUNCINFO, 2, 1);
+			lua_getfield(L, -1, "currentline");
+			msgpack_pack_int64(&pk, pc);
+			pnum(&pk, lua_tonumber(L, -1));
+			if (pc == 0) {
+				lua_getfield(L, -2, "loc");
+				size_t ln;
+				const char *loc = lua_tolstring(L, -1, &ln);
+				if (loc) {
+					const char *colon = strrchr(loc, ':');
+					size_t pl =
+					    colon ? (size_t)(colon - loc) : ln;
+					if (pl >= sizeof(prefix))
+						pl = sizeof(prefix) - 1;
+					memcpy(prefix, loc, pl);
+					prefix[pl] = 0;
+				}
+				lua_pop(L, 1);
+			}
+			lua_pop(L, 2);
+		}
+		pstr(&pk, "locprefix");
+		pstr(&pk, prefix);
+		/* bc: funcbc(f, pc) for pc 0..bytecodes (the last may be nil)
+		 */
+		pstr(&pk, "bc");
+		size_t bm = map_begin(sb);
+		uint32_t nb = 0;
+		for (int pc = 0; pc <= nbc; pc++) {
+			lua_pushvalue(L, idx);
+			lua_pushinteger(L, pc);
+			call_util(L, c, U_FUNCBC, 2, 2);
+			if (!lua_isnil(L, -2)) {
+				msgpack_pack_int64(&pk, pc);
+				msgpack_pack_array(&pk, 2);
+				pack_any(L, c, &pk, -2, 0, 1);
+				pack_any(L, c, &pk, -1, 0, 1);
+				nb++;
+			}
+			lua_pop(L, 2);
+		}
+		map_end(sb, bm, nb);
+		pstr(&pk, "k");
+		msgpack_pack_map(&pk, (uint32_t)(nk + ngc));
+		for (int i = -ngc; i < nk; i++) {
+			lua_pushvalue(L, idx);
+			lua_pushinteger(L, i);
+			call_util(L, c, U_FUNCK, 2, 1);
+			msgpack_pack_int64(&pk, i);
+			pack_any(L, c, &pk, -1, 0, 1);
+			lua_pop(L, 1);
+		}
+		pstr(&pk, "uv");
+		msgpack_pack_map(&pk, (uint32_t)(nuv > 0 ? nuv : 0));
+		for (int i = 0; i < nuv; i++) {
+			lua_pushvalue(L, idx);
+			lua_pushinteger(L, i);
+			call_util(L, c, U_FUNCUVNAME, 2, 1);
+			msgpack_pack_int64(&pk, i);
+			pack_any(L, c, &pk, -1, 0, 1);
+			lua_pop(L, 1);
+		}
+		n += 5;
+	}
+	lua_pop(L, 1); /* info */
+	map_end(sb, m, n);
+	g_in_func = 0;
+	g_funcs++;
+	g_func_ns += now_ns() - t0;
+	put_record(sb, 1); /* with the record that refers to it */
+}
+
+/* The id of the function at idx; its func record goes out first. */
+static uint64_t ensure_func(lua_State *L, struct ctx *c, int idx)
+{
+	lua_pushvalue(L, idx);
+	lua_rawget(L, c->fnids);
+	if (lua_isnumber(L, -1)) {
+		uint64_t id = (uint64_t)lua_tonumber(L, -1);
+		lua_pop(L, 1);
+		return id;
+	}
+	lua_pop(L, 1);
+	uint64_t id = g_next_fn++;
+	lua_pushvalue(L, idx);
+	lua_pushnumber(L, (lua_Number)id);
+	lua_rawset(L, c->fnids);
+	write_func(L, c, idx, id);
+	return id;
+}
+
+/* The trace dump shared by stop and (full) abort: info, ir, k, snap. */
+static uint32_t pack_trace_ir(lua_State *L, struct ctx *c, msgpack_packer *pk,
+			      msgpack_sbuffer *sb, lua_Integer tr,
+			      lua_Integer *nexit)
+{
+	lua_pushinteger(L, tr);
+	call_util(L, c, U_TRACEINFO, 1, 1);
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	lua_getfield(L, -1, "nins");
+	lua_Integer nins = lua_tointeger(L, -1);
+	lua_getfield(L, -2, "nk");
+	lua_Integer nk = lua_tointeger(L, -1);
+	lua_getfield(L, -3, "nexit");
+	*nexit = lua_tointeger(L, -1);
+	lua_pop(L, 3);
+	kv_top(L, c, pk, "info", 1);
+	/* ir: traceir(tr, i) for i = 0..nins (instructions; 0 is BASE) */
+	pstr(pk, "ir");
+	size_t m = map_begin(sb);
+	uint32_t n = 0;
+	for (lua_Integer i = 0; i <= nins; i++) {
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, i);
+		call_util(L, c, U_TRACEIR, 2, 5);
+		if (!lua_isnil(L, -5)) {
+			msgpack_pack_int64(pk, i);
+			msgpack_pack_array(pk, 5);
+			for (int j = -5; j < 0; j++) /* integers */
+				msgpack_pack_int64(pk, lua_tointeger(L, j));
+			n++;
+		}
+		lua_pop(L, 5);
+	}
+	map_end(sb, m, n);
+	/* k: tracek(tr, i) for i = -nk..-1 (constants) */
+	pstr(pk, "k");
+	m = map_begin(sb);
+	n = 0;
+	for (lua_Integer i = -nk; i < 0; i++) {
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, i);
+		call_util(L, c, U_TRACEK, 2, 3);
+		if (!(lua_isnil(L, -3) && lua_isnil(L, -2))) {
+			msgpack_pack_int64(pk, i);
+			int cnt = lua_isnil(L, -1) ? 2 : 3;
+			msgpack_pack_array(pk, (size_t)cnt);
+			for (int j = -3; j < -3 + cnt; j++)
+				pack_any(L, c, pk, j, 0, 1);
+			n++;
+		}
+		lua_pop(L, 3);
+	}
+	map_end(sb, m, n);
+	pstr(pk, "snap");
+	m = map_begin(sb);
+	n = 0;
+	for (lua_Integer i = 0;; i++) {
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, i);
+		call_util(L, c, U_TRACESNAP, 2, 1);
+		if (lua_isnil(L, -1)) {
+			lua_pop(L, 1);
+			break;
+		}
+		msgpack_pack_int64(pk, i);
+		pack_any(L, c, pk, -1, 1, 1);
+		lua_pop(L, 1);
+		n++;
+	}
+	map_end(sb, m, n);
+	return 4;
+}
+
+static uint64_t rec_head(msgpack_packer *pk, const char *ev)
+{
+	pstr(pk, "ev");
+	pstr(pk, ev);
+	pstr(pk, "ns");
+	uint64_t t = now_ns();
+	msgpack_pack_uint64(pk, t);
+	return t;
+}
+
+static void field_int(msgpack_packer *pk, const char *k, lua_State *L, int idx)
+{
+	pstr(pk, k);
+	if (lua_isnumber(L, idx))
+		pnum(pk, lua_tonumber(L, idx));
+	else
+		msgpack_pack_nil(pk);
+}
+
+/* Build a trace-event record: stack 1 = ctx, 2.. = the event's args. */
+static int build(lua_State *L)
+{
+	struct ctx *c = lua_touserdata(L, 1);
+	int nargs = lua_gettop(L) - 1;
+	/* cached functions at fixed slots */
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->util_ref);
+	int util = lua_gettop(L);
+	c->ubase = util + 1;
+	for (int u = 0; u < U_N; u++)
+		lua_getfield(L, util, util_names[u]);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->tostring_ref);
+	c->tostr = lua_gettop(L);
+	c->tyof = 0;
+	if (c->a->typeof_ref != LUA_NOREF) {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->typeof_ref);
+		c->tyof = lua_gettop(L);
+	}
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->fnids_ref);
+	c->fnids = lua_gettop(L);
+
+	msgpack_sbuffer *sb = &g_sb;
+	msgpack_packer pkv, *pk = &pkv;
+	msgpack_sbuffer_clear(sb);
+	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+	size_t m = map_begin(sb);
+	uint32_t n = 2;
+	if (!strcmp(c->kind, "record")) { /* tr, func, pc, depth */
+		/* the func record (if new) goes out before this one */
+		uint64_t fid = lua_isfunction(L, 3) ? ensure_func(L, c, 3) : 0;
+		rec_head(pk, "record");
+		c->defer = 1;
+		field_int(pk, "tr", L, 2);
+		pstr(pk, "func");
+		if (fid)
+			msgpack_pack_uint64(pk, fid);
+		else
+			msgpack_pack_nil(pk);
+		field_int(pk, "pc", L, 4);
+		field_int(pk, "depth", L, 5);
+		n += 4;
+	} else if (!strcmp(c->kind, "texit")) { /* tr, ex, ngpr, nfpr, regs */
+		rec_head(pk, "texit");
+		field_int(pk, "tr", L, 2);
+		field_int(pk, "ex", L, 3);
+		field_int(pk, "ngpr", L, 4);
+		field_int(pk, "nfpr", L, 5);
+		pstr(pk, "regs");
+		int nr = nargs > 4 ? nargs - 4 : 0;
+		msgpack_pack_array(pk, (size_t)nr);
+		for (int i = 0; i < nr; i++)
+			pack_any(L, c, pk, 6 + i, 0, 1);
+		n += 5;
+	} else {
+		const char *what = lua_tostring(L, 2);
+		if (!what)
+			return 0;
+		uint64_t fid = 0;
+		int is_start = !strcmp(what, "start"),
+		    is_stop = !strcmp(what, "stop");
+		int is_abort = !strcmp(what, "abort");
+		if ((is_start || is_stop || is_abort) && lua_isfunction(L, 4))
+			fid = ensure_func(L, c, 4);
+		lua_Integer tr = lua_tointeger(L, 3);
+		if (is_start) {
+			rec_head(pk, "start");
+			c->defer = 1;
+			field_int(pk, "tr", L, 3);
+			pstr(pk, "func");
+			msgpack_pack_uint64(pk, fid);
+			field_int(pk, "pc", L, 5);
+			n += 3;
+			if (nargs >= 5) {
+				field_int(pk, "otr", L, 6);
+				field_int(pk, "oex", L, 7);
+				n += 2;
+			}
+		} else if (is_stop) {
+			rec_head(pk, "stop");
+			field_int(pk, "tr", L, 3);
+			n++;
+			if (fid) {
+				pstr(pk, "func");
+				msgpack_pack_uint64(pk, fid);
+				n++;
+			}
+			lua_Integer nexit = 0;
+			n += pack_trace_ir(L, c, pk, sb, tr, &nexit);
+			lua_pushinteger(L, tr);
+			call_util(L, c, U_TRACEMC, 1, 3);
+			pstr(pk, "mc");
+			size_t len = 0;
+			const char *mc = lua_isstring(L, -3)
+					     ? lua_tolstring(L, -3, &len)
+					     : NULL;
+			if (mc) {
+				msgpack_pack_bin(pk, len);
+				msgpack_pack_bin_body(pk, mc, len);
+			} else {
+				msgpack_pack_nil(pk);
+			}
+			field_int(pk, "addr", L, -2);
+			field_int(pk, "loop", L, -1);
+			lua_pop(L, 3);
+			n += 3;
+			/* exit stubs: shared ones (x86/x64) only when new */
+			struct astate *a = c->a;
+			if (!a->gexit_none) {
+				pstr(pk, "gexitstub");
+				size_t gm = map_begin(sb);
+				uint32_t gn = 0;
+				for (lua_Integer i = a->gexit; i < nexit; i++) {
+					lua_pushinteger(L, i);
+					call_util(L, c, U_TRACEEXITSTUB, 1, 1);
+					if (lua_isnil(L, -1)) {
+						a->gexit_none = 1;
+						lua_pop(L, 1);
+						break;
+					}
+					msgpack_pack_int64(pk, i);
+					pack_any(L, c, pk, -1, 0, 1);
+					lua_pop(L, 1);
+					gn++;
+				}
+				map_end(sb, gm, gn);
+				n++;
+				if (!a->gexit_none &&
+				    nexit > (lua_Integer)a->gexit)
+					a->gexit = (uint32_t)nexit;
+			}
+			if (a->gexit_none) { /* per-trace stubs (ARM, MIPS...)
+					      */
+				pstr(pk, "exitstub");
+				size_t em = map_begin(sb);
+				uint32_t en = 0;
+				for (lua_Integer i = 0; i <= nexit; i++) {
+					lua_pushinteger(L, tr);
+					lua_pushinteger(L, i);
+					call_util(L, c, U_TRACEEXITSTUB, 2, 1);
+					if (!lua_isnil(L, -1)) {
+						msgpack_pack_int64(pk, i);
+						pack_any(L, c, pk, -1, 0, 1);
+						en++;
+					}
+					lua_pop(L, 1);
+				}
+				map_end(sb, em, en);
+				n++;
+			}
+			if (c->spadj != INT32_MIN) {
+				pstr(pk, "spadj");
+				msgpack_pack_int64(pk, c->spadj);
+				n++;
+			}
+		} else if (is_abort) { /* tr, func, pc, err, errinfo */
+			rec_head(pk, "abort");
+			field_int(pk, "tr", L, 3);
+			pstr(pk, "func");
+			msgpack_pack_uint64(pk, fid);
+			field_int(pk, "pc", L, 5);
+			pstr(pk, "err");
+			pack_any(L, c, pk, 6, 0, 0);
+			pstr(pk, "errinfo");
+			pack_any(L, c, pk, 7, 0, 0);
+			n += 5;
+			lua_Integer nx;
+			if (g_level >= JSF_AUDIT_FULL)
+				n += pack_trace_ir(L, c, pk, sb, tr, &nx);
+		} else if (!strcmp(what, "flush")) {
+			rec_head(pk, "flush");
+			c->a->gexit =
+			    0; /* the exit stubs are freed with the code */
+		} else {
+			return 0;
+		}
+	}
+	map_end(sb, m, n);
+	/* A trace's start and its recorded bytecodes go out with its stop or
+	 * abort, in the same write(2). */
+	put_record(sb, c->defer);
+	return 0;
+}
+
+/* ------------------------------------------------------- state, events */
+
+static int require_mod(lua_State *L, const char *name)
+{
+	lua_getglobal(L, "require");
+	lua_pushstring(L, name);
+	return lua_pcall(L, 1, 1, 0);
+}
+
+static void new_fnids(lua_State *L, struct astate *a)
+{
+	if (a->fnids_ref != LUA_NOREF)
+		luaL_unref(L, LUA_REGISTRYINDEX, a->fnids_ref);
+	lua_newtable(L);
+	lua_newtable(L);
+	lua_pushstring(L, "k");
+	lua_setfield(L, -2, "__mode");
+	lua_setmetatable(L, -2);
+	a->fnids_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+static struct astate *get_astate(lua_State *L, int create)
+{
+	lua_pushlightuserdata(L, (void *)&ASTATE_KEY);
+	lua_rawget(L, LUA_REGISTRYINDEX);
+	struct astate *a = lua_touserdata(L, -1);
+	lua_pop(L, 1);
+	if (a || !create)
+		return a;
+	int top = lua_gettop(L);
+	if (require_mod(L, "jit.util") || !lua_istable(L, -1)) {
+		lua_settop(L, top);
+		return NULL;
+	}
+	lua_pushlightuserdata(L, (void *)&ASTATE_KEY);
+	a = lua_newuserdata(L, sizeof(*a));
+	memset(a, 0, sizeof(*a));
+	a->fnids_ref = a->typeof_ref = LUA_NOREF;
+	lua_rawset(L, LUA_REGISTRYINDEX);
+	a->util_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	lua_getglobal(L, "tostring");
+	a->tostring_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	if (require_mod(L, "ffi") == 0 && lua_istable(L, -1)) {
+		lua_getfield(L, -1, "typeof");
+		a->typeof_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
+	lua_settop(L, top);
+	lua_pushcfunction(L, build); /* one closure, not one per event */
+	a->build_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	new_fnids(L, a);
+	a->gen = jsf_auditw_gen(g_w);
+	return a;
+}
+
+static void event(lua_State *L, const char *kind, int32_t spadj)
+{
+	if (!g_w)
+		return;
+	if (g_owner != self()) { /* a fork child: the log is the parent's */
+		jsf_auditw_forget(g_w);
+		g_w = NULL;
+		return;
+	}
+	struct astate *a = get_astate(L, 1);
+	if (!a)
+		return;
+	jsf_auditw_begin(g_w);
+	if (jsf_auditw_gen(g_w) != a->gen) { /* a new file: resend funcs */
+		new_fnids(L, a);
+		a->gexit = 0;
+		a->gen = jsf_auditw_gen(g_w);
+	}
+	int n = lua_gettop(L);
+	if (!lua_checkstack(L, n + 48))
+		return;
+	struct ctx c = {.a = a, .spadj = spadj, .kind = kind};
+	lua_rawgeti(L, LUA_REGISTRYINDEX, a->build_ref);
+	lua_pushlightuserdata(L, &c);
+	for (int i = 1; i <= n; i++)
+		lua_pushvalue(L, i);
+	g_in_func = 0;
+	uint64_t t0 = now_ns();
+	int perr = lua_pcall(L, n + 1, 0, 0);
+	g_event_ns += now_ns() - t0;
+	if (perr) {
+		g_dropped++;
+		const char *e = lua_tostring(L, -1);
+		snprintf(g_last_err, sizeof(g_last_err), "%s", e ? e : "?");
+	}
+	g_in_func = 0;
+	lua_settop(L, n);
+}
+
+void jsf_audit_trace(lua_State *L, int32_t spadj)
+{
+	event(L, "trace", spadj);
+}
+
+void jsf_audit_record(lua_State *L)
+{
+	if (g_level >= JSF_AUDIT_FULL)
+		event(L, "record", INT32_MIN);
+}
+
+void jsf_audit_texit(lua_State *L)
+{
+	if (g_level >= JSF_AUDIT_FULL)
+		event(L, "texit", INT32_MIN);
+}
+
+int jsf_audit_level(void)
+{
+	return g_w && g_owner == self() ? g_level : 0;
+}
+
+const char *jsf_audit_path(void)
+{
+	return g_apath;
+}
+
+/* ------------------------------------------------------------- header */
+
+/* Header: stack 1 = ctx, 2 = level string. */
+static int build_header(lua_State *L)
+{
+	struct ctx *c = lua_touserdata(L, 1);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->util_ref);
+	int util = lua_gettop(L);
+	c->ubase = util + 1;
+	for (int u = 0; u < U_N; u++)
+		lua_getfield(L, util, util_names[u]);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->tostring_ref);
+	c->tostr = lua_gettop(L);
+	c->tyof = 0;
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->fnids_ref);
+	c->fnids = lua_gettop(L);
+	g_in_func = 1; /* no functions expected: never emit func records */
+	msgpack_sbuffer *sb = &g_sb;
+	msgpack_packer pkv, *pk = &pkv;
+	msgpack_sbuffer_clear(sb);
+	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	msgpack_pack_map(pk, 12);
+	rec_head(pk, "header");
+	pstr(pk, "format");
+	msgpack_pack_int(pk, 1);
+	pstr(pk, "producer");
+	pstr(pk, PRODUCER);
+	pstr(pk, "level");
+	pstr(pk, g_level >= JSF_AUDIT_FULL ? "full" : "default");
+	pstr(pk, "pid");
+	msgpack_pack_int64(pk, getpid());
+	pstr(pk, "unix_ns");
+	msgpack_pack_uint64(pk, (uint64_t)rt.tv_sec * 1000000000u +
+				    (uint64_t)rt.tv_nsec);
+	pstr(pk, "clock");
+	pstr(pk, "CLOCK_MONOTONIC");
+	pstr(pk, "byteorder");
+	pstr(pk, "little"); /* of the framing; msgpack is big-endian */
+	/* vm */
+	if (require_mod(L, "jit"))
+		lua_error(L);
+	int jit = lua_gettop(L);
+	pstr(pk, "vm");
+	msgpack_pack_map(pk, 6);
+	static const char *const vf[] = {"version", "version_num", "arch",
+					 "os"};
+	for (int i = 0; i < 4; i++) {
+		lua_getfield(L, jit, vf[i]);
+		kv_top(L, c, pk, vf[i], 0);
+	}
+	pstr(pk, "gc64");
+	int gc64 = 0;
+	if (require_mod(L, "ffi") == 0 && lua_istable(L, -1)) {
+		lua_getfield(L, -1, "abi");
+		lua_pushstring(L, "gc64");
+		lua_call(L, 1, 1);
+		gc64 = lua_toboolean(L, -1);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	if (gc64)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+	pstr(pk, "status");
+	int before = lua_gettop(L);
+	lua_getfield(L, jit, "status");
+	lua_call(L, 0, LUA_MULTRET);
+	int ns = lua_gettop(L) - before;
+	msgpack_pack_array(pk, (size_t)ns);
+	for (int i = 1; i <= ns; i++)
+		pack_any(L, c, pk, before + i, 0, 1);
+	lua_settop(L, before);
+	/* vmdef, generically */
+	if (require_mod(L, "jit.vmdef"))
+		lua_error(L);
+	int vmdef = lua_gettop(L);
+	pstr(pk, "vmdef");
+	pack_any(L, c, pk, vmdef, 1, 0);
+	/* ircalladdr(i) for i = 0..#vmdef.ircall */
+	lua_getfield(L, vmdef, "ircall");
+	int nc = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : -1;
+	lua_pop(L, 1);
+	pstr(pk, "ircalladdr");
+	msgpack_pack_map(pk, (uint32_t)(nc + 1));
+	for (int i = 0; i <= nc; i++) {
+		lua_pushinteger(L, i);
+		call_util(L, c, U_IRCALLADDR, 1, 1);
+		msgpack_pack_int64(pk, i);
+		pack_any(L, c, pk, -1, 0, 1);
+		lua_pop(L, 1);
+	}
+	g_in_func = 0;
+	return 0;
+}
+
+int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
+		   size_t errlen)
+{
+	if (g_w && g_owner == self()) {
+		snprintf(err, errlen, "this process already logs to %s",
+			 g_apath);
+		return -EBUSY;
+	}
+	if (g_w) { /* inherited over fork */
+		jsf_auditw_forget(g_w);
+		g_w = NULL;
+	}
+	g_level = cfg->level;
+	struct astate *a = get_astate(L, 1);
+	if (!a) {
+		snprintf(err, errlen, "no jit.util");
+		return -ENOENT;
+	}
+	struct ctx c = {.a = a, .spadj = INT32_MIN, .kind = "header"};
+	lua_pushcfunction(L, build_header);
+	lua_pushlightuserdata(L, &c);
+	if (lua_pcall(L, 1, 0, 0)) {
+		snprintf(err, errlen, "building the header: %s",
+			 lua_tostring(L, -1));
+		lua_pop(L, 1);
+		g_in_func = 0;
+		return -EINVAL;
+	}
+	struct jsf_auditw_opts o = {cfg->path, cfg->max_bytes, cfg->keep,
+				    cfg->replace};
+	int e = jsf_auditw_open(&g_w, &o, g_sb.data, g_sb.size);
+	if (e) {
+		snprintf(err, errlen, "%s: %s", cfg->path, strerror(-e));
+		return e;
+	}
+	g_owner = self();
+	snprintf(g_apath, sizeof(g_apath), "%s", cfg->path);
+	a->gen = jsf_auditw_gen(g_w);
+	new_fnids(L, a);
+	a->gexit = 0;
+	return 0;
+}
+
+void jsf_audit_close(const char *note)
+{
+	if (g_w && g_owner == self())
+		jsf_auditw_close(g_w, note);
+	else if (g_w)
+		jsf_auditw_forget(g_w);
+	g_w = NULL;
+}
+
+void jsf_audit_stats(lua_State *L)
+{
+	lua_createtable(L, 0, 8);
+	lua_pushstring(L, g_apath);
+	lua_setfield(L, -2, "path");
+	lua_pushboolean(L, g_w != NULL);
+	lua_setfield(L, -2, "logging");
+	lua_pushstring(L, g_level >= JSF_AUDIT_FULL ? "full" : "default");
+	lua_setfield(L, -2, "level");
+	lua_pushnumber(L, (lua_Number)jsf_auditw_records(g_w));
+	lua_setfield(L, -2, "records");
+	lua_pushnumber(L, (lua_Number)jsf_auditw_bytes(g_w));
+	lua_setfield(L, -2, "bytes");
+	lua_pushnumber(L, (lua_Number)g_dropped);
+	lua_setfield(L, -2, "dropped");
+	lua_pushnumber(L, (lua_Number)g_funcs);
+	lua_setfield(L, -2, "funcs");
+	/* time (ns) in building records (func records included), in func
+	 * records alone, and in write(2) */
+	lua_pushnumber(L, (lua_Number)g_event_ns);
+	lua_setfield(L, -2, "event_ns");
+	lua_pushnumber(L, (lua_Number)g_func_ns);
+	lua_setfield(L, -2, "func_ns");
+	lua_pushnumber(L, (lua_Number)g_write_ns);
+	lua_setfield(L, -2, "write_ns");
+	if (g_last_err[0]) {
+		lua_pushstring(L, g_last_err);
+		lua_setfield(L, -2, "last_error");
+	}
+	if (jsf_auditw_error(g_w)) {
+		lua_pushstring(L, jsf_auditw_error(g_w));
+		lua_setfield(L, -2, "error");
+	}
+}
+
+/* ------------------------------------------------------------ reading */
+
+static const char STATUS_KEY = 0;
+
+static void push_obj(lua_State *L, const msgpack_object *o, int depth)
+{
+	if (depth > 64) {
+		lua_pushnil(L);
+		return;
+	}
+	switch (o->type) {
+	case MSGPACK_OBJECT_BOOLEAN:
+		lua_pushboolean(L, o->via.boolean);
+		break;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		lua_pushnumber(L, (lua_Number)o->via.u64);
+		break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		lua_pushnumber(L, (lua_Number)o->via.i64);
+		break;
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		lua_pushnumber(L, o->via.f64);
+		break;
+	case MSGPACK_OBJECT_STR:
+		lua_pushlstring(L, o->via.str.ptr, o->via.str.size);
+		break;
+	case MSGPACK_OBJECT_BIN:
+		lua_pushlstring(L, o->via.bin.ptr, o->via.bin.size);
+		break;
+	case MSGPACK_OBJECT_ARRAY:
+		lua_checkstack(L, 4);
+		lua_createtable(L, (int)o->via.array.size, 0);
+		for (uint32_t i = 0; i < o->via.array.size; i++) {
+			push_obj(L, &o->via.array.ptr[i], depth + 1);
+			lua_rawseti(L, -2, (int)i + 1);
+		}
+		break;
+	case MSGPACK_OBJECT_MAP:
+		lua_checkstack(L, 4);
+		lua_createtable(L, 0, (int)o->via.map.size);
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			push_obj(L, &o->via.map.ptr[i].key, depth + 1);
+			if (lua_isnil(L, -1) ||
+			    (lua_type(L, -1) == LUA_TNUMBER &&
+			     lua_tonumber(L, -1) != lua_tonumber(L, -1))) {
+				lua_pop(L,
+					1); /* nil or NaN key: not a Lua key */
+				continue;
+			}
+			push_obj(L, &o->via.map.ptr[i].val, depth + 1);
+			lua_rawset(L, -3);
+		}
+		break;
+	default:
+		lua_pushnil(L);
+		break;
+	}
+}
+
+static void set_status(lua_State *L, const char *msg)
+{
+	lua_pushlightuserdata(L, (void *)&STATUS_KEY);
+	if (msg)
+		lua_pushstring(L, msg);
+	else
+		lua_pushnil(L);
+	lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+static int reader_gc(lua_State *L)
+{
+	struct jsf_audit_reader *r = lua_touserdata(L, 1);
+	if (r && r->buf)
+		jsf_audit_reader_free(r);
+	return 0;
+}
+
+static int reader_next(lua_State *L)
+{
+	struct jsf_audit_reader *r = lua_touserdata(L, lua_upvalueindex(1));
+	if (!r->buf && r->state)
+		return 0;
+	const msgpack_object *o;
+	int ret = jsf_audit_next(r, &o);
+	if (ret == 1) {
+		push_obj(L, o, 0);
+		return 1;
+	}
+	set_status(L, ret < 0 ? r->msg : NULL);
+	jsf_audit_reader_free(r);
+	return 0;
+}
+
+/* jsf.audit_records(path) -> iterator over the records as tables */
+static int l_audit_records(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct jsf_audit_reader *r = lua_newuserdata(L, sizeof(*r));
+	memset(r, 0, sizeof(*r));
+	lua_newtable(L);
+	lua_pushcfunction(L, reader_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_setmetatable(L, -2);
+	if (jsf_audit_read_file(r, path)) {
+		lua_pushstring(L, r->msg);
+		jsf_audit_reader_free(r);
+		return lua_error(L);
+	}
+	set_status(L, "not read to the end");
+	lua_pushcclosure(L, reader_next, 1);
+	return 1;
+}
+
+/* jsf.audit_status() -> nil after a clean end, else the damage message */
+static int l_audit_status(lua_State *L)
+{
+	lua_pushlightuserdata(L, (void *)&STATUS_KEY);
+	lua_rawget(L, LUA_REGISTRYINDEX);
+	return 1;
+}
+
+void jsf_audit_register(lua_State *L)
+{
+	lua_pushcfunction(L, l_audit_records);
+	lua_setfield(L, -2, "audit_records");
+	lua_pushcfunction(L, l_audit_status);
+	lua_setfield(L, -2, "audit_status");
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The auditlog, Lua side: turns LuaJIT's VM events into records (schema:
+ * docs/AUDITLOG.md) with jit.util called from C, and reads logs back into
+ * Lua tables (jsf.audit_records / jsf.audit_status). Callers hold the
+ * module's lock around every call except the reading API.
+ */
+#ifndef JSF_AUDIT_H
+#define JSF_AUDIT_H
+
+#include <lua.h>
+#include <stdint.h>
+
+#define JSF_AUDIT_DEFAULT 1
+#define JSF_AUDIT_FULL 2
+
+struct jsf_audit_cfg {
+	const char *path;
+	int level;	    /* JSF_AUDIT_DEFAULT or JSF_AUDIT_FULL */
+	uint64_t max_bytes; /* rotation bound per file, 0: none */
+	unsigned keep;	    /* rotated files kept */
+	int replace;
+};
+
+/* Open the log (process-wide) and write its header; 0, or -errno with a
+ * message in err. */
+int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
+		   size_t errlen);
+/* The level being logged, 0 when not logging (or in a fork child). */
+int jsf_audit_level(void);
+const char *jsf_audit_path(void);
+/* Event handlers: the event's arguments are the stack, 1..top.
+ * trace: "start"|"stop"|"abort"|"flush", ...; spadj from the rows (or
+ * INT32_MIN when unknown). */
+void jsf_audit_trace(lua_State *L, int32_t spadj);
+void jsf_audit_record(lua_State *L);
+void jsf_audit_texit(lua_State *L);
+/* Close with a final note (NULL: none). */
+void jsf_audit_close(const char *note);
+/* stats into the table at the top of the stack */
+void jsf_audit_stats(lua_State *L);
+/* Register audit_records and audit_status in the table at the top. */
+void jsf_audit_register(lua_State *L);
+
+#endif

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The auditlog's byte format (docs/AUDITLOG.md), shared by the writer
+ * (vm/auditw.c), the Lua module's reader and the CLI:
+ *
+ *   file   := magic record*
+ *   magic  := "JSFAUDIT" u8 version(1) u8[7] zero     (16 bytes)
+ *   record := u32le len, u32le crc32c(payload), payload[len]
+ *   payload:= one msgpack map (string keys); the first record is ev=header
+ *
+ * The reader stops at the first record that is truncated, too long, fails
+ * its checksum or does not decode as exactly one msgpack map.
+ */
+#ifndef JSF_AUDITFMT_H
+#define JSF_AUDITFMT_H
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JSF_AUDIT_MAGIC "JSFAUDIT"
+#define JSF_AUDIT_VERSION 1
+#define JSF_AUDIT_MAGIC_LEN 16
+#define JSF_AUDIT_FRAME 8		  /* len + crc */
+#define JSF_AUDIT_MAX_RECORD (256u << 20) /* 256 MiB */
+
+uint32_t jsf_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t jsf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+/* Fill the 16-byte file magic. */
+void jsf_audit_magic(uint8_t out[JSF_AUDIT_MAGIC_LEN]);
+/* Frame header for a payload. */
+void jsf_audit_frame(uint8_t out[JSF_AUDIT_FRAME], const void *payload,
+		     uint32_t len);
+
+/* Reader over a memory buffer (the whole file). */
+struct jsf_audit_reader {
+	const uint8_t *buf;
+	size_t len;
+	size_t off;	/* next record's offset */
+	size_t rec_off; /* the current record's offset */
+	uint64_t nrec;	/* records decoded so far */
+	int state;	/* 0 reading, 1 clean end, -1 damaged */
+	char msg[256];	/* "damaged at byte N: <why>; K records decoded" */
+	msgpack_unpacked up;
+	int owned; /* buf is malloc'd by jsf_audit_read_file */
+};
+
+void jsf_audit_reader_init(struct jsf_audit_reader *r, const void *buf,
+			   size_t len);
+/* Read a whole file into a reader: 0, or -errno (r->msg says why). */
+int jsf_audit_read_file(struct jsf_audit_reader *r, const char *path);
+/* The next record: 1 and *obj (valid until the next call), 0 at a clean
+ * end, -1 at damage (r->msg). */
+int jsf_audit_next(struct jsf_audit_reader *r, const msgpack_object **obj);
+void jsf_audit_reader_free(struct jsf_audit_reader *r);
+
+/* msgpack_object helpers for readers */
+const msgpack_object *jsf_mp_get(const msgpack_object *map, const char *key);
+const msgpack_object *jsf_mp_geti(const msgpack_object *map, int64_t key);
+int jsf_mp_int(const msgpack_object *o, int64_t *out); /* 1 if integral */
+int jsf_mp_num(const msgpack_object *o, double *out);
+/* A str (or bin) as pointer+length; NULL if not one. */
+const char *jsf_mp_str(const msgpack_object *o, uint32_t *len);
+
+#endif

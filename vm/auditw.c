@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/* The auditlog file writer: see auditw.h and docs/AUDITLOG.md. */
+#include "auditw.h"
+#include "auditfmt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Room kept under RLIMIT_FSIZE for the final note: we never write past
+ * the limit, so the host never gets SIGXFSZ from us. */
+#define NOTE_ROOM 512
+
+struct jsf_auditw {
+	int fd;
+	char *path;
+	uint64_t max_bytes, limit; /* limit: RLIMIT_FSIZE (or ~0) */
+	unsigned keep, gen;
+	uint64_t off; /* current file's size (all whole records) */
+	uint64_t total, nrec;
+	void *header;
+	size_t hlen;
+	uint8_t *pend; /* framed records waiting for the next write */
+	size_t plen, pcap;
+	uint64_t pnrec;
+	char err[256];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+size_t jsf_audit_note_payload(char *buf, size_t cap, const char *text)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	size_t tl = strlen(text);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "ev", 2);
+	msgpack_pack_str_with_body(&pk, "note", 4);
+	msgpack_pack_str_with_body(&pk, "ns", 2);
+	msgpack_pack_uint64(&pk, now_ns());
+	msgpack_pack_str_with_body(&pk, "text", 4);
+	msgpack_pack_str_with_body(&pk, text, tl);
+	size_t n = sb.size <= cap ? sb.size : 0;
+	if (n)
+		memcpy(buf, sb.data, n);
+	msgpack_sbuffer_destroy(&sb);
+	return n;
+}
+
+/* The pending records, then one record (len 0: none), with one writev;
+ * a short write continues; 0 or -errno. */
+static int put(struct jsf_auditw *w, const void *payload, size_t len)
+{
+	uint8_t fr[JSF_AUDIT_FRAME];
+	if (len)
+		jsf_audit_frame(fr, payload, (uint32_t)len);
+	struct iovec iov[3] = {{w->pend, w->plen},
+			       {fr, len ? sizeof(fr) : 0},
+			       {(void *)payload, len}};
+	size_t want = w->plen + (len ? sizeof(fr) : 0) + len, done = 0;
+	uint64_t nrec = w->pnrec + (len != 0);
+	w->plen = 0; /* written or lost: never twice */
+	w->pnrec = 0;
+	while (done < want) {
+		ssize_t n = writev(w->fd, iov, 3);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENOSPC;
+		done += (size_t)n;
+		size_t k = (size_t)n;
+		for (int i = 0; i < 3; i++) {
+			size_t t = k < iov[i].iov_len ? k : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + t;
+			iov[i].iov_len -= t;
+			k -= t;
+		}
+	}
+	w->off += want;
+	w->total += want;
+	w->nrec += nrec;
+	return 0;
+}
+
+static int put_raw(struct jsf_auditw *w, const void *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(w->fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -ENOSPC;
+		p = (const char *)p + n;
+		len -= (size_t)n;
+		w->off += (size_t)n;
+		w->total += (size_t)n;
+	}
+	return 0;
+}
+
+static int create_file(struct jsf_auditw *w, int replace)
+{
+	int fl = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_APPEND;
+	fl |= replace ? O_TRUNC : O_EXCL;
+	w->fd = open(w->path, fl, 0600);
+	if (w->fd < 0)
+		return -errno;
+	/* a character device (/dev/full...) cannot be truncated: fine */
+	w->off = 0;
+	uint8_t m[JSF_AUDIT_MAGIC_LEN];
+	jsf_audit_magic(m);
+	if (w->limit <
+	    JSF_AUDIT_MAGIC_LEN + JSF_AUDIT_FRAME + w->hlen + NOTE_ROOM)
+		return -EFBIG;
+	int err = put_raw(w, m, sizeof(m));
+	if (!err)
+		err = put(w, w->header, w->hlen);
+	return err;
+}
+
+/* Stop for good: cut back to the last whole record, add the note if it
+ * fits, close. */
+static void stop(struct jsf_auditw *w, int err, const char *what)
+{
+	if (w->fd < 0)
+		return;
+	snprintf(w->err, sizeof(w->err), "%s: %s", what, strerror(-err));
+	w->plen = 0; /* the records waiting are lost with the failed one */
+	w->pnrec = 0;
+	if (ftruncate(w->fd, (off_t)w->off) == 0 || errno == EINVAL) {
+		char note[512], buf[640];
+		snprintf(note, sizeof(note),
+			 "log stopped: %s; the program went on without it",
+			 w->err);
+		size_t n = jsf_audit_note_payload(buf, sizeof(buf), note);
+		if (n && w->off + JSF_AUDIT_FRAME + n <= w->limit &&
+		    put(w, buf, n) != 0 && ftruncate(w->fd, (off_t)w->off)) {
+			/* nothing more we can do */
+		}
+	}
+	close(w->fd);
+	w->fd = -1;
+}
+
+int jsf_auditw_open(struct jsf_auditw **out, const struct jsf_auditw_opts *o,
+		    const void *header, size_t len)
+{
+	*out = NULL;
+	if (!o->path || !*o->path || len == 0 || len > JSF_AUDIT_MAX_RECORD)
+		return -EINVAL;
+	struct jsf_auditw *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	w->path = strdup(o->path);
+	w->header = malloc(len);
+	if (!w->path || !w->header) {
+		jsf_auditw_forget(w);
+		return -ENOMEM;
+	}
+	memcpy(w->header, header, len);
+	w->hlen = len;
+	w->max_bytes = o->max_bytes;
+	w->keep = o->keep;
+	struct rlimit rl;
+	w->limit = UINT64_MAX;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		w->limit = (uint64_t)rl.rlim_cur;
+	int err = create_file(w, o->replace);
+	struct stat st;
+	if (!err && (fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		w->max_bytes = 0; /* a device or a pipe: never renamed */
+	if (err) {
+		/* never unlink: with replace it may be a file (or a device:
+		 * /dev/full) that was there before us */
+		jsf_auditw_forget(w);
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+static void rotate(struct jsf_auditw *w)
+{
+	struct stat st;
+	if (fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return; /* only regular files are renamed */
+	size_t n = strlen(w->path) + 16;
+	char *a = malloc(n), *b = malloc(n);
+	int err = (!a || !b) ? -ENOMEM : 0;
+	if (!err && w->keep == 0) {
+		err = unlink(w->path) < 0 ? -errno : 0;
+	} else if (!err) {
+		snprintf(a, n, "%s.%u", w->path, w->keep);
+		unlink(a);
+		for (unsigned i = w->keep; i > 1; i--) {
+			snprintf(a, n, "%s.%u", w->path, i - 1);
+			snprintf(b, n, "%s.%u", w->path, i);
+			if (rename(a, b) < 0 && errno != ENOENT)
+				err = -errno;
+		}
+		snprintf(b, n, "%s.1", w->path);
+		if (!err && rename(w->path, b) < 0)
+			err = -errno;
+	}
+	free(a);
+	free(b);
+	if (err) {
+		stop(w, err, "rotating");
+		return;
+	}
+	close(w->fd);
+	w->fd = -1;
+	w->gen++;
+	err = create_file(w, 0);
+	if (err) {
+		if (w->fd >= 0) {
+			stop(w, err, "starting a new file after rotation");
+		} else {
+			snprintf(w->err, sizeof(w->err),
+				 "starting a new file after rotation: %s",
+				 strerror(-err));
+		}
+		return;
+	}
+	char note[128], buf[256];
+	snprintf(note, sizeof(note), "rotated: file %u of this log",
+		 w->gen + 1);
+	size_t k = jsf_audit_note_payload(buf, sizeof(buf), note);
+	if (k && (err = put(w, buf, k)) != 0)
+		stop(w, err, "writing");
+}
+
+void jsf_auditw_begin(struct jsf_auditw *w)
+{
+	if (w && w->fd >= 0 && w->max_bytes && w->off >= w->max_bytes &&
+	    jsf_auditw_flush(w) == 0)
+		rotate(w);
+}
+
+int jsf_auditw_defer(struct jsf_auditw *w, const void *payload, size_t len)
+{
+	if (!w || w->fd < 0)
+		return -EBADF;
+	if (len == 0 || len > JSF_AUDIT_MAX_RECORD)
+		return -EINVAL;
+	size_t need = w->plen + JSF_AUDIT_FRAME + len;
+	if (need > w->pcap) {
+		size_t cap = w->pcap ? w->pcap : 16384;
+		while (cap < need)
+			cap *= 2;
+		uint8_t *p = realloc(w->pend, cap);
+		if (!p) {
+			stop(w, -ENOMEM, "buffering");
+			return -ENOMEM;
+		}
+		w->pend = p;
+		w->pcap = cap;
+	}
+	jsf_audit_frame(w->pend + w->plen, payload, (uint32_t)len);
+	memcpy(w->pend + w->plen + JSF_AUDIT_FRAME, payload, len);
+	w->plen = need;
+	w->pnrec++;
+	/* a long recording (full level): do not hold more than 1 MiB */
+	if (w->plen > (1u << 20))
+		return jsf_auditw_flush(w);
+	return 0;
+}
+
+int jsf_auditw_flush(struct jsf_auditw *w)
+{
+	if (!w || w->fd < 0)
+		return -EBADF;
+	if (!w->plen)
+		return 0;
+	if (w->off + w->plen + NOTE_ROOM > w->limit) {
+		stop(w, -EFBIG, "writing");
+		return -EFBIG;
+	}
+	int err = put(w, NULL, 0);
+	if (err)
+		stop(w, err, "writing");
+	return err;
+}
+
+int jsf_auditw_write(struct jsf_auditw *w, const void *payload, size_t len)
+{
+	if (!w || w->fd < 0)
+		return -EBADF;
+	if (len == 0 || len > JSF_AUDIT_MAX_RECORD)
+		return -EINVAL;
+	if (w->off + w->plen + JSF_AUDIT_FRAME + len + NOTE_ROOM > w->limit) {
+		stop(w, -EFBIG, "writing");
+		return -EFBIG;
+	}
+	int err = put(w, payload, len);
+	if (err)
+		stop(w, err, "writing");
+	return err;
+}
+
+unsigned jsf_auditw_gen(const struct jsf_auditw *w)
+{
+	return w ? w->gen : 0;
+}
+
+const char *jsf_auditw_error(const struct jsf_auditw *w)
+{
+	return w && w->err[0] ? w->err : NULL;
+}
+
+uint64_t jsf_auditw_bytes(const struct jsf_auditw *w)
+{
+	return w ? w->total : 0;
+}
+
+uint64_t jsf_auditw_records(const struct jsf_auditw *w)
+{
+	return w ? w->nrec : 0;
+}
+
+void jsf_auditw_close(struct jsf_auditw *w, const char *final_note)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		(void)jsf_auditw_flush(w);
+	if (w->fd >= 0 && final_note) {
+		char buf[640];
+		size_t n = jsf_audit_note_payload(buf, sizeof(buf), final_note);
+		if (n && w->off + JSF_AUDIT_FRAME + n <= w->limit)
+			(void)put(w, buf, n);
+	}
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	jsf_auditw_forget(w);
+}
+
+void jsf_auditw_forget(struct jsf_auditw *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w->path);
+	free(w->header);
+	free(w->pend);
+	free(w);
+}
