@@ -250,7 +250,7 @@ local function dec(v)
 		p = coroutine.create(function() end)
 	end
 	local pt = s and s:match(": (%S+)$") or ptext(v.addr)
-	objinfo[p] = { p = pt, s = s or ((o or "?") .. ": " .. pt) }
+	objinfo[p] = { p = pt, s = s or ((o or "?") .. ": " .. pt), loc = v.loc }
 	return p
 end
 
@@ -305,7 +305,13 @@ end
 local util = {}
 function util.funcinfo(f, pc)
 	local r = funcrec(f)
-	if not r then error("bad argument #1 to 'funcinfo' (no logged function)", 2) end
+	if not r then
+		-- a prototype logged as a value, with its location only (what
+		-- jit.bc prints for FNEW)
+		local o = objinfo[f]
+		if o and o.loc then return { loc = o.loc } end
+		error("bad argument #1 to 'funcinfo' (no logged function)", 2)
+	end
 	local t = {}
 	for k, v in pairs(r.info) do t[k] = dec(v) end
 	if r.locprefix then
