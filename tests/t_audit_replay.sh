@@ -30,7 +30,7 @@ skip() { n=$((n + 1)); echo "ok $n - # SKIP $1"; }
 
 LJ2=build/luajit2/usr/bin/luajit
 LJ2PATH="$PWD/$(ls -d build/luajit2/usr/share/luajit-2.1* 2>/dev/null | head -n 1)/?.lua;;"
-INIT="assert(require('jitsframe').start{auditlog=os.getenv('AUDIT_LOG'), level='full', quiet=true, region=os.getenv('AUDIT_REGION')})"
+INIT="assert(require('jitsframe').start{auditlog=os.getenv('AUDIT_LOG'), level=os.getenv('AUDIT_LEVEL') or 'full', quiet=true, region=os.getenv('AUDIT_REGION')})"
 
 # live VM NAME MODE SCRIPT SCALE: one run, log + -jdump + -jv in $T/NAME.*
 live() {
@@ -87,7 +87,48 @@ for vm in debian openresty; do
 		notok "$vm nested, -jdump=tbisXT: replay differs ($ex exits)" "$(cmp "$T/$name.d" "$T/$name.d.r" 2>&1)" \
 			"$(diff "$T/$name.d" "$T/$name.d.r" 2>&1 | head -6)" "$(head -3 "$T/$name.rerr.r")"
 	fi
+	# what the workloads do not print: an abort whose errinfo is a function,
+	# int64 constants (cdata), a table constant ("{%p}")
+	name=$vm-extra
+	live "$vm" "$name" tbimrsaT tests/lua/audit_replay_extra.lua ""
+	replay "$name" tbimrsaT
+	ff=$(grep -c 'FastFunc ffi.typeof' "$T/$name.d")
+	i64=$(grep -c 'i64 ADD .* +1234567890123' "$T/$name.d")
+	tk=$(grep -c 'TDUP   {0x' "$T/$name.d")
+	if [ "$ff" -gt 0 ] && [ "$i64" -gt 0 ] && [ "$tk" -gt 0 ] && cmp -s "$T/$name.d" "$T/$name.d.r" &&
+		cmp -s "$T/$name.v" "$T/$name.v.r" && grep -q 'FastFunc ffi.typeof' "$T/$name.v"; then
+		ok "$vm audit_replay_extra.lua: replay = live ($ff aborts with a function errinfo, $i64 int64 constants, $tk table constants)"
+	else
+		notok "$vm audit_replay_extra.lua: replay differs or features missing ($ff/$i64/$tk)" \
+			"$(diff "$T/$name.d" "$T/$name.d.r" 2>&1 | head -6)" "$(diff "$T/$name.v" "$T/$name.v.r" 2>&1 | head -4)"
+	fi
 done
+
+# The default level (no record/texit events, no aborted IR) replays -jv and
+# -jdump without its b, x and a modes.
+name=debian-default
+AUDIT_LEVEL=default live debian "$name" tsimrT bench/workloads/openresty.lua 0.05
+replay "$name" tsimrT
+if [ "$(grep -c '^---- TRACE [0-9]* stop' "$T/$name.d")" -gt 0 ] && cmp -s "$T/$name.d" "$T/$name.d.r" &&
+	cmp -s "$T/$name.v" "$T/$name.v.r"; then
+	ok "default level, openresty.lua: -jdump=tsimrT ($(wc -c <"$T/$name.d") bytes) and -jv replay equal"
+else
+	notok "default level: replay differs" "$(diff "$T/$name.d" "$T/$name.d.r" 2>&1 | head -6)"
+fi
+
+# The replay does not depend on the C writer: the same records written by
+# a pure-Lua capture (tests/vm/audit_capture.lua) replay equally.
+name=debian-capture
+rm -f "$T/$name".*
+JSF_AUDIT_CAPTURE="$T/$name.log" LUA_INIT=@tests/vm/audit_capture.lua LUA_PATH=";;" \
+	luajit -jdump=tbimrsaT,"$T/$name.d" -jv="$T/$name.v" bench/workloads/nested.lua 0.05 >/dev/null 2>"$T/$name.err"
+replay "$name" tbimrsaT
+if [ "$(grep -c '^---- TRACE [0-9]* stop' "$T/$name.d")" -gt 0 ] && cmp -s "$T/$name.d" "$T/$name.d.r" &&
+	cmp -s "$T/$name.v" "$T/$name.v.r"; then
+	ok "pure-Lua capture of nested.lua: replay = live ($(wc -c <"$T/$name.d") bytes of -jdump)"
+else
+	notok "pure-Lua capture: replay differs" "$(diff "$T/$name.d" "$T/$name.d.r" 2>&1 | head -6)" "$(head -3 "$T/$name.err" "$T/$name.rerr.r")"
+fi
 
 # Self-tests on one log: one record fewer must show.
 name=debian-nested
