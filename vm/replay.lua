@@ -441,6 +441,26 @@ for _, name in ipairs({ "jit.dump", "jit.v" }) do
 	end
 end
 
+-- A default-level log has no recorded bytecode, trace exits or aborted IR.
+if header.level ~= "full" then
+	for _, o in ipairs(jopts) do
+		if o.name == "dump" then
+			local opt = (o.args[1] or ""):gsub("[TAH]", "")
+			local m = { b = true }
+			if opt ~= "" then
+				local c = opt:sub(1, 1)
+				if c ~= "+" and c ~= "-" then m = {} end
+				for i = 1, #opt do m[opt:sub(i, i)] = (c ~= "-") end
+			end
+			if m.b or m.x or m.X or m.a then
+				io.stderr:write("jitsframe audit replay: warning: ", logpath, " is a ",
+					tostring(header.level), "-level log: no recorded bytecode (b), trace",
+					" exits (x, X) or aborted IR (a); log with level=\"full\" for them\n")
+			end
+		end
+	end
+end
+
 local mods = {}
 for _, o in ipairs(jopts) do
 	local m = require("jit." .. o.name)
