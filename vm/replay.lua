@@ -180,6 +180,7 @@ local fproxies = {} -- func id -> proxy
 local funcs = {} -- func id -> "func" record
 
 local function fproxy(id)
+	if id == nil then return nil end
 	local p = fproxies[id]
 	if not p then
 		p = function() return id end
