@@ -107,6 +107,14 @@ local function open_log(path)
 			local l = f:read("*l")
 			n = n + 1
 			if not l then f:close() return nil end
+			-- data only: table constructors of numbers, booleans and
+			-- strings whose escapes are all \ddd (what the capture writes)
+			local rest = gsub(gsub(l, '"[^"]*"', '""'), "%a+", function(w)
+				if w == "true" or w == "false" or w == "e" or w == "E" then return "" end
+			end)
+			if find(l, "\\[^%d]") or find(rest, "[^%[%]{}=,%-%+%d%.%(%)/ \"]") then
+				die(1, path .. ":" .. n .. ": not a capture record")
+			end
 			local fn, e = loadstring("return " .. l, "=" .. path .. ":" .. n)
 			if not fn then die(1, e) end
 			setfenv(fn, {})
@@ -489,8 +497,8 @@ local skipev, skipk = (os.getenv("JITSFRAME_REPLAY_SKIP") or ""):match("^(%a+):(
 skipk = tonumber(skipk)
 local seen = {}
 local nrec, ntraces = 1, 0
-for rec in nextrec do
-	nrec = nrec + 1
+local function feed(rec)
+	if type(rec) ~= "table" then error("not a record") end
 	local ev = rec.ev
 	seen[ev] = (seen[ev] or 0) + 1
 	if ev == skipev and seen[ev] == skipk then
@@ -519,6 +527,15 @@ for rec in nextrec do
 		send("trace", "flush")
 	elseif ev == "texit" then
 		send("texit", rec.tr, rec.ex, rec.ngpr, rec.nfpr, unpack(rec.regs or {}, 1, (rec.ngpr or 0) + (rec.nfpr or 0)))
+	end
+end
+for rec in nextrec do
+	nrec = nrec + 1
+	local ok, err = pcall(feed, rec)
+	if not ok then
+		for _, m in ipairs(mods) do pcall(m.off) end
+		die(1, format("%s: record %d (%s) is malformed: %s", logpath, nrec,
+			type(rec) == "table" and tostring(rec.ev) or type(rec), tostring(err)))
 	end
 end
 for _, m in ipairs(mods) do m.off() end
