@@ -592,19 +592,17 @@ static int build(lua_State *L)
 		 * loop and function heads in place (FORL -> JFORL, IFORL...)
 		 * after the func record was written */
 		if (fid && lua_tointeger(L, 4) >= 0 && !lua_iscfunction(L, 3)) {
-			{
-				lua_pushvalue(L, 3);
-				lua_pushvalue(L, 4);
-				call_util(L, c, U_FUNCBC, 2, 2);
-				if (!lua_isnil(L, -2)) {
-					pstr(pk, "ins");
-					pack_any(L, c, pk, -2, 0, 1);
-					pstr(pk, "m");
-					pack_any(L, c, pk, -1, 0, 1);
-					n += 2;
-				}
-				lua_pop(L, 2);
+			lua_pushvalue(L, 3);
+			lua_pushvalue(L, 4);
+			call_util(L, c, U_FUNCBC, 2, 2);
+			if (!lua_isnil(L, -2)) {
+				pstr(pk, "ins");
+				pack_any(L, c, pk, -2, 0, 1);
+				pstr(pk, "m");
+				pack_any(L, c, pk, -1, 0, 1);
+				n += 2;
 			}
+			lua_pop(L, 2);
 		}
 	} else if (!strcmp(c->kind, "texit")) { /* tr, ex, ngpr, nfpr, regs */
 		rec_head(pk, "texit");
