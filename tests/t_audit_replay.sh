@@ -151,9 +151,27 @@ dl=$(wc -c <"$T/cut.d")
 if [ "$rc" -eq 1 ] && grep -q 'damaged at byte' "$T/cut.err" && [ "$dl" -gt 0 ] &&
 	cmp -s "$T/cut.d" <(head -c "$dl" "$T/$name.d") && [ "$dl" -lt "$(wc -c <"$T/$name.d")" ] &&
 	cmp -s "$T/cut.v" <(head -c "$(wc -c <"$T/cut.v")" "$T/$name.v"); then
-	ok "a log cut at $((size * 2 / 3)) of $size bytes: exit 1, '$(head -n 1 "$T/cut.err" | cut -c1-90)', output = the first $dl bytes of the live -jdump"
+	ok "a log cut at $((size * 2 / 3)) of $size bytes: exit 1, '$(head -n 1 "$T/cut.err" | sed 's|.*cut.log: ||' | cut -c1-70)', output = the first $dl bytes of the live -jdump"
 else
 	notok "cut log: rc $rc, $dl bytes" "$(cat "$T/cut.err")" "$(cmp "$T/cut.d" "$T/$name.d" 2>&1)"
+fi
+
+# One byte flipped in the middle: the record's checksum fails, the replay
+# stops there (exit 1, message), its output a prefix of the live one.
+luajit - "$T/$name.log" "$T/flip.log" <<'EOF'
+local f = assert(io.open(arg[1], "rb")) local s = f:read("*a") f:close()
+local i = math.floor(#s / 2)
+s = s:sub(1, i - 1) .. string.char(bit.bxor(s:byte(i), 0x20)) .. s:sub(i + 1)
+f = assert(io.open(arg[2], "wb")) f:write(s) f:close()
+EOF
+env -u LUA_PATH "$J" audit replay "$T/flip.log" -jdump=tbimrsaT,"$T/flip.d" -jv="$T/flip.v" 2>"$T/flip.err"
+rc=$?
+dl=$(wc -c <"$T/flip.d")
+if [ "$rc" -eq 1 ] && grep -q 'damaged at byte' "$T/flip.err" && [ "$dl" -gt 0 ] &&
+	cmp -s "$T/flip.d" <(head -c "$dl" "$T/$name.d") && [ "$dl" -lt "$(wc -c <"$T/$name.d")" ]; then
+	ok "a log with byte $((size / 2)) flipped: exit 1, '$(head -n 1 "$T/flip.err" | sed 's|.*flip.log: ||' | cut -c1-70)', output = the first $dl bytes of the live -jdump"
+else
+	notok "flipped log: rc $rc, $dl bytes" "$(cat "$T/flip.err")" "$(cmp "$T/flip.d" "$T/$name.d" 2>&1)"
 fi
 
 # Bad command lines and inputs: clear message, documented exit status.
