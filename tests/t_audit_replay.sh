@@ -16,8 +16,11 @@
 #    format("%p"), so this changes no byte it prints, and cmp would show it
 #    if it did.
 # Then self-tests: the comparison fails when the replay loses one record
-# (a recorded bytecode, a trace stop, a func record), and a log cut short
-# replays a prefix of the live output and says where the log is damaged.
+# (a recorded bytecode, a trace stop, a func record, a trace start), and a
+# log cut short or with a flipped byte replays a prefix of the live output
+# and says where the log is damaged. Also: function errinfo, int64 and
+# table constants (tests/lua/audit_replay_extra.lua), a default-level log,
+# the pure-Lua capture (tests/vm/audit_capture.lua), bad command lines.
 set -u
 cd "$(dirname "$0")/.."
 J=${JSF_CLI:-build/jitsframe}
