@@ -47,6 +47,8 @@ $(eval $(call flavour,tsan))
 TEST_LIBS_t_libsframe := -lsframe
 TEST_LIBS_t_states := -lluajit-5.1
 TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c -lmsgpackc
+AUDIT_FILES := vm/auditfmt.c vm/auditfmt.h vm/auditw.c vm/auditw.h
+$(B)/rel/tests/t_auditdec $(B)/asan/tests/t_auditdec $(B)/fuzz/fuzz_audit $(B)/jitsframe: $(AUDIT_FILES)
 CPPFLAGS += $(LUAJIT_CFLAGS)
 
 $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a

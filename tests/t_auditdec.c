@@ -304,6 +304,39 @@ int main(void)
 		}
 	}
 
+	CASE("deferred records: written with the next record, in order")
+	{
+		char dp[300];
+		snprintf(dp, sizeof(dp), "%s/defer", dir);
+		struct jsf_auditw_opts dop = {dp, 0, 0, 0};
+		struct jsf_auditw *dw;
+		CHECK_EQ(jsf_auditw_open(&dw, &dop, h.data, h.size), 0);
+		struct stat st0, st1, st2;
+		stat(dp, &st0);
+		msgpack_sbuffer a = payload("start", 0, 100),
+				b = payload("func", 1, 100),
+				c = payload("stop", 2, 100);
+		CHECK_EQ(jsf_auditw_defer(dw, a.data, a.size), 0);
+		CHECK_EQ(jsf_auditw_defer(dw, b.data, b.size), 0);
+		stat(dp, &st1);
+		CHECK(st1.st_size == st0.st_size, "nothing written yet");
+		CHECK_EQ(jsf_auditw_write(dw, c.data, c.size), 0);
+		stat(dp, &st2);
+		CHECK_EQ(st2.st_size, st0.st_size + 3 * JSF_AUDIT_FRAME +
+					  a.size + b.size + c.size);
+		CHECK_EQ(jsf_auditw_records(dw), 4);
+		jsf_auditw_close(dw, NULL);
+		size_t dl;
+		uint8_t *d = slurp(dp, &dl);
+		uint64_t n = decode(d, dl, &state, msg, sizeof(msg), &trok);
+		CHECK_EQ(n, 4);
+		CHECK(trok && state == 0, "in order (tr 0, 1, 2): %s", msg);
+		free(d);
+		msgpack_sbuffer_destroy(&a);
+		msgpack_sbuffer_destroy(&b);
+		msgpack_sbuffer_destroy(&c);
+	}
+
 	CASE("RLIMIT_FSIZE: stops before the limit, lives on, ends with the "
 	     "note")
 	{

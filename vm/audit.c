@@ -298,7 +298,9 @@ static void put_record(msgpack_sbuffer *sb, int defer)
 }
 
 /* The func record of the function at idx (a new id), written now. */
-static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id)
+/* info: stack index of funcinfo(f) (left there) */
+static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
+		       int info)
 {
 	uint64_t t0 = now_ns();
 	msgpack_sbuffer *sb = &g_sbf;
@@ -314,9 +316,6 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id)
 	msgpack_pack_uint64(&pk, now_ns());
 	pstr(&pk, "id");
 	msgpack_pack_uint64(&pk, id);
-	lua_pushvalue(L, idx);
-	call_util(L, c, U_FUNCINFO, 1, 1);
-	int info = lua_gettop(L);
 	/* info without currentline/loc (they belong to a pc) */
 	pstr(&pk, "info");
 	{
@@ -425,7 +424,6 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id)
 		}
 		n += 5;
 	}
-	lua_pop(L, 1); /* info */
 	map_end(sb, m, n);
 	g_in_func = 0;
 	g_funcs++;
@@ -444,11 +442,40 @@ static uint64_t ensure_func(lua_State *L, struct ctx *c, int idx)
 		return id;
 	}
 	lua_pop(L, 1);
+	/* A Lua function: its prototype (funcinfo's "proto") is the identity,
+	 * so closures of one prototype share one id and one func record
+	 * (everything the record holds comes from the prototype). Protos are
+	 * keys of the same weak table: a dead prototype's entry goes with it.
+	 */
+	lua_pushvalue(L, idx);
+	call_util(L, c, U_FUNCINFO, 1, 1);
+	int info = lua_gettop(L);
+	lua_getfield(L, info, "proto");
+	int proto = lua_gettop(L);
+	if (!lua_isnil(L, proto)) {
+		lua_pushvalue(L, proto);
+		lua_rawget(L, c->fnids);
+		if (lua_isnumber(L, -1)) {
+			uint64_t id = (uint64_t)lua_tonumber(L, -1);
+			lua_pushvalue(L, idx);
+			lua_pushvalue(L, -2);
+			lua_rawset(L, c->fnids);
+			lua_settop(L, info - 1);
+			return id;
+		}
+		lua_pop(L, 1);
+	}
 	uint64_t id = g_next_fn++;
 	lua_pushvalue(L, idx);
 	lua_pushnumber(L, (lua_Number)id);
 	lua_rawset(L, c->fnids);
-	write_func(L, c, idx, id);
+	if (!lua_isnil(L, proto)) {
+		lua_pushvalue(L, proto);
+		lua_pushnumber(L, (lua_Number)id);
+		lua_rawset(L, c->fnids);
+	}
+	write_func(L, c, idx, id, info);
+	lua_settop(L, info - 1);
 	return id;
 }
 

@@ -249,8 +249,10 @@ static void rotate(struct jsf_auditw *w)
 
 void jsf_auditw_begin(struct jsf_auditw *w)
 {
+	/* not in the middle of a trace attempt (records held): every file
+	 * has whole attempts, start to stop */
 	if (w && w->fd >= 0 && w->max_bytes && w->off >= w->max_bytes &&
-	    jsf_auditw_flush(w) == 0)
+	    w->plen == 0)
 		rotate(w);
 }
 

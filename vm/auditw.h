@@ -25,8 +25,9 @@ struct jsf_auditw;
  * payload, kept to start every rotated file). 0 or -errno. */
 int jsf_auditw_open(struct jsf_auditw **w, const struct jsf_auditw_opts *o,
 		    const void *header, size_t len);
-/* Rotate first if the file has reached max_bytes (the caller sees it in
- * jsf_auditw_gen()). Call before building a record. */
+/* Rotate first if the file has reached max_bytes and no deferred record
+ * is waiting (the caller sees it in jsf_auditw_gen()). Call before
+ * building a record. */
 void jsf_auditw_begin(struct jsf_auditw *w);
 /* Append one record. 0 on success; -errno when it failed: the log has
  * stopped (jsf_auditw_error() says why; later calls fail at once). */
