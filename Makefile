@@ -19,6 +19,7 @@ REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
 CLI_SRC += $(REPORT_SRC)
 CLI_LIBS := -ldw -lelf
 # the auditlog (issue 5): listing/dump and the reader shared with the module
+CLI_SRC += cli/audit_replay.c
 CLI_SRC += cli/audit_cmd.c vm/auditfmt.c
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 TESTS   += t_auditdec
@@ -26,6 +27,7 @@ HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h vm/*.h)
 
 .PHONY: all check bench clean format deps demo
 all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
+all: $(B)/lua/jitsframe_replay.lua
 
 # --- one object set per flavour: build/<flavour>/... ---
 define flavour
@@ -107,6 +109,11 @@ $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OB
 	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
 		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
 		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS) $(AUDIT_LIBS)
+
+# `jitsframe audit replay` runs this driver (found beside the CLI, in lua/)
+$(B)/lua/jitsframe_replay.lua: vm/replay.lua
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
 # through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode

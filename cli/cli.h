@@ -36,6 +36,8 @@ int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+/* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */
+int audit_replay_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 
 #endif

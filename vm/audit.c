@@ -156,10 +156,22 @@ static uint64_t ensure_func(lua_State *L, struct ctx *c, int idx);
 static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 {
 	int t = lua_type(L, idx);
-	const char *tn = lua_typename(L, t);
+	/* lua_type() says nil for a trace object (a snapshot's stitched
+	 * frame): tostring() and type() say "trace" (replay helper) */
+	const char *tn = t == LUA_TNIL ? "trace" : lua_typename(L, t);
 	int cd = !strcmp(tn, "cdata");
+	/* a proto's location: jit.bc prints it for FNEW (replay helper) */
+	int pl = !strcmp(tn, "proto");
 	/* LuaJIT names protos "proto" in tostring; its type() says so too */
-	msgpack_pack_map(pk, cd && c->tyof ? 4 : 3);
+	msgpack_pack_map(pk, (cd && c->tyof ? 4 : 3) + pl);
+	if (pl) {
+		pstr(pk, "loc");
+		lua_pushvalue(L, idx);
+		call_util(L, c, U_FUNCINFO, 1, 1);
+		lua_getfield(L, -1, "loc");
+		pack_any(L, c, pk, -1, 0, 1);
+		lua_pop(L, 2);
+	}
 	pstr(pk, "obj");
 	pstr(pk, tn);
 	pstr(pk, "addr");
@@ -196,6 +208,8 @@ static void pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
 	switch (lua_type(L, idx)) {
 	case LUA_TNIL:
 	case LUA_TNONE:
+		if (lua_topointer(L, idx)) /* a trace (replay helper) */
+			break;
 		msgpack_pack_nil(pk);
 		return;
 	case LUA_TBOOLEAN:
@@ -601,6 +615,22 @@ static int build(lua_State *L)
 		field_int(pk, "pc", L, 4);
 		field_int(pk, "depth", L, 5);
 		n += 4;
+		/* the bytecode as it is now (replay helper): LuaJIT patches
+		 * loop and function heads in place (FORL -> JFORL, IFORL...)
+		 * after the func record was written */
+		if (fid && lua_tointeger(L, 4) >= 0 && !lua_iscfunction(L, 3)) {
+			lua_pushvalue(L, 3);
+			lua_pushvalue(L, 4);
+			call_util(L, c, U_FUNCBC, 2, 2);
+			if (!lua_isnil(L, -2)) {
+				pstr(pk, "ins");
+				pack_any(L, c, pk, -2, 0, 1);
+				pstr(pk, "m");
+				pack_any(L, c, pk, -1, 0, 1);
+				n += 2;
+			}
+			lua_pop(L, 2);
+		}
 	} else if (!strcmp(c->kind, "texit")) { /* tr, ex, ngpr, nfpr, regs */
 		rec_head(pk, "texit");
 		field_int(pk, "tr", L, 2);
