@@ -44,7 +44,7 @@ for w in bench/workloads/*.lua; do
 	pct=$(awk -v a="$tmain" -v b="$through" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }')
 	echo "# $name: $tmain of $through samples through trace code unwound from main ($pct%); $line"
 	tot=$((tot + through)) totmain=$((totmain + tmain))
-	if [ "$through" -lt 20 ]; then
+	if [ "$through" -lt 10 ]; then
 		notok "report $name: only $through samples through trace code" "$line"
 	elif awk -v a="$tmain" -v b="$through" 'BEGIN { exit !(a * 1000 >= 995 * b) }'; then
 		ok "report $name: $pct% of $through samples through trace code unwound from main (>= 99.5%)"
