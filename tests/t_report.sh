@@ -82,6 +82,14 @@ if [ "$compared" -ge 100 ] && awk -v a="$agree" -v b="$compared" 'BEGIN { exit !
 	ok "agreement: our frames equal perf's in $agree of $compared fully unwound samples ($pct% >= 99%)"
 else notok "agreement: $agree of $compared ($pct%; want >= 99% of >= 100)"; fi
 
+# Kernel frames (perf's kernel callchain, named from /proc/kallsyms) sit
+# above the user frames, suffixed _[k].
+if [ "$(head -c 16 /proc/kallsyms 2>/dev/null)" = 0000000000000000 ] || [ ! -r /proc/kallsyms ]; then
+	ok "kernel frames: skipped, /proc/kallsyms hides addresses # SKIP"
+elif grep -qE ';[a-z_0-9.]+\[k\];' "$T/nested/stacks.folded" && ! grep -qE '_\[k\];[^ ]*[^]] [0-9]+$' "$T/nested/stacks.folded"; then
+	ok "kernel frames: named from kallsyms, suffixed _[k], above the user frames ($(grep -c '_\[k\]' "$T/nested/stacks.folded") stacks)"
+else notok "kernel frames" "$(grep '_\[k\]' "$T/nested/stacks.folded" | head -2)"; fi
+
 # 3. Time: the same addresses before and after a flush.
 if [ -e "$MCREUSE" ]; then
 	"$J" record --no-inject -o "$T/flush" -F 1999 -- env LD_PRELOAD="$MCREUSE" JSF_MCREUSE_LOG=1 \
