@@ -15,7 +15,7 @@ CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
 # jitsframe report (issue 6): perf.data reader, unwinder, symbols (the
 # profile writers, cli/profile.c, are added below)
 REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
-           cli/elfsframe.c cli/report_cmd.c
+           cli/elfsframe.c cli/ksyms.c cli/report_cmd.c
 CLI_SRC += $(REPORT_SRC)
 CLI_LIBS := -ldw -lelf
 # the auditlog (issue 5): listing/dump and the reader shared with the module

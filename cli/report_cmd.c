@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "elfobj.h"
+#include "ksyms.h"
 #include "profile.h"
 #include "unwind.h"
 
@@ -34,6 +35,8 @@ static const char usage[] =
     "Exit status: 0 done; 1 a profile could not be written; 2 usage;\n"
     "3 the input cannot be read (a truncated or corrupt perf.data).\n";
 
+#define KMAX 256 /* kernel frames kept per sample */
+
 struct rep {
 	struct uwstate *u;
 	struct jsf_profile *prof;
@@ -42,7 +45,7 @@ struct rep {
 	uint64_t why[STOP__N], why_through[STOP__N];
 	struct uframe fr[UW_MAX];
 	struct jsf_pframe pf[UW_MAX];
-	char names[UW_MAX][24];
+	struct jsf_pframe all[KMAX + UW_MAX]; /* kernel frames, then pf */
 	int err;
 };
 
@@ -97,9 +100,40 @@ static int on_event(const struct pd_event *e, void *ctx)
 		else
 			r->why_through[why]++;
 	}
-	if (r->prof && n > 0 &&
-	    jsf_profile_add(r->prof, r->pf, (uint32_t)n, 1, comm) && !r->err)
-		r->err = -ENOMEM;
+	if (r->prof) {
+		/* the kernel part of perf's callchain (leaf first), above the
+		 * user frames: entries after PERF_CONTEXT_KERNEL until another
+		 * context marker */
+		const struct pd_sample *sm = &e->u.s;
+		uint32_t nk = 0;
+		bool kern = false;
+		for (uint64_t i = 0; i < sm->nr_callchain && nk < KMAX; i++) {
+			uint64_t ip;
+			memcpy(&ip,
+			       (const unsigned char *)sm->callchain + 8 * i, 8);
+			if (ip >= (uint64_t)-4095) { /* PERF_CONTEXT_* */
+				kern = ip == (uint64_t)-128;
+				continue;
+			}
+			if (!kern)
+				continue;
+			struct jsf_pframe *k = &r->all[nk++];
+			memset(k, 0, sizeof(*k));
+			k->name = ksym_name(ip);
+			k->addr = nk > 1 ? ip - 1 : ip;
+			k->mapping = "[kernel.kallsyms]";
+			k->kind = JSF_PF_ELF;
+		}
+		const struct jsf_pframe *fs = r->pf;
+		if (nk) {
+			memcpy(r->all + nk, r->pf, (size_t)n * sizeof(*r->pf));
+			fs = r->all;
+		}
+		if (nk + (uint32_t)n > 0 &&
+		    jsf_profile_add(r->prof, fs, nk + (uint32_t)n, 1, comm) &&
+		    !r->err)
+			r->err = -ENOMEM;
+	}
 	if (r->dump) {
 		fprintf(r->dump, "S %llu %u %u %d %d %s\n",
 			(unsigned long long)e->time, e->u.s.pid, e->u.s.tid,
@@ -299,6 +333,7 @@ out:
 	free(r);
 	traces_free(t);
 	elfobj_free_all();
+	ksym_free();
 	pd_close(pd);
 	return rc;
 }

@@ -37,9 +37,21 @@ static int add_table(struct elfobj *o, Elf *e, Elf64_Word type, size_t *cap)
 			if (!gelf_getsym(d, (int)i, &s))
 				break;
 			int t = GELF_ST_TYPE(s.st_info);
-			if ((t != STT_FUNC && t != STT_GNU_IFUNC) ||
-			    !s.st_value || s.st_shndx == SHN_UNDEF)
+			if (!s.st_value || s.st_shndx == SHN_UNDEF ||
+			    s.st_shndx >= SHN_LORESERVE)
 				continue;
+			if (t == STT_NOTYPE) {
+				/* labels in code (hand-written entry points
+				 * such as ld.so's _start): only in executable
+				 * sections */
+				GElf_Shdr ts;
+				Elf_Scn *tsc = elf_getscn(e, s.st_shndx);
+				if (!tsc || !gelf_getshdr(tsc, &ts) ||
+				    !(ts.sh_flags & SHF_EXECINSTR))
+					continue;
+			} else if (t != STT_FUNC && t != STT_GNU_IFUNC) {
+				continue;
+			}
 			const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
 			if (!nm || !*nm)
 				continue;

@@ -44,7 +44,7 @@ for w in bench/workloads/*.lua; do
 	pct=$(awk -v a="$tmain" -v b="$through" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }')
 	echo "# $name: $tmain of $through samples through trace code unwound from main ($pct%); $line"
 	tot=$((tot + through)) totmain=$((totmain + tmain))
-	if [ "$through" -lt 20 ]; then
+	if [ "$through" -lt 10 ]; then
 		notok "report $name: only $through samples through trace code" "$line"
 	elif awk -v a="$tmain" -v b="$through" 'BEGIN { exit !(a * 1000 >= 995 * b) }'; then
 		ok "report $name: $pct% of $through samples through trace code unwound from main (>= 99.5%)"
@@ -81,6 +81,14 @@ pct=$(awk -v a="$agree" -v b="$compared" 'BEGIN { printf "%.2f", b ? 100 * a / b
 if [ "$compared" -ge 100 ] && awk -v a="$agree" -v b="$compared" 'BEGIN { exit !(a * 100 >= 99 * b) }'; then
 	ok "agreement: our frames equal perf's in $agree of $compared fully unwound samples ($pct% >= 99%)"
 else notok "agreement: $agree of $compared ($pct%; want >= 99% of >= 100)"; fi
+
+# Kernel frames (perf's kernel callchain, named from /proc/kallsyms) sit
+# above the user frames, suffixed _[k].
+if [ "$(head -c 16 /proc/kallsyms 2>/dev/null)" = 0000000000000000 ] || [ ! -r /proc/kallsyms ]; then
+	ok "kernel frames: skipped, /proc/kallsyms hides addresses # SKIP"
+elif grep -qE ';[a-z_0-9.]+\[k\];' "$T/nested/stacks.folded" && ! grep -qE '_\[k\];[^ ]*[^]] [0-9]+$' "$T/nested/stacks.folded"; then
+	ok "kernel frames: named from kallsyms, suffixed _[k], above the user frames ($(grep -c '_\[k\]' "$T/nested/stacks.folded") stacks)"
+else notok "kernel frames" "$(grep '_\[k\]' "$T/nested/stacks.folded" | head -2)"; fi
 
 # 3. Time: the same addresses before and after a flush.
 if [ -e "$MCREUSE" ]; then

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* Kernel symbols for the kernel part of perf's callchains (ksyms.c). */
+#ifndef JSF_KSYMS_H
+#define JSF_KSYMS_H
+
+#include <stdint.h>
+
+/* "symbol_[k]" of the kernel text symbol at or below addr, or NULL. */
+const char *ksym_name(uint64_t addr);
+void ksym_free(void);
+
+#endif
