@@ -162,7 +162,8 @@ demo: deps all
 	@rm -rf demo
 	@build/jitsframe record -o demo -- luajit $(DEMO_WORKLOAD)
 	@echo
-	@echo "Flame graph: $(CURDIR)/demo/flamegraph.svg (open it in a browser)"
+	@echo "Flame graph: $(CURDIR)/demo/flamegraph.html (interactive; open it in a browser)"
+	@echo "             $(CURDIR)/demo/flamegraph.svg, demo/profile.pb.gz (pprof)"
 	@echo "perf's view: perf report -i demo/perf.data --sort sym,srcline"
 	@echo "The rows:    build/jitsframe region dump demo/region --all"
 
