@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Kernel frames of perf's sample callchains, named from /proc/kallsyms
- * (read once, when readable with real addresses; this kernel's symbols, as
- * perf itself uses them without a recorded kcore). Names carry the folded
+ * (read once; the recording's own copy that perf record keeps in the
+ * record directory's build-id cache when there is one, else this
+ * machine's, when readable with real addresses). Names carry the folded
  * stacks' kernel suffix "_[k]". */
 #include "ksyms.h"
 
@@ -11,12 +12,19 @@
 
 struct ksym {
 	uint64_t addr;
-	char *name;
+	uint32_t name; /* offset in g_names */
 };
 
 static struct ksym *g_k;
 static size_t g_n;
+static char *g_names; /* "name_[k]\0" strings, one arena */
 static int g_loaded;
+static char g_path[4096] = "/proc/kallsyms";
+
+void ksym_use_file(const char *path)
+{
+	snprintf(g_path, sizeof(g_path), "%s", path);
+}
 
 static int kcmp(const void *a, const void *b)
 {
@@ -24,37 +32,80 @@ static int kcmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* /proc/kallsyms, whole, parsed by hand: "ADDR TYPE NAME[\t[MODULE]]\n"
+ * lines, ~200,000 of them (fscanf made this the report's largest cost). */
 static void load(void)
 {
 	g_loaded = 1;
-	FILE *f = fopen("/proc/kallsyms", "r");
+	FILE *f = fopen(g_path, "r");
 	if (!f)
 		return;
-	char line[512], name[256], type;
-	unsigned long long a;
-	size_t cap = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || !a ||
-		    (type != 't' && type != 'T'))
-			continue;
-		if (g_n == cap) {
-			size_t nc = cap ? 2 * cap : 65536;
-			struct ksym *n = realloc(g_k, nc * sizeof(*n));
-			if (!n)
-				break;
-			g_k = n;
-			cap = nc;
-		}
-		size_t l = strlen(name);
-		char *s = malloc(l + 5);
-		if (!s)
+	size_t len = 0, cap = 1 << 22;
+	char *buf = malloc(cap);
+	while (buf) {
+		size_t got = fread(buf + len, 1, cap - len, f);
+		len += got;
+		if (len < cap)
 			break;
-		memcpy(s, name, l);
-		memcpy(s + l, "_[k]", 5);
-		g_k[g_n++] = (struct ksym){a, s};
+		char *nb = realloc(buf, cap * 2);
+		if (!nb) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		buf = nb;
+		cap *= 2;
 	}
 	fclose(f);
-	if (g_n)
+	if (!buf)
+		return;
+	/* the arena: a line of >= 5 bytes ("A t N\n") gives at most one
+	 * more ("N_[k]\0"), so len + len / 2 always holds every name */
+	size_t kcap = 0, nlen = 0;
+	g_names = malloc(len + len / 2 + 16);
+	for (size_t i = 0; g_names && i < len;) {
+		const char *nl = memchr(buf + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - buf) : len, st = i;
+		uint64_t a = 0;
+		int h;
+		while (i < end && (h = hexval(buf[i])) >= 0)
+			a = a << 4 | (uint64_t)h, i++;
+		char type = i + 3 < end && buf[i] == ' ' ? buf[i + 1] : 0;
+		size_t n0 = i + 3, n1 = n0;
+		i = end + 1;
+		if (!a || (type != 't' && type != 'T') || n0 == st + 3)
+			continue;
+		while (n1 < end && buf[n1] != '\t' && buf[n1] != ' ')
+			n1++;
+		if (n1 <= n0 || n1 - n0 > 255)
+			continue;
+		if (g_n == kcap) {
+			size_t nc = kcap ? 2 * kcap : 65536;
+			struct ksym *k = realloc(g_k, nc * sizeof(*k));
+			if (!k)
+				break;
+			g_k = k;
+			kcap = nc;
+		}
+		g_k[g_n++] = (struct ksym){a, (uint32_t)nlen};
+		memcpy(g_names + nlen, buf + n0, n1 - n0);
+		memcpy(g_names + nlen + (n1 - n0), "_[k]", 5);
+		nlen += n1 - n0 + 5;
+	}
+	free(buf);
+	int sorted = 1;
+	for (size_t i = 1; i < g_n && sorted; i++)
+		sorted = g_k[i - 1].addr <= g_k[i].addr;
+	if (!sorted)
 		qsort(g_k, g_n, sizeof(*g_k), kcmp);
 }
 
@@ -70,13 +121,13 @@ const char *ksym_name(uint64_t addr)
 		else
 			hi = m;
 	}
-	return lo ? g_k[lo - 1].name : NULL;
+	return lo ? g_names + g_k[lo - 1].name : NULL;
 }
 
 void ksym_free(void)
 {
-	for (size_t i = 0; i < g_n; i++)
-		free(g_k[i].name);
+	free(g_names);
+	g_names = NULL;
 	free(g_k);
 	g_k = NULL;
 	g_n = 0;

@@ -10,6 +10,7 @@
 #include "profile.h"
 #include "unwind.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -158,6 +159,35 @@ static void path_in(char *out, size_t n, const char *dir, const char *f)
 	snprintf(out, n, "%s/%s", dir, f);
 }
 
+/* perf record keeps the recorded kernel's kallsyms in the record
+ * directory's build-id cache (DIR/.debug/[kernel.kallsyms]/BUILDID/
+ * kallsyms): the right symbols for that kernel, and a plain file, which
+ * reads far faster than /proc/kallsyms. Used when there is exactly one. */
+static void use_recorded_kallsyms(const char *dir)
+{
+	char kd[PATH_MAX], found[PATH_MAX + 300] = "";
+	snprintf(kd, sizeof(kd), "%s/.debug/[kernel.kallsyms]", dir);
+	DIR *d = opendir(kd);
+	if (!d)
+		return;
+	struct dirent *de;
+	int n = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char p[PATH_MAX + 300];
+		struct stat sb;
+		snprintf(p, sizeof(p), "%s/%s/kallsyms", kd, de->d_name);
+		if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) {
+			n++;
+			snprintf(found, sizeof(found), "%s", p);
+		}
+	}
+	closedir(d);
+	if (n == 1)
+		ksym_use_file(found);
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -258,6 +288,7 @@ int cmd_report(int argc, char **argv)
 		rc = EX_INPUT;
 		goto out;
 	}
+	use_recorded_kallsyms(dir);
 	rc = pd_each(pd, on_event, r, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "jitsframe report: %s: %s\n", in,
