@@ -171,7 +171,8 @@ bench: all
 	@$(MAKE) --no-print-directory -C bench
 
 format:
-	clang-format -i sframe/*.c sframe/*.h cli/*.c cli/*.h tests/*.c tests/*.h bench/*.c
+	clang-format -i sframe/*.[ch] cli/*.[ch] vm/*.[ch] perfmap/*.[ch] \
+		tests/*.[ch] bench/*.c
 
 clean:
 	rm -rf $(B)

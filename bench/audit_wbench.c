@@ -49,7 +49,8 @@ static uint8_t *payload;
 static int openf(void)
 {
 	unlink(path);
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+	int fd =
+	    open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		perror(path);
 		exit(1);
@@ -183,8 +184,8 @@ int main(int argc, char **argv)
 	printf("audit_wbench: %d records per run, median of 5 runs, ns per "
 	       "record (ratio to write)\n",
 	       n);
-	printf("%-9s %10s %16s %16s %16s\n", "size", "write", "mmap", "io_uring",
-	       "uring+wait");
+	printf("%-9s %10s %16s %16s %16s\n", "size", "write", "mmap",
+	       "io_uring", "uring+wait");
 	uint32_t *sz = malloc(sizeof(*sz) * (size_t)n);
 	for (int s = 0; s < 3; s++) {
 		srand(1);
@@ -202,9 +203,10 @@ int main(int argc, char **argv)
 			qsort(t[k], 5, sizeof(uint64_t), cmp);
 			med[k] = (double)t[k][2] / n;
 		}
-		printf("%-9u %10.0f %9.0f (%4.2f) %9.0f (%4.2f) %9.0f (%4.2f)\n",
-		       mean[s], med[0], med[1], med[1] / med[0], med[2],
-		       med[2] / med[0], med[3], med[3] / med[0]);
+		printf(
+		    "%-9u %10.0f %9.0f (%4.2f) %9.0f (%4.2f) %9.0f (%4.2f)\n",
+		    mean[s], med[0], med[1], med[1] / med[0], med[2],
+		    med[2] / med[0], med[3], med[3] / med[0]);
 	}
 	unlink(path);
 	free(sz);

@@ -99,7 +99,7 @@ static void make_funcs(struct fn *f, uint32_t n, uint64_t base)
 		at += p->size;
 		uint32_t k = 0;
 		p->rows[k++] = (struct jsf_row){
-			.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
+		    .offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
 		p->rows[k++] = (struct jsf_row){.offset = 1,
 						.cfa_base = JSF_SP,
 						.cfa_offset = 16,

@@ -179,7 +179,8 @@ static int find_handler(lua_State *L, int evt)
 		found = 0;
 		lua_pushnil(L);
 		while (lua_next(L, evt)) {
-			if (lua_iscfunction(L, -1) && lua_getupvalue(L, -1, 1)) {
+			if (lua_iscfunction(L, -1) &&
+			    lua_getupvalue(L, -1, 1)) {
 				const char *u = lua_tostring(L, -1);
 				if (u && !strcmp(u, "trace")) {
 					found++;

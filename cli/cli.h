@@ -9,10 +9,10 @@
 
 /* Exit codes (documented in `jitsframe --help` and docs/CLI.md). */
 enum {
-	EX_OK = 0,      /* success */
-	EX_FAIL = 1,    /* the check failed / nothing matched */
-	EX_USAGE = 2,   /* bad command line */
-	EX_INPUT = 3,   /* cannot read the input or write the output */
+	EX_OK = 0,    /* success */
+	EX_FAIL = 1,  /* the check failed / nothing matched */
+	EX_USAGE = 2, /* bad command line */
+	EX_INPUT = 3, /* cannot read the input or write the output */
 };
 
 #define JSF_VERSION "0.1.0"

@@ -28,8 +28,8 @@ struct folded {
 	size_t nloads, caploads;
 };
 
-int folded_add_load(struct folded *f, uint32_t pid, uint64_t index,
-		    uint64_t ts, uint64_t code_addr, uint64_t lo, uint64_t hi,
+int folded_add_load(struct folded *f, uint32_t pid, uint64_t index, uint64_t ts,
+		    uint64_t code_addr, uint64_t lo, uint64_t hi,
 		    const char *name)
 {
 	if (f->nloads == f->caploads) {
@@ -44,7 +44,7 @@ int folded_add_load(struct folded *f, uint32_t pid, uint64_t index,
 	if (!copy)
 		return -ENOMEM;
 	f->loads[f->nloads++] =
-		(struct jload){pid, index, ts, code_addr, lo, hi, copy};
+	    (struct jload){pid, index, ts, code_addr, lo, hi, copy};
 	return 0;
 }
 
@@ -238,20 +238,24 @@ static void parse_frame(const struct folded *f, const char *l, uint64_t ts,
 	const char *base = strrchr(d, '/');
 	base = base ? base + 1 : d;
 	fr->jit = !strncmp(base, "jitted-", 7);
-	fr->is_main = !strcmp(s, "main") || !strcmp(s, "__libc_start_call_main");
+	fr->is_main =
+	    !strcmp(s, "main") || !strcmp(s, "__libc_start_call_main");
 	for (char *c = s; *c; c++)
 		if (*c == ';' || *c == '\n')
 			*c = '_';
 	const char *jn = fr->jit && !strcmp(s, "[unknown]")
-				 ? jitted_name(f, base, rel, ts)
-				 : NULL;
+			     ? jitted_name(f, base, rel, ts)
+			     : NULL;
 	if (fr->jit)
 		snprintf(fr->name, sizeof(fr->name), "%.280s_[j]",
-			 jn ? jn : strcmp(s, "[unknown]") ? s : "[trace code]");
+			 jn			  ? jn
+			 : strcmp(s, "[unknown]") ? s
+						  : "[trace code]");
 	else if (!strcmp(d, "[kernel.kallsyms]"))
 		snprintf(fr->name, sizeof(fr->name), "%s_[k]", s);
 	else if (!strcmp(s, "[unknown]"))
-		snprintf(fr->name, sizeof(fr->name), "[%s]", *base ? base : "unknown");
+		snprintf(fr->name, sizeof(fr->name), "[%s]",
+			 *base ? base : "unknown");
 	else
 		snprintf(fr->name, sizeof(fr->name), "%s", s);
 }
@@ -329,7 +333,8 @@ int folded_read_perf_script(struct folded *f, FILE *in, struct folded_stats *st)
 					*c = '_';
 			/* the sample's time: "SECONDS.FRACTION:" */
 			ts = 0;
-			for (char *t = strchr(line, '.'); t; t = strchr(t + 1, '.')) {
+			for (char *t = strchr(line, '.'); t;
+			     t = strchr(t + 1, '.')) {
 				char *b = t;
 				while (b > line && b[-1] >= '0' && b[-1] <= '9')
 					b--;
@@ -337,10 +342,13 @@ int folded_read_perf_script(struct folded *f, FILE *in, struct folded_stats *st)
 				while (*e >= '0' && *e <= '9')
 					e++;
 				if (b < t && *e == ':' && e - t > 1) {
-					uint64_t sec = strtoull(b, NULL, 10), frac = 0;
+					uint64_t sec = strtoull(b, NULL, 10),
+						 frac = 0;
 					int digits = 0;
-					for (char *d = t + 1; d < e && digits < 9; d++, digits++)
-						frac = frac * 10 + (uint64_t)(*d - '0');
+					for (char *d = t + 1;
+					     d < e && digits < 9; d++, digits++)
+						frac = frac * 10 +
+						       (uint64_t)(*d - '0');
 					for (; digits < 9; digits++)
 						frac *= 10;
 					ts = sec * 1000000000ull + frac;

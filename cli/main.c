@@ -9,34 +9,34 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"Usage: jitsframe <command> [options]\n"
-	"\n"
-	"Make JIT-compiled code visible to profilers and unwinders.\n"
-	"\n"
-	"Commands:\n"
-	"  run [opts] -- CMD...      run a LuaJIT program with the VM side on:\n"
-	"                            exact unwind rows for every trace\n"
-	"  record [-o DIR] -- CMD... profile CMD with perf through its traces:\n"
-	"                            perf.data, folded stacks, a flame graph\n"
-	"  report DIR                unwind a record directory's samples with\n"
-	"                            jitsframe's own unwinder; profiles\n"
-	"  region dump FILE          list a region's functions and unwind rows\n"
-	"  region validate FILE      check a region against the kernel's SFrame\n"
-	"                            rules and the region's own invariants\n"
-	"  region validate --sframe FILE\n"
-	"                            check a raw SFrame V3 section\n"
-	"  region export FILE -o OUT write the live functions as a standalone\n"
-	"                            SFrame section (V3, or V1 with --v1)\n"
-	"  audit FILE [--dump N]     read an auditlog (run -a): traces like -jv,\n"
-	"                            one trace's IR and machine code\n"
-	"\n"
-	"Run 'jitsframe COMMAND --help' for the options of a command.\n"
-	"\n"
-	"Exit status:\n"
-	"  0  success\n"
-	"  1  the check failed, or nothing matched\n"
-	"  2  bad command line\n"
-	"  3  cannot read the input or write the output\n";
+    "Usage: jitsframe <command> [options]\n"
+    "\n"
+    "Make JIT-compiled code visible to profilers and unwinders.\n"
+    "\n"
+    "Commands:\n"
+    "  run [opts] -- CMD...      run a LuaJIT program with the VM side on:\n"
+    "                            exact unwind rows for every trace\n"
+    "  record [-o DIR] -- CMD... profile CMD with perf through its traces:\n"
+    "                            perf.data, folded stacks, a flame graph\n"
+    "  report DIR                unwind a record directory's samples with\n"
+    "                            jitsframe's own unwinder; profiles\n"
+    "  region dump FILE          list a region's functions and unwind rows\n"
+    "  region validate FILE      check a region against the kernel's SFrame\n"
+    "                            rules and the region's own invariants\n"
+    "  region validate --sframe FILE\n"
+    "                            check a raw SFrame V3 section\n"
+    "  region export FILE -o OUT write the live functions as a standalone\n"
+    "                            SFrame section (V3, or V1 with --v1)\n"
+    "  audit FILE [--dump N]     read an auditlog (run -a): traces like -jv,\n"
+    "                            one trace's IR and machine code\n"
+    "\n"
+    "Run 'jitsframe COMMAND --help' for the options of a command.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  the check failed, or nothing matched\n"
+    "  2  bad command line\n"
+    "  3  cannot read the input or write the output\n";
 
 bool cli_u64(const char *s, uint64_t *out)
 {
@@ -109,7 +109,8 @@ int main(int argc, char **argv)
 		return EX_USAGE;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
+	    !strcmp(cmd, "help")) {
 		fputs(usage, stdout);
 		return EX_OK;
 	}

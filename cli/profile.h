@@ -9,10 +9,10 @@
 enum jsf_pframe_kind { JSF_PF_ELF = 0, JSF_PF_JIT = 1, JSF_PF_UNKNOWN = 2 };
 
 struct jsf_pframe {
-	const char *name;     /* symbol, "TRACE_n::chunk:line", or NULL -> [addr] */
-	const char *file;     /* source file of the line, or NULL */
-	uint32_t line;        /* source line, 0 unknown */
-	uint64_t addr;        /* the frame's pc (callers: return address - 1) */
+	const char *name; /* symbol, "TRACE_n::chunk:line", or NULL -> [addr] */
+	const char *file; /* source file of the line, or NULL */
+	uint32_t line;	  /* source line, 0 unknown */
+	uint64_t addr;	  /* the frame's pc (callers: return address - 1) */
 	const char *mapping;  /* ELF path, "[jit]" for traces, or NULL */
 	const char *build_id; /* hex build-id of the mapping, or NULL */
 	uint64_t map_start, map_end, map_pgoff; /* the mapping, 0 if unknown */

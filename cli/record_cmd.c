@@ -2,8 +2,8 @@
 /*
  * `jitsframe record [-o DIR] [--freq HZ] [--] CMD...`: the whole perf job.
  *   perf record -k 1 --call-graph dwarf -- CMD, with the environment of
- *   `jitsframe run` (region + jitdump into DIR)  ->  perf inject --jit  ->  perf script  ->  folded
- *   stacks and a flame graph, and one summary line.
+ *   `jitsframe run` (region + jitdump into DIR)  ->  perf inject --jit  -> perf
+ * script  ->  folded stacks and a flame graph, and one summary line.
  */
 #include "cli.h"
 #include "folded.h"
@@ -23,34 +23,34 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"Usage: jitsframe record [-o DIR] [--freq HZ] [--stack BYTES] [--] CMD...\n"
-	"\n"
-	"Profile a LuaJIT program with perf, through its traces. Leaves in DIR\n"
-	"(default ./jitsframe-record):\n"
-	"  perf.data        injected with the traces, for `perf report -i`\n"
-	"  perf.data.raw    as recorded (what `jitsframe report` reads)\n"
-	"  region           the unwind rows (jitsframe region dump)\n"
-	"  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
-	"  stacks.folded    folded stacks, trace frames suffixed _[j]\n"
-	"  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
-	"                   profile.pb.gz: pprof)\n"
-	"made by `jitsframe report DIR` (jitsframe's own unwinder)\n"
-	"and prints one summary line. Needs perf (Debian: linux-perf) and\n"
-	"kernel.perf_event_paranoid <= 2 (or root).\n"
-	"\n"
-	"  -o, --output DIR  where to put it all\n"
-	"  -F, --freq HZ     sampling frequency (default 999)\n"
-	"  --stack BYTES     user stack copied per sample (default 32768; traces\n"
-	"                    in nested VM entries can sit >8 KB below main)\n"
-	"  --perf-script     make the profile from `perf script` (perf's own\n"
-	"                    unwinding of the injected perf.data) instead\n"
-	"  --no-inject       skip `perf inject --jit` (no perf.data for perf\n"
-	"                    report; it takes minutes when there are thousands\n"
-	"                    of traces): the report reads perf.data.raw\n"
-	"\n"
-	"Exit status: 0 recorded; 1 CMD failed (could not run, exited non-zero,\n"
-	"crashed: what was recorded is still processed and kept) or the profile\n"
-	"could not be made; 2 usage; 3 perf missing or not permitted.\n";
+    "Usage: jitsframe record [-o DIR] [--freq HZ] [--stack BYTES] [--] CMD...\n"
+    "\n"
+    "Profile a LuaJIT program with perf, through its traces. Leaves in DIR\n"
+    "(default ./jitsframe-record):\n"
+    "  perf.data        injected with the traces, for `perf report -i`\n"
+    "  perf.data.raw    as recorded (what `jitsframe report` reads)\n"
+    "  region           the unwind rows (jitsframe region dump)\n"
+    "  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
+    "  stacks.folded    folded stacks, trace frames suffixed _[j]\n"
+    "  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
+    "                   profile.pb.gz: pprof)\n"
+    "made by `jitsframe report DIR` (jitsframe's own unwinder)\n"
+    "and prints one summary line. Needs perf (Debian: linux-perf) and\n"
+    "kernel.perf_event_paranoid <= 2 (or root).\n"
+    "\n"
+    "  -o, --output DIR  where to put it all\n"
+    "  -F, --freq HZ     sampling frequency (default 999)\n"
+    "  --stack BYTES     user stack copied per sample (default 32768; traces\n"
+    "                    in nested VM entries can sit >8 KB below main)\n"
+    "  --perf-script     make the profile from `perf script` (perf's own\n"
+    "                    unwinding of the injected perf.data) instead\n"
+    "  --no-inject       skip `perf inject --jit` (no perf.data for perf\n"
+    "                    report; it takes minutes when there are thousands\n"
+    "                    of traces): the report reads perf.data.raw\n"
+    "\n"
+    "Exit status: 0 recorded; 1 CMD failed (could not run, exited non-zero,\n"
+    "crashed: what was recorded is still processed and kept) or the profile\n"
+    "could not be made; 2 usage; 3 perf missing or not permitted.\n";
 
 /* Run argv (with stdout/stderr as given, -1: inherit); wait; status. */
 static int spawn(char *const argv[], int out_fd, int err_fd)
@@ -107,20 +107,20 @@ static void tail_file(const char *path, const char *prefix)
 
 static void add_load(const struct jsf_jd_load *l, void *ctx)
 {
-	folded_add_load(ctx, l->pid, l->index, l->ts, l->code_addr, l->lo, l->hi,
-			l->name);
+	folded_add_load(ctx, l->pid, l->index, l->ts, l->code_addr, l->lo,
+			l->hi, l->name);
 }
 
 int cmd_record(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"output", required_argument, 0, 'o'},
-		{"freq", required_argument, 0, 'F'},
-		{"stack", required_argument, 0, 's'},
-		{"perf-script", no_argument, 0, 'P'},
-		{"no-inject", no_argument, 0, 'N'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
+	    {"output", required_argument, 0, 'o'},
+	    {"freq", required_argument, 0, 'F'},
+	    {"stack", required_argument, 0, 's'},
+	    {"perf-script", no_argument, 0, 'P'},
+	    {"no-inject", no_argument, 0, 'N'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	const char *dir = "jitsframe-record";
 	uint64_t freq = 999, stack = 32768;
@@ -129,35 +129,52 @@ int cmd_record(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:F:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'o': dir = optarg; break;
+		case 'o':
+			dir = optarg;
+			break;
 		case 'F':
 			if (!cli_u64(optarg, &freq) || !freq || freq > 100000) {
-				fprintf(stderr, "jitsframe record: --freq wants 1..100000, "
-						"not '%s'\n", optarg);
+				fprintf(
+				    stderr,
+				    "jitsframe record: --freq wants 1..100000, "
+				    "not '%s'\n",
+				    optarg);
 				return EX_USAGE;
 			}
 			break;
 		case 's':
-			if (!cli_u64(optarg, &stack) || stack < 8 || stack > 65528 ||
-			    stack % 8) {
-				fprintf(stderr, "jitsframe record: --stack wants a multiple "
-						"of 8 in 8..65528, not '%s'\n", optarg);
+			if (!cli_u64(optarg, &stack) || stack < 8 ||
+			    stack > 65528 || stack % 8) {
+				fprintf(stderr,
+					"jitsframe record: --stack wants a "
+					"multiple "
+					"of 8 in 8..65528, not '%s'\n",
+					optarg);
 				return EX_USAGE;
 			}
 			break;
-		case 'P': perf_script = 1; break;
-		case 'N': no_inject = 1; break;
-		case 'h': fputs(usage, stdout); return EX_OK;
+		case 'P':
+			perf_script = 1;
+			break;
+		case 'N':
+			no_inject = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return EX_OK;
 		default:
-			fprintf(stderr, "jitsframe record: unknown or incomplete option "
-					"'%s'\nTry 'jitsframe record --help'.\n",
-				argv[optind - 1]);
+			fprintf(
+			    stderr,
+			    "jitsframe record: unknown or incomplete option "
+			    "'%s'\nTry 'jitsframe record --help'.\n",
+			    argv[optind - 1]);
 			return EX_USAGE;
 		}
 	}
 	if (perf_script && no_inject) {
-		fprintf(stderr, "jitsframe record: --perf-script reads the injected "
-				"perf.data: not with --no-inject\n");
+		fprintf(stderr,
+			"jitsframe record: --perf-script reads the injected "
+			"perf.data: not with --no-inject\n");
 		return EX_USAGE;
 	}
 	if (optind >= argc) {
@@ -167,8 +184,9 @@ int cmd_record(int argc, char **argv)
 	}
 	char perf[PATH_MAX];
 	if (find_in_path("perf", perf, sizeof(perf))) {
-		fprintf(stderr, "jitsframe record: perf not found in PATH. Install "
-				"it (Debian: apt-get install linux-perf).\n");
+		fprintf(stderr,
+			"jitsframe record: perf not found in PATH. Install "
+			"it (Debian: apt-get install linux-perf).\n");
 		return EX_INPUT;
 	}
 	FILE *pf = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
@@ -179,10 +197,12 @@ int cmd_record(int argc, char **argv)
 		fclose(pf);
 	}
 	if (geteuid() != 0 && paranoid > 2) {
-		fprintf(stderr, "jitsframe record: kernel.perf_event_paranoid is %d, "
-				"which forbids profiling. Allow it with\n"
-				"  sudo sysctl kernel.perf_event_paranoid=2\n"
-				"or run as root.\n", paranoid);
+		fprintf(stderr,
+			"jitsframe record: kernel.perf_event_paranoid is %d, "
+			"which forbids profiling. Allow it with\n"
+			"  sudo sysctl kernel.perf_event_paranoid=2\n"
+			"or run as root.\n",
+			paranoid);
 		return EX_INPUT;
 	}
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -192,11 +212,12 @@ int cmd_record(int argc, char **argv)
 	}
 	char adir[PATH_MAX];
 	if (!realpath(dir, adir)) {
-		fprintf(stderr, "jitsframe record: %s: %s\n", dir, strerror(errno));
+		fprintf(stderr, "jitsframe record: %s: %s\n", dir,
+			strerror(errno));
 		return EX_INPUT;
 	}
 	char raw[PATH_MAX + 32], data[PATH_MAX + 32], region[PATH_MAX + 32],
-		folded_p[PATH_MAX + 32], svg[PATH_MAX + 32], log[PATH_MAX + 32];
+	    folded_p[PATH_MAX + 32], svg[PATH_MAX + 32], log[PATH_MAX + 32];
 	snprintf(raw, sizeof(raw), "%s/perf.data.raw", adir);
 	snprintf(data, sizeof(data), "%s/perf.data", adir);
 	snprintf(region, sizeof(region), "%s/region", adir);
@@ -223,11 +244,15 @@ int cmd_record(int argc, char **argv)
 	 * 0 of 6 when launched directly). */
 	char cmdpath[PATH_MAX];
 	const char *cmd = argv[optind];
-	if (strchr(cmd, '/') ? access(cmd, X_OK) != 0
-			     : find_in_path(cmd, cmdpath, sizeof(cmdpath)) != 0) {
-		fprintf(stderr, "jitsframe record: cannot run %s: %s; the command "
-				"could not be run, nothing was recorded.\n", cmd,
-			strchr(cmd, '/') ? strerror(errno) : "not found in PATH");
+	if (strchr(cmd, '/')
+		? access(cmd, X_OK) != 0
+		: find_in_path(cmd, cmdpath, sizeof(cmdpath)) != 0) {
+		fprintf(stderr,
+			"jitsframe record: cannot run %s: %s; the command "
+			"could not be run, nothing was recorded.\n",
+			cmd,
+			strchr(cmd, '/') ? strerror(errno)
+					 : "not found in PATH");
 		return EX_FAIL;
 	}
 	int erc = cli_vm_env("jitsframe record", NULL, region, 1, 0);
@@ -261,36 +286,44 @@ int cmd_record(int argc, char **argv)
 	const char *cmd_note = NULL;
 	char note[160];
 	if (WIFSIGNALED(st)) {
-		snprintf(note, sizeof(note), "the command was killed by signal %d (%s)",
+		snprintf(note, sizeof(note),
+			 "the command was killed by signal %d (%s)",
 			 WTERMSIG(st), strsignal(WTERMSIG(st)));
 		cmd_note = note;
 	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
-		snprintf(note, sizeof(note), "the command could not be run (exit 127)");
+		snprintf(note, sizeof(note),
+			 "the command could not be run (exit 127)");
 		cmd_note = note;
 	} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-		snprintf(note, sizeof(note), "the command exited with status %d",
-			 WEXITSTATUS(st));
+		snprintf(note, sizeof(note),
+			 "the command exited with status %d", WEXITSTATUS(st));
 		cmd_note = note;
 	}
 	if (!have_data) {
-		fprintf(stderr, "jitsframe record: perf recorded nothing%s%s.\n"
-				"If perf said 'Permission denied' or 'No permission', "
-				"lower kernel.perf_event_paranoid (sudo sysctl "
-				"kernel.perf_event_paranoid=2) or run as root.\n",
+		fprintf(stderr,
+			"jitsframe record: perf recorded nothing%s%s.\n"
+			"If perf said 'Permission denied' or 'No permission', "
+			"lower kernel.perf_event_paranoid (sudo sysctl "
+			"kernel.perf_event_paranoid=2) or run as root.\n",
 			cmd_note ? ": " : "", cmd_note ? cmd_note : "");
 		return EX_INPUT;
 	}
 	/* 2. inject the traces */
 	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
-	char *inj[] = {perf, "--buildid-dir", bid, "inject", "--jit", "-i", raw,
-		       "-o", data, NULL};
+	char *inj[] = {perf,	"--buildid-dir",
+		       bid,	"inject",
+		       "--jit", "-i",
+		       raw,	"-o",
+		       data,	NULL};
 	if (!no_inject)
 		st = spawn(inj, lfd, lfd);
 	else
 		st = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "jitsframe record: perf inject failed; the raw "
-				"recording is kept in %s. perf said:\n", raw);
+		fprintf(stderr,
+			"jitsframe record: perf inject failed; the raw "
+			"recording is kept in %s. perf said:\n",
+			raw);
 		tail_file(log, "  ");
 		if (lfd >= 0)
 			close(lfd);
@@ -306,8 +339,10 @@ int cmd_record(int argc, char **argv)
 		if (rrc != EX_OK)
 			return rrc == EX_INPUT ? EX_FAIL : rrc;
 		if (cmd_note) {
-			fprintf(stderr, "jitsframe record: %s; the profile above "
-					"covers what ran.\n", cmd_note);
+			fprintf(stderr,
+				"jitsframe record: %s; the profile above "
+				"covers what ran.\n",
+				cmd_note);
 			return EX_FAIL;
 		}
 		return EX_OK;
@@ -322,8 +357,8 @@ int cmd_record(int argc, char **argv)
 		dup2(pipefd[1], 1);
 		if (lfd >= 0)
 			dup2(lfd, 2);
-		execl(perf, "perf", "--buildid-dir", bid, "script", "--ns", "-i", data,
-		      (char *)NULL);
+		execl(perf, "perf", "--buildid-dir", bid, "script", "--ns",
+		      "-i", data, (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -350,8 +385,10 @@ int cmd_record(int argc, char **argv)
 	if (lfd >= 0)
 		close(lfd);
 	if (err || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "jitsframe record: perf script failed; %s is kept. "
-				"perf said:\n", data);
+		fprintf(stderr,
+			"jitsframe record: perf script failed; %s is kept. "
+			"perf said:\n",
+			data);
 		tail_file(log, "  ");
 		folded_free(f);
 		return EX_FAIL;
@@ -361,8 +398,8 @@ int cmd_record(int argc, char **argv)
 	char title[256];
 	snprintf(title, sizeof(title), "jitsframe: %s", argv[optind]);
 	if (!fo || !so || folded_write(f, fo) || flame_svg(f, so, title)) {
-		fprintf(stderr, "jitsframe record: cannot write %s or %s\n", folded_p,
-			svg);
+		fprintf(stderr, "jitsframe record: cannot write %s or %s\n",
+			folded_p, svg);
 		err = 1;
 	}
 	if (fo)
@@ -370,17 +407,21 @@ int cmd_record(int argc, char **argv)
 	if (so)
 		fclose(so);
 	folded_free(f);
-	printf("jitsframe record: %llu samples, %llu in trace code, %llu of them "
-	       "(%.1f%%) unwound to main; %llu passed through traces; "
-	       "perf report -i %s; flame graph %s\n",
-	       (unsigned long long)fs.samples, (unsigned long long)fs.trace_leaf,
-	       (unsigned long long)fs.trace_leaf_main,
-	       fs.trace_leaf ? 100.0 * (double)fs.trace_leaf_main / (double)fs.trace_leaf
-			     : 0.0,
-	       (unsigned long long)fs.through_trace, data, svg);
+	printf(
+	    "jitsframe record: %llu samples, %llu in trace code, %llu of them "
+	    "(%.1f%%) unwound to main; %llu passed through traces; "
+	    "perf report -i %s; flame graph %s\n",
+	    (unsigned long long)fs.samples, (unsigned long long)fs.trace_leaf,
+	    (unsigned long long)fs.trace_leaf_main,
+	    fs.trace_leaf
+		? 100.0 * (double)fs.trace_leaf_main / (double)fs.trace_leaf
+		: 0.0,
+	    (unsigned long long)fs.through_trace, data, svg);
 	if (cmd_note) {
-		fprintf(stderr, "jitsframe record: %s; the profile above covers "
-				"what ran.\n", cmd_note);
+		fprintf(stderr,
+			"jitsframe record: %s; the profile above covers "
+			"what ran.\n",
+			cmd_note);
 		return EX_FAIL;
 	}
 	return err ? EX_FAIL : EX_OK;

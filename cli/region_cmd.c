@@ -13,26 +13,28 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"Usage:\n"
-	"  jitsframe region dump FILE [--json] [--at NS | --all]\n"
-	"      List the functions of a region (live now by default; --at NS:\n"
-	"      those live at CLOCK_MONOTONIC time NS; --all: every logged one,\n"
-	"      removed ones too) with their unwind rows.\n"
-	"  jitsframe region validate FILE [--json]\n"
-	"      Check a region: the kernel SFrame unwinder's rules on its live\n"
-	"      section and the region's own invariants. Exit 1 if invalid.\n"
-	"  jitsframe region validate --sframe FILE [--addr A] [--text S:N] [--json]\n"
-	"      Check a raw SFrame V3 section loaded at address A (default 0)\n"
-	"      for text [S, S+N) (default: any address).\n"
-	"  jitsframe region export FILE -o OUT [--v1] [--at NS] [--base A] [--json]\n"
-	"      Write the live functions (or those live at NS) as a standalone\n"
-	"      sorted SFrame section: V3 with PC-relative starts laid out for\n"
-	"      address A (default 0), or V1 (--v1, for binutils 2.40's\n"
-	"      libsframe and objdump --sframe) with 32-bit starts relative to\n"
-	"      A (default: the first function's page, reported).\n"
-	"\n"
-	"A region is read live (while its producer runs) or post-mortem.\n"
-	"Exit status: 0 ok, 1 invalid or nothing selected, 2 usage, 3 I/O.\n";
+    "Usage:\n"
+    "  jitsframe region dump FILE [--json] [--at NS | --all]\n"
+    "      List the functions of a region (live now by default; --at NS:\n"
+    "      those live at CLOCK_MONOTONIC time NS; --all: every logged one,\n"
+    "      removed ones too) with their unwind rows.\n"
+    "  jitsframe region validate FILE [--json]\n"
+    "      Check a region: the kernel SFrame unwinder's rules on its live\n"
+    "      section and the region's own invariants. Exit 1 if invalid.\n"
+    "  jitsframe region validate --sframe FILE [--addr A] [--text S:N] "
+    "[--json]\n"
+    "      Check a raw SFrame V3 section loaded at address A (default 0)\n"
+    "      for text [S, S+N) (default: any address).\n"
+    "  jitsframe region export FILE -o OUT [--v1] [--at NS] [--base A] "
+    "[--json]\n"
+    "      Write the live functions (or those live at NS) as a standalone\n"
+    "      sorted SFrame section: V3 with PC-relative starts laid out for\n"
+    "      address A (default 0), or V1 (--v1, for binutils 2.40's\n"
+    "      libsframe and objdump --sframe) with 32-bit starts relative to\n"
+    "      A (default: the first function's page, reported).\n"
+    "\n"
+    "A region is read live (while its producer runs) or post-mortem.\n"
+    "Exit status: 0 ok, 1 invalid or nothing selected, 2 usage, 3 I/O.\n";
 
 struct ropts {
 	bool json, all, v1, has_at, has_base, has_addr, has_text;
@@ -51,51 +53,77 @@ static int bad_usage(const char *fmt, const char *arg)
 static int parse(int argc, char **argv, struct ropts *o, int *first)
 {
 	static const struct option lo[] = {
-		{"json", no_argument, 0, 'j'},   {"all", no_argument, 0, 'A'},
-		{"v1", no_argument, 0, '1'},     {"at", required_argument, 0, 't'},
-		{"base", required_argument, 0, 'b'},
-		{"addr", required_argument, 0, 'a'},
-		{"text", required_argument, 0, 'T'},
-		{"sframe", required_argument, 0, 's'},
-		{"output", required_argument, 0, 'o'},
-		{"help", no_argument, 0, 'h'},   {0, 0, 0, 0},
+	    {"json", no_argument, 0, 'j'},
+	    {"all", no_argument, 0, 'A'},
+	    {"v1", no_argument, 0, '1'},
+	    {"at", required_argument, 0, 't'},
+	    {"base", required_argument, 0, 'b'},
+	    {"addr", required_argument, 0, 'a'},
+	    {"text", required_argument, 0, 'T'},
+	    {"sframe", required_argument, 0, 's'},
+	    {"output", required_argument, 0, 'o'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'j': o->json = true; break;
-		case 'A': o->all = true; break;
-		case '1': o->v1 = true; break;
-		case 'o': o->out = optarg; break;
-		case 's': o->sframe = optarg; break;
-		case 'h': fputs(usage, stdout); return -1;
+		case 'j':
+			o->json = true;
+			break;
+		case 'A':
+			o->all = true;
+			break;
+		case '1':
+			o->v1 = true;
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 's':
+			o->sframe = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
 		case 't':
 			if (!cli_u64(optarg, &o->at) || !o->at)
-				return bad_usage("--at wants a non-zero time in ns, not '%s'", optarg);
+				return bad_usage("--at wants a non-zero time "
+						 "in ns, not '%s'",
+						 optarg);
 			o->has_at = true;
 			break;
 		case 'b':
 			if (!cli_u64(optarg, &o->base))
-				return bad_usage("--base wants an address, not '%s'", optarg);
+				return bad_usage(
+				    "--base wants an address, not '%s'",
+				    optarg);
 			o->has_base = true;
 			break;
 		case 'a':
 			if (!cli_u64(optarg, &o->addr))
-				return bad_usage("--addr wants an address, not '%s'", optarg);
+				return bad_usage(
+				    "--addr wants an address, not '%s'",
+				    optarg);
 			o->has_addr = true;
 			break;
 		case 'T': {
 			char *colon = strchr(optarg, ':');
 			if (!colon)
-				return bad_usage("--text wants START:SIZE, not '%s'", optarg);
+				return bad_usage(
+				    "--text wants START:SIZE, not '%s'",
+				    optarg);
 			*colon = 0;
 			bool ok = cli_u64(optarg, &o->text_start) &&
-				  cli_u64(colon + 1, &o->text_size) && o->text_size;
+				  cli_u64(colon + 1, &o->text_size) &&
+				  o->text_size;
 			*colon = ':';
 			if (!ok)
-				return bad_usage("--text wants START:SIZE, not '%s'", optarg);
+				return bad_usage(
+				    "--text wants START:SIZE, not '%s'",
+				    optarg);
 			o->has_text = true;
 			break;
 		}
@@ -117,7 +145,8 @@ static void print_row(FILE *f, const struct jsf_row *r, bool json)
 			fprintf(f, ",\"outermost\":true}");
 		else {
 			fprintf(f, ",\"cfa\":\"%s\",\"cfa_offset\":%d",
-				r->cfa_base == JSF_SP ? "sp" : "fp", r->cfa_offset);
+				r->cfa_base == JSF_SP ? "sp" : "fp",
+				r->cfa_offset);
 			if (r->has_fp)
 				fprintf(f, ",\"fp_offset\":%d", r->fp_offset);
 			fprintf(f, "}");
@@ -144,9 +173,11 @@ static int dump_one(const struct jsf_func *f, void *arg)
 {
 	struct dump_ctx *d = arg;
 	if (d->json) {
-		printf("%s{\"start\":%" PRIu64 ",\"size\":%u,\"added_ns\":%" PRIu64
+		printf("%s{\"start\":%" PRIu64
+		       ",\"size\":%u,\"added_ns\":%" PRIu64
 		       ",\"removed_ns\":%" PRIu64 ",\"rows\":[",
-		       d->n ? "," : "", f->start, f->size, f->add_ns, f->remove_ns);
+		       d->n ? "," : "", f->start, f->size, f->add_ns,
+		       f->remove_ns);
 		for (uint32_t i = 0; i < f->nrows; i++) {
 			if (i)
 				putchar(',');
@@ -154,8 +185,8 @@ static int dump_one(const struct jsf_func *f, void *arg)
 		}
 		printf("]}");
 	} else {
-		printf("%#" PRIx64 "-%#" PRIx64 " size %u, added %" PRIu64, f->start,
-		       f->start + f->size, f->size, f->add_ns);
+		printf("%#" PRIx64 "-%#" PRIx64 " size %u, added %" PRIu64,
+		       f->start, f->start + f->size, f->size, f->add_ns);
 		if (f->remove_ns)
 			printf(", removed %" PRIu64, f->remove_ns);
 		printf(", %u rows\n", f->nrows);
@@ -171,7 +202,8 @@ static int open_view(const char *path, struct jsf_view **v)
 	int err = jsf_view_open(v, path);
 	if (err) {
 		fprintf(stderr, "jitsframe: %s: %s\n", path,
-			*jsf_view_error() ? jsf_view_error() : jsf_strerror(err));
+			*jsf_view_error() ? jsf_view_error()
+					  : jsf_strerror(err));
 		return err == -EBADMSG ? EX_FAIL : EX_INPUT;
 	}
 	return EX_OK;
@@ -192,21 +224,27 @@ static int do_dump(const char *path, const struct ropts *o)
 	}
 	uint64_t at = o->all ? JSF_ALL : o->has_at ? o->at : 0;
 	struct dump_ctx d = {o->json, 0};
-	const char *state = info.live ? "live" : info.closed ? "closed" : "producer gone";
+	const char *state = info.live	  ? "live"
+			    : info.closed ? "closed"
+					  : "producer gone";
 	if (o->json) {
 		printf("{\"path\":");
 		json_str(stdout, path);
-		printf(",\"state\":\"%s\",\"recovered\":%s,\"pid\":%u,\"seq\":%" PRIu64
-		       ",\"file_size\":%" PRIu64 ",\"live_functions\":%u,"
+		printf(",\"state\":\"%s\",\"recovered\":%s,\"pid\":%u,\"seq\":"
+		       "%" PRIu64 ",\"file_size\":%" PRIu64
+		       ",\"live_functions\":%u,"
 		       "\"logged_functions\":%u,\"functions\":[",
-		       state, info.recovered ? "true" : "false", info.producer_pid,
-		       info.seq, info.file_size, info.live_funcs, info.logged_funcs);
+		       state, info.recovered ? "true" : "false",
+		       info.producer_pid, info.seq, info.file_size,
+		       info.live_funcs, info.logged_funcs);
 	} else {
-		printf("region %s: %s (pid %u)%s, %u live of %u logged functions, "
-		       "%" PRIu64 " bytes, seq %" PRIu64 "\n",
-		       path, state, info.producer_pid,
-		       info.recovered ? ", recovered after a crash" : "",
-		       info.live_funcs, info.logged_funcs, info.file_size, info.seq);
+		printf(
+		    "region %s: %s (pid %u)%s, %u live of %u logged functions, "
+		    "%" PRIu64 " bytes, seq %" PRIu64 "\n",
+		    path, state, info.producer_pid,
+		    info.recovered ? ", recovered after a crash" : "",
+		    info.live_funcs, info.logged_funcs, info.file_size,
+		    info.seq);
 	}
 	err = jsf_view_foreach(v, at, dump_one, &d);
 	if (o->json)
@@ -266,7 +304,8 @@ static int do_validate(const char *path, const struct ropts *o)
 		size_t len = 0;
 		err = read_whole(o->sframe, &buf, &len);
 		if (err) {
-			fprintf(stderr, "jitsframe: %s: %s\n", o->sframe, strerror(-err));
+			fprintf(stderr, "jitsframe: %s: %s\n", o->sframe,
+				strerror(-err));
 			return EX_INPUT;
 		}
 		err = jsf_validate_sframe(buf, len, o->addr, o->text_start,
@@ -306,14 +345,16 @@ static int do_export(const char *path, const struct ropts *o)
 		fprintf(stderr, "jitsframe: export %s: %s\n", path,
 			err == -ENOENT ? "no function selected (empty region?)"
 				       : jsf_strerror(err));
-		return err == -ENOENT || err == -ERANGE || err == -EBADMSG ? EX_FAIL
-									   : EX_INPUT;
+		return err == -ENOENT || err == -ERANGE || err == -EBADMSG
+			   ? EX_FAIL
+			   : EX_INPUT;
 	}
-	unsigned nf = (unsigned)(buf && len >= 12 ? ((uint8_t *)buf)[8] |
-						       ((uint8_t *)buf)[9] << 8 |
-						       ((uint8_t *)buf)[10] << 16 |
-						       (unsigned)((uint8_t *)buf)[11] << 24
-						 : 0);
+	unsigned nf =
+	    (unsigned)(buf && len >= 12
+			   ? ((uint8_t *)buf)[8] | ((uint8_t *)buf)[9] << 8 |
+				 ((uint8_t *)buf)[10] << 16 |
+				 (unsigned)((uint8_t *)buf)[11] << 24
+			   : 0);
 	err = cli_write_file(o->out, buf, len);
 	free(buf);
 	if (err) {
@@ -321,19 +362,18 @@ static int do_export(const char *path, const struct ropts *o)
 			strerror(-err));
 		return EX_INPUT;
 	}
-	if (o->json)
-	{
+	if (o->json) {
 		printf("{\"output\":");
 		json_str(stdout, o->out);
 		printf(",\"version\":%d,\"functions\":%u,\"bytes\":%zu,"
 		       "\"base\":%" PRIu64 "}\n",
 		       o->v1 ? 1 : 3, nf, len, base);
-	}
-	else
-		printf("wrote %s: SFrame V%d, %u functions, %zu bytes, %s %#" PRIx64
-		       "\n",
+	} else
+		printf("wrote %s: SFrame V%d, %u functions, %zu bytes, %s "
+		       "%#" PRIx64 "\n",
 		       o->out, o->v1 ? 1 : 3, nf, len,
-		       o->v1 ? "starts relative to" : "laid out for address", base);
+		       o->v1 ? "starts relative to" : "laid out for address",
+		       base);
 	return EX_OK;
 }
 
@@ -344,7 +384,8 @@ int cmd_region(int argc, char **argv)
 		return EX_USAGE;
 	}
 	const char *sub = argv[1];
-	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") ||
+	    !strcmp(sub, "help")) {
 		fputs(usage, stdout);
 		return EX_OK;
 	}
@@ -357,8 +398,9 @@ int cmd_region(int argc, char **argv)
 	char **args = argv + 1 + first;
 	if (!strcmp(sub, "validate") && o.sframe) {
 		if (nargs != 0)
-			return bad_usage("validate --sframe takes no other file (%s)",
-					 args[0]);
+			return bad_usage(
+			    "validate --sframe takes no other file (%s)",
+			    args[0]);
 		return do_validate(NULL, &o);
 	}
 	if (nargs != 1)

@@ -16,43 +16,43 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"Usage: jitsframe run [--region PATH] [--replace] [--module-dir DIR]\n"
-	"                     [--quiet] [-a PATH [--level full]\n"
-	"                     [--auditlog-max BYTES] [--auditlog-keep N]]\n"
-	"                     -- CMD [ARGS...]\n"
-	"\n"
-	"Run a LuaJIT program (the standalone `luajit` or anything honouring\n"
-	"LUA_INIT) with jitsframe publishing exact unwind rows for every trace.\n"
-	"\n"
-	"  --region PATH     region file (default ${TMPDIR:-/tmp}/jitsframe-UID/\n"
-	"                    PID.region; PID is CMD's pid, printed on stderr)\n"
-	"  --replace         replace an existing file at PATH\n"
-	"  --module-dir DIR  where jitsframe.so is (default: the lua/ directory\n"
-	"                    beside this program)\n"
-	"  --quiet           the module prints nothing on stderr\n"
-	"  -a, --auditlog PATH  write the auditlog (docs/AUDITLOG.md) to PATH\n"
-	"  --level LEVEL     auditlog level: default (traces) or full (also\n"
-	"                    every recorded bytecode and every trace exit)\n"
-	"  --auditlog-max BYTES  rotate the auditlog at this size (64 MiB)\n"
-	"  --auditlog-keep N     rotated files kept: PATH.1..PATH.N (3)\n"
-	"\n"
-	"Embedders (OpenResty): add the module directory to lua_package_cpath\n"
-	"and call  require(\"jitsframe\").start()  in init_by_lua*; each worker\n"
-	"process gets its own region (PID.region).\n"
-	"\n"
-	"Exit status: CMD's, or 127 if it cannot be run, 2 on usage errors.\n";
+    "Usage: jitsframe run [--region PATH] [--replace] [--module-dir DIR]\n"
+    "                     [--quiet] [-a PATH [--level full]\n"
+    "                     [--auditlog-max BYTES] [--auditlog-keep N]]\n"
+    "                     -- CMD [ARGS...]\n"
+    "\n"
+    "Run a LuaJIT program (the standalone `luajit` or anything honouring\n"
+    "LUA_INIT) with jitsframe publishing exact unwind rows for every trace.\n"
+    "\n"
+    "  --region PATH     region file (default ${TMPDIR:-/tmp}/jitsframe-UID/\n"
+    "                    PID.region; PID is CMD's pid, printed on stderr)\n"
+    "  --replace         replace an existing file at PATH\n"
+    "  --module-dir DIR  where jitsframe.so is (default: the lua/ directory\n"
+    "                    beside this program)\n"
+    "  --quiet           the module prints nothing on stderr\n"
+    "  -a, --auditlog PATH  write the auditlog (docs/AUDITLOG.md) to PATH\n"
+    "  --level LEVEL     auditlog level: default (traces) or full (also\n"
+    "                    every recorded bytecode and every trace exit)\n"
+    "  --auditlog-max BYTES  rotate the auditlog at this size (64 MiB)\n"
+    "  --auditlog-keep N     rotated files kept: PATH.1..PATH.N (3)\n"
+    "\n"
+    "Embedders (OpenResty): add the module directory to lua_package_cpath\n"
+    "and call  require(\"jitsframe\").start()  in init_by_lua*; each worker\n"
+    "process gets its own region (PID.region).\n"
+    "\n"
+    "Exit status: CMD's, or 127 if it cannot be run, 2 on usage errors.\n";
 
 /* Runs first in the VM; then whatever LUA_INIT the user had. */
 static const char init_code[] =
-	"local ok, m = pcall(require, 'jitsframe') "
-	"if not ok then io.stderr:write('jitsframe: cannot load the module: ', "
-	"tostring(m), '\\n') else "
-	"local r, e = m.start{replace = os.getenv('JITSFRAME_REGION_REPLACE') "
-	"== '1', quiet = os.getenv('JITSFRAME_QUIET') == '1'} "
-	"if not r then io.stderr:write(e, '\\n') end end "
-	"local o = os.getenv('JITSFRAME_LUA_INIT') "
-	"if o and o ~= '' then if o:sub(1, 1) == '@' then dofile(o:sub(2)) "
-	"else assert(loadstring(o, '=LUA_INIT'))() end end";
+    "local ok, m = pcall(require, 'jitsframe') "
+    "if not ok then io.stderr:write('jitsframe: cannot load the module: ', "
+    "tostring(m), '\\n') else "
+    "local r, e = m.start{replace = os.getenv('JITSFRAME_REGION_REPLACE') "
+    "== '1', quiet = os.getenv('JITSFRAME_QUIET') == '1'} "
+    "if not r then io.stderr:write(e, '\\n') end end "
+    "local o = os.getenv('JITSFRAME_LUA_INIT') "
+    "if o and o ~= '' then if o:sub(1, 1) == '@' then dofile(o:sub(2)) "
+    "else assert(loadstring(o, '=LUA_INIT'))() end end";
 
 /* Set the environment that makes a LuaJIT command load the module and
  * start publishing (LUA_INIT, LUA_CPATH, JITSFRAME_*); moddir NULL means
@@ -66,8 +66,10 @@ int cli_vm_env(const char *who, const char *moddir, const char *region,
 	if (!moddir) {
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		if (n <= 0) {
-			fprintf(stderr, "%s: cannot find myself; use "
-					"--module-dir\n", who);
+			fprintf(stderr,
+				"%s: cannot find myself; use "
+				"--module-dir\n",
+				who);
 			return EX_USAGE;
 		}
 		self[n] = 0;
@@ -88,7 +90,8 @@ int cli_vm_env(const char *who, const char *moddir, const char *region,
 	char *cpath = malloc(need);
 	if (!cpath)
 		return EX_INPUT;
-	snprintf(cpath, need, "%s/?.so;%s", moddir, old_cpath ? old_cpath : ";");
+	snprintf(cpath, need, "%s/?.so;%s", moddir,
+		 old_cpath ? old_cpath : ";");
 	const char *old_init = getenv("LUA_INIT");
 	if (setenv("JITSFRAME_LUA_INIT", old_init ? old_init : "", 1) ||
 	    setenv("LUA_INIT", init_code, 1) || setenv("LUA_CPATH", cpath, 1) ||
@@ -106,16 +109,16 @@ int cli_vm_env(const char *who, const char *moddir, const char *region,
 int cmd_run(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"region", required_argument, 0, 'r'},
-		{"replace", no_argument, 0, 'R'},
-		{"module-dir", required_argument, 0, 'm'},
-		{"quiet", no_argument, 0, 'q'},
-		{"auditlog", required_argument, 0, 'a'},
-		{"level", required_argument, 0, 'L'},
-		{"auditlog-max", required_argument, 0, 'M'},
-		{"auditlog-keep", required_argument, 0, 'K'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
+	    {"region", required_argument, 0, 'r'},
+	    {"replace", no_argument, 0, 'R'},
+	    {"module-dir", required_argument, 0, 'm'},
+	    {"quiet", no_argument, 0, 'q'},
+	    {"auditlog", required_argument, 0, 'a'},
+	    {"level", required_argument, 0, 'L'},
+	    {"auditlog-max", required_argument, 0, 'M'},
+	    {"auditlog-keep", required_argument, 0, 'K'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	const char *region = NULL, *moddir = NULL, *alog = NULL, *alevel = NULL;
 	const char *amax = NULL, *akeep = NULL;
@@ -126,15 +129,27 @@ int cmd_run(int argc, char **argv)
 	/* '+': stop at the first non-option (the command). */
 	while ((c = getopt_long(argc, argv, "+ha:", lo, NULL)) != -1) {
 		switch (c) {
-		case 'r': region = optarg; break;
-		case 'R': replace = 1; break;
-		case 'm': moddir = optarg; break;
-		case 'q': quiet = 1; break;
-		case 'a': alog = optarg; break;
+		case 'r':
+			region = optarg;
+			break;
+		case 'R':
+			replace = 1;
+			break;
+		case 'm':
+			moddir = optarg;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'a':
+			alog = optarg;
+			break;
 		case 'L':
-			if (strcmp(optarg, "default") && strcmp(optarg, "full")) {
-				fprintf(stderr, "jitsframe run: --level is default "
-						"or full\n");
+			if (strcmp(optarg, "default") &&
+			    strcmp(optarg, "full")) {
+				fprintf(stderr,
+					"jitsframe run: --level is default "
+					"or full\n");
 				return EX_USAGE;
 			}
 			alevel = optarg;
@@ -142,16 +157,20 @@ int cmd_run(int argc, char **argv)
 		case 'M':
 		case 'K':
 			if (!cli_u64(optarg, &num)) {
-				fprintf(stderr, "jitsframe run: bad number '%s'\n",
+				fprintf(stderr,
+					"jitsframe run: bad number '%s'\n",
 					optarg);
 				return EX_USAGE;
 			}
 			*(c == 'M' ? &amax : &akeep) = optarg;
 			break;
-		case 'h': fputs(usage, stdout); return EX_OK;
+		case 'h':
+			fputs(usage, stdout);
+			return EX_OK;
 		default:
-			fprintf(stderr, "jitsframe run: unknown or incomplete option "
-					"'%s'\nTry 'jitsframe run --help'.\n",
+			fprintf(stderr,
+				"jitsframe run: unknown or incomplete option "
+				"'%s'\nTry 'jitsframe run --help'.\n",
 				argv[optind - 1]);
 			return EX_USAGE;
 		}
@@ -177,8 +196,9 @@ int cmd_run(int argc, char **argv)
 		else
 			fprintf(stderr,
 				"jitsframe: region %s/jitsframe-%u/%d.region\n",
-				getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR")
-								     : "/tmp",
+				getenv("TMPDIR") && *getenv("TMPDIR")
+				    ? getenv("TMPDIR")
+				    : "/tmp",
 				(unsigned)getuid(), (int)getpid());
 	}
 	execvp(argv[optind], argv + optind);

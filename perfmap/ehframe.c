@@ -66,12 +66,12 @@ static int put_fde(struct buf *b, size_t cie, const struct jsf_unwind_fn *fn,
 		   int64_t fn_minus_eh)
 {
 	size_t fde = b->n;
-	u32(b, 0);                      /* length, patched */
+	u32(b, 0);			/* length, patched */
 	u32(b, (uint32_t)(b->n - cie)); /* CIE pointer: back to the CIE */
 	int64_t pc_begin = fn_minus_eh - (int64_t)b->n; /* pcrel */
 	u32(b, (uint32_t)(int32_t)pc_begin);
 	u32(b, fn->size); /* pc range */
-	uleb(b, 0);       /* augmentation data length */
+	uleb(b, 0);	  /* augmentation data length */
 	uint32_t at = 0;
 	for (uint32_t i = 0; i < fn->nrows; i++) {
 		const struct jsf_row *r = &fn->rows[i];
@@ -149,17 +149,18 @@ size_t jsf_ehframe_fns(const struct jsf_unwind_fn *fns, uint32_t nfns,
 	u32(&b, 0); /* CIE id */
 	u8(&b, 1);  /* version */
 	put(&b, "zR", 3);
-	uleb(&b, 1);       /* code alignment */
-	sleb(&b, -8);      /* data alignment */
-	u8(&b, 16);        /* return address column */
-	uleb(&b, 1);       /* augmentation data length */
-	u8(&b, 0x1b);      /* FDE pointers: pcrel | sdata4 */
+	uleb(&b, 1);	   /* code alignment */
+	sleb(&b, -8);	   /* data alignment */
+	u8(&b, 16);	   /* return address column */
+	uleb(&b, 1);	   /* augmentation data length */
+	u8(&b, 0x1b);	   /* FDE pointers: pcrel | sdata4 */
 	u8(&b, 0x80 | 16); /* DW_CFA_offset r16 (RA), cfa-8: every row */
 	uleb(&b, 1);
 	close_entry(&b, cie);
 	for (uint32_t i = 0; i < nfns; i++) {
 		fde_at[i] = b.n;
-		if (put_fde(&b, cie, &fns[i], (int64_t)(fns[i].start - eh_addr)))
+		if (put_fde(&b, cie, &fns[i],
+			    (int64_t)(fns[i].start - eh_addr)))
 			return 0;
 	}
 	/* no zero terminator: readers find FDEs through the header */

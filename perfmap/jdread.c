@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reading a jitdump back (for consumers): every CODE_LOAD with its index
- * (the N of perf inject's jitted-PID-N.so), time, addresses and name. Every length is
- * checked against the file; a damaged file is read up to the damage.
+ * (the N of perf inject's jitted-PID-N.so), time, addresses and name. Every
+ * length is checked against the file; a damaged file is read up to the damage.
  */
 #include "jitdump.h"
 
@@ -56,7 +56,8 @@ int jsf_jitdump_loads(const char *path,
 			memcpy(&nr, rec + 16, 8);
 			size_t off = 24;
 			lo = hi = 0;
-			for (uint64_t i = 0; i < nr && off + 16 < rh[1] - 8; i++) {
+			for (uint64_t i = 0; i < nr && off + 16 < rh[1] - 8;
+			     i++) {
 				uint64_t a;
 				memcpy(&a, rec + off, 8);
 				if (i == 0)

@@ -100,8 +100,8 @@ int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
 	pthread_mutex_init(&w->mu, NULL);
 	snprintf(w->path, sizeof(w->path), "%s/jit-%d.dump", dir ? dir : ".",
 		 (int)getpid());
-	w->fd = open(w->path, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
-		     0600);
+	w->fd = open(w->path,
+		     O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		int e = -errno;
 		free(w);
@@ -206,22 +206,22 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		uint64_t hi = eh_addr + ulen;
 		struct jsf_code_info ci[JSF_EH_MAX_FNS];
 		for (int round = 0; round < 8 && ulen; round++) {
-			uint32_t n = nb ? nb(addr + size, hi, ci, JSF_EH_MAX_FNS - 1,
-					     nbctx)
+			uint32_t n = nb ? nb(addr + size, hi, ci,
+					     JSF_EH_MAX_FNS - 1, nbctx)
 					: 0;
 			uint64_t target = hi;
 			nfns = 1;
 			for (uint32_t i = 0; i < n; i++) {
 				/* never leave another load's unwind data half
 				 * covered: take the whole of it */
-				if (ci[i].map_hi > ci[i].eh_lo && hi > ci[i].eh_lo &&
-				    ci[i].map_hi > target)
+				if (ci[i].map_hi > ci[i].eh_lo &&
+				    hi > ci[i].eh_lo && ci[i].map_hi > target)
 					target = ci[i].map_hi;
-				nfns += clip(&ci[i], addr + size, hi, &fns[nfns],
-					     rowbuf[nfns]);
+				nfns += clip(&ci[i], addr + size, hi,
+					     &fns[nfns], rowbuf[nfns]);
 			}
-			ulen = jsf_ehframe_fns(fns, nfns, eh_addr, eh, sizeof(eh),
-					       &hdr);
+			ulen = jsf_ehframe_fns(fns, nfns, eh_addr, eh,
+					       sizeof(eh), &hdr);
 			if (eh_addr + ulen > target)
 				target = eh_addr + ulen;
 			if (target == hi)
@@ -257,8 +257,8 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 		j32(&b, JD_UNWINDING_INFO);
 		j32(&b, 0);
 		j64(&b, ts);
-		j64(&b, ulen); /* unwinding_size: .eh_frame + hdr */
-		j64(&b, hdr);  /* eh_frame_hdr_size */
+		j64(&b, ulen);	 /* unwinding_size: .eh_frame + hdr */
+		j64(&b, hdr);	 /* eh_frame_hdr_size */
 		j64(&b, mapped); /* mapped_size: to the end of the range */
 		jput(&b, eh, ulen);
 		jpad8(&b);
@@ -311,8 +311,8 @@ int jsf_perfmap_open(struct jsf_perfmap **out)
 	char path[64];
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
 	/* /tmp is shared: never follow a planted link, never reuse a file. */
-	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
-		      0600);
+	int fd = open(
+	    path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	struct jsf_perfmap *m = calloc(1, sizeof(*m));
@@ -328,7 +328,8 @@ int jsf_perfmap_open(struct jsf_perfmap **out)
 int jsf_perfmap_add(struct jsf_perfmap *m, uint64_t addr, uint32_t size,
 		    const char *name)
 {
-	if (fprintf(m->f, "%llx %x %s\n", (unsigned long long)addr, size, name) < 0 ||
+	if (fprintf(m->f, "%llx %x %s\n", (unsigned long long)addr, size,
+		    name) < 0 ||
 	    fflush(m->f))
 		return -EIO;
 	return 0;

@@ -33,7 +33,8 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 	if (err)
 		return err;
 	/* Select, and size the output. */
-	const struct jsf_sent **sel = calloc(s->log_n ? s->log_n : 1, sizeof(*sel));
+	const struct jsf_sent **sel =
+	    calloc(s->log_n ? s->log_n : 1, sizeof(*sel));
 	uint8_t *buf = NULL;
 	if (!sel) {
 		err = -ENOMEM;
@@ -82,17 +83,19 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 		const struct jsf_row *rows = s->rows + e->row0;
 		uint8_t *p = fdes + (size_t)i * fde_size;
 		if (ver == 3) {
-			uint64_t field = base + SFRAME_HDR_SIZE + (uint64_t)i * 16;
+			uint64_t field =
+			    base + SFRAME_HDR_SIZE + (uint64_t)i * 16;
 			uint64_t rel = e->start - field;
 			for (int k = 0; k < 8; k++)
 				p[k] = (uint8_t)(rel >> (8 * k));
 			put32(p + 8, e->size);
 			put32(p + 12, fre_len);
-			fre_len += (uint32_t)jsf__encode_func(rows, e->nrows, e->size,
-							      fre + fre_len);
+			fre_len += (uint32_t)jsf__encode_func(
+			    rows, e->nrows, e->size, fre + fre_len);
 		} else {
-			/* V1: {i32 start; u32 size; u32 first FRE; u32 num_fres;
-			 *      u8 info}; info = FRE type, PC type increment. */
+			/* V1: {i32 start; u32 size; u32 first FRE; u32
+			 * num_fres; u8 info}; info = FRE type, PC type
+			 * increment. */
 			unsigned t = jsf__fre_type(e->size);
 			put32(p, (uint32_t)(e->start - base));
 			put32(p + 4, e->size);

@@ -41,37 +41,37 @@
 
 /* Region header at file offset 0 (all fields little-endian, naturally
  * aligned; the atomically accessed ones are marked). */
-#define RH_MAGIC 0          /* char[8] */
-#define RH_ABI 8            /* u32 */
-#define RH_HDR_SIZE 12      /* u32 */
-#define RH_ARCH 16          /* u32 */
-#define RH_STATE 20         /* u32, atomic */
-#define RH_MAX_SIZE 24      /* u64 */
-#define RH_FILE_SIZE 32     /* u64, atomic (release after ftruncate) */
+#define RH_MAGIC 0	    /* char[8] */
+#define RH_ABI 8	    /* u32 */
+#define RH_HDR_SIZE 12	    /* u32 */
+#define RH_ARCH 16	    /* u32 */
+#define RH_STATE 20	    /* u32, atomic */
+#define RH_MAX_SIZE 24	    /* u64 */
+#define RH_FILE_SIZE 32	    /* u64, atomic (release after ftruncate) */
 #define RH_PRODUCER_BASE 40 /* u64 */
-#define RH_CREATE_NS 48     /* u64 */
+#define RH_CREATE_NS 48	    /* u64 */
 #define RH_CREATE_REAL 56   /* u64 CLOCK_REALTIME ns */
-#define RH_PID 64           /* u32 */
-#define RH_SEQ 72           /* u64, atomic: the generation counter */
-#define RH_SEC_OFF 80       /* u64, atomic: current section block */
-#define RH_CLOSE_NS 88      /* u64, atomic */
+#define RH_PID 64	    /* u32 */
+#define RH_SEQ 72	    /* u64, atomic: the generation counter */
+#define RH_SEC_OFF 80	    /* u64, atomic: current section block */
+#define RH_CLOSE_NS 88	    /* u64, atomic */
 
 /* Section block header at sec_off. The SFrame section follows at +64. */
-#define SB_MAGIC 0     /* char[8] */
-#define SB_TOTAL 8     /* u64 bytes of the whole block */
-#define SB_FDE_CAP 16  /* u32 FDE slots */
-#define SB_FRE_CAP 20  /* u32 bytes of FRE area */
-#define SB_LOG_CAP 24  /* u32 log entries */
-#define SB_LOG_N 28    /* u32, atomic (release): published log entries */
-#define SB_LOG_OFF 32  /* u32 offset of the log from the block start */
-#define SB_SEC_LEN 36  /* u32 bytes from the SFrame header to FRE area end */
+#define SB_MAGIC 0    /* char[8] */
+#define SB_TOTAL 8    /* u64 bytes of the whole block */
+#define SB_FDE_CAP 16 /* u32 FDE slots */
+#define SB_FRE_CAP 20 /* u32 bytes of FRE area */
+#define SB_LOG_CAP 24 /* u32 log entries */
+#define SB_LOG_N 28   /* u32, atomic (release): published log entries */
+#define SB_LOG_OFF 32 /* u32 offset of the log from the block start */
+#define SB_SEC_LEN 36 /* u32 bytes from the SFrame header to FRE area end */
 
 /* Function log entry. */
-#define LE_START 0  /* u64 */
-#define LE_ADD 8    /* u64 */
+#define LE_START 0   /* u64 */
+#define LE_ADD 8     /* u64 */
 #define LE_REMOVE 16 /* u64, atomic: 0 while live */
-#define LE_SIZE 24  /* u32 */
-#define LE_ATTR 28  /* u32 offset of the attribute record in the FRE area */
+#define LE_SIZE 24   /* u32 */
+#define LE_ATTR 28   /* u32 offset of the attribute record in the FRE area */
 
 /* --- access to shared memory ---
  * Everything in a shared mapping is read with acquire loads and written with
@@ -85,9 +85,12 @@
 #define LD64(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_ACQUIRE)
 #define LD32A LD32
 #define LD64A LD64
-#define ST8(p, v) __atomic_store_n((uint8_t *)(p), (uint8_t)(v), __ATOMIC_RELEASE)
-#define ST32(p, v) __atomic_store_n((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELEASE)
-#define ST64(p, v) __atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELEASE)
+#define ST8(p, v) \
+	__atomic_store_n((uint8_t *)(p), (uint8_t)(v), __ATOMIC_RELEASE)
+#define ST32(p, v) \
+	__atomic_store_n((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELEASE)
+#define ST64(p, v) \
+	__atomic_store_n((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELEASE)
 #define ST32R ST32
 #define ST64R ST64
 
@@ -120,7 +123,8 @@ static inline void copy_out(uint8_t *dst, const uint8_t *src, size_t n)
 /* --- FRE encoding (sfenc.c) --- */
 
 /* Largest encoded size of a function with n rows (attr + FREs). */
-#define JSF_FUNC_ENC_MAX(n) (SFRAME_V3_ATTR_SIZE + (size_t)(n) * (4 + 1 + 2 * 4))
+#define JSF_FUNC_ENC_MAX(n) \
+	(SFRAME_V3_ATTR_SIZE + (size_t)(n) * (4 + 1 + 2 * 4))
 
 /* Check rows for a function of `size` bytes; 0 or -EINVAL. */
 int jsf__check_rows(const struct jsf_row *rows, uint32_t nrows, uint32_t size);
@@ -150,16 +154,17 @@ size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
  * or -EBADMSG if the record is malformed. Checks the kernel's per-FRE rules
  * against func_size.
  */
-int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len,
-		   uint32_t attr_off, uint32_t func_size, uint32_t off,
-		   struct jsf_row *row, struct jsf_row *all, uint32_t allcap);
+int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
+		   uint32_t func_size, uint32_t off, struct jsf_row *row,
+		   struct jsf_row *all, uint32_t allcap);
 
 /* Bytes of the attribute record + FREs at attr, or 0 if malformed. */
-uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr);
+uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len,
+		       uint32_t attr);
 
 /* Formatted message into a caller buffer (never overflows). */
 void jsf__msg(char *msg, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* --- snapshots of a section block (snap.c) --- */
 
@@ -190,8 +195,8 @@ void jsf__snap_free(struct jsf_snap *s);
 const struct jsf_sent *jsf__snap_find(const struct jsf_snap *s, uint64_t pc,
 				      uint64_t t);
 /* The row of f at pc. */
-struct jsf_row jsf__snap_row(const struct jsf_snap *s,
-			     const struct jsf_sent *f, uint64_t pc);
+struct jsf_row jsf__snap_row(const struct jsf_snap *s, const struct jsf_sent *f,
+			     uint64_t pc);
 static inline bool jsf__alive(const struct jsf_sent *f, uint64_t t)
 {
 	if (t == 0)

@@ -65,13 +65,13 @@ enum {
 };
 
 struct jsf_region_opts {
-	size_t sz;              /* sizeof(struct jsf_region_opts) */
-	uint32_t arch;          /* 0: the host (JSF_ARCH_X86_64) */
-	uint32_t mode;          /* file mode; 0: 0600 (it reveals addresses) */
-	uint32_t flags;         /* JSF_REGION_* */
-	uint32_t history_max;   /* removed functions kept for time queries;
-	                           0: 1048576; oldest dropped first */
-	uint64_t max_size;      /* largest the file may grow; 0: 1 GiB */
+	size_t sz;		/* sizeof(struct jsf_region_opts) */
+	uint32_t arch;		/* 0: the host (JSF_ARCH_X86_64) */
+	uint32_t mode;		/* file mode; 0: 0600 (it reveals addresses) */
+	uint32_t flags;		/* JSF_REGION_* */
+	uint32_t history_max;	/* removed functions kept for time queries;
+				   0: 1048576; oldest dropped first */
+	uint64_t max_size;	/* largest the file may grow; 0: 1 GiB */
 	uint32_t initial_funcs; /* capacity hint; 0: 256 */
 	uint32_t __pad;
 };
@@ -166,9 +166,9 @@ struct jsf_view_info {
 	uint32_t abi_version;
 	uint32_t arch;
 	uint32_t producer_pid;
-	bool live;          /* a producer holds the region */
-	bool closed;        /* the producer closed it cleanly */
-	bool recovered;     /* producer died mid-update; index rebuilt */
+	bool live;	    /* a producer holds the region */
+	bool closed;	    /* the producer closed it cleanly */
+	bool recovered;	    /* producer died mid-update; index rebuilt */
 	uint64_t create_ns; /* CLOCK_MONOTONIC at creation */
 	uint64_t close_ns;  /* 0 unless closed */
 	uint64_t file_size;
@@ -205,10 +205,10 @@ struct jsf_export_opts {
 	size_t sz;
 	uint32_t version; /* 3 (default when 0) or 1 */
 	uint32_t __pad;
-	uint64_t at_ns;   /* 0: live now, else the functions live at at_ns */
-	uint64_t base;    /* V3: address the section is laid out for (default
-	                     0). V1: address starts are relative to */
-	bool has_base;    /* V1: use `base`; else choose one (see out_base) */
+	uint64_t at_ns; /* 0: live now, else the functions live at at_ns */
+	uint64_t base;	/* V3: address the section is laid out for (default
+			   0). V1: address starts are relative to */
+	bool has_base;	/* V1: use `base`; else choose one (see out_base) */
 };
 
 /*

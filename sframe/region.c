@@ -123,8 +123,8 @@ struct lent { /* a log entry being carried into a new section */
 	uint32_t new_attr;
 };
 
-static uint64_t block_size(uint32_t fde_cap, uint32_t fre_cap,
-			   uint32_t log_cap, uint32_t *log_off)
+static uint64_t block_size(uint32_t fde_cap, uint32_t fre_cap, uint32_t log_cap,
+			   uint32_t *log_off)
 {
 	uint64_t sec = SFRAME_HDR_SIZE + 4 + (uint64_t)fde_cap * 16 + fre_cap;
 	uint64_t lo = round_up(JSF_SHDR_SIZE + sec, 8);
@@ -222,7 +222,8 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint64_t log_cap = 2 * (uint64_t)kept + 16;
 		if (log_cap < r->initial)
 			log_cap = r->initial;
-		uint64_t fre_cap = round_up(2 * (fre_bytes + need_fre) + 1024, 64);
+		uint64_t fre_cap =
+		    round_up(2 * (fre_bytes + need_fre) + 1024, 64);
 		uint32_t log_off = 0;
 		uint64_t total = 0, off = JSF_RHDR_SIZE;
 		bool fits = fde_cap <= 0x7ffffff && log_cap <= 0x7ffffff &&
@@ -256,7 +257,8 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		ST32(blk + SB_FRE_CAP, fre_cap);
 		ST32(blk + SB_LOG_CAP, log_cap);
 		ST32(blk + SB_LOG_OFF, log_off);
-		ST32(blk + SB_SEC_LEN, SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
+		ST32(blk + SB_SEC_LEN,
+		     SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
 		uint32_t fre_used = 0, num_fres = 0;
 		uint8_t *new_fre = blk + JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
 				   fde_cap * SFRAME_V3_FDE_SIZE;
@@ -268,7 +270,8 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		if (whole) {
 			for (uint32_t b = 0; b + 8 <= r->fre_used; b += 8)
 				ST64(new_fre + b, LD64(old_fre + b));
-			for (uint32_t b = r->fre_used & ~7u; b < r->fre_used; b++)
+			for (uint32_t b = r->fre_used & ~7u; b < r->fre_used;
+			     b++)
 				ST8(new_fre + b, LD8(old_fre + b));
 		}
 		for (uint32_t i = 0; i < ln; i++) {
@@ -282,7 +285,8 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 					    LD8(old_fre + e->attr + b));
 			fre_used = whole ? r->fre_used : fre_used + e->len;
 			num_fres += ldu(old_fre + e->attr, 2);
-			write_log_entry(new_log + (size_t)remap[i] * JSF_LOG_ENTRY_SIZE, e);
+			write_log_entry(
+			    new_log + (size_t)remap[i] * JSF_LOG_ENTRY_SIZE, e);
 		}
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
@@ -300,11 +304,12 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		}
 		uint8_t *sf = blk + JSF_SHDR_SIZE;
 		ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
-				 ((uint32_t)(SFRAME_F_FDE_SORTED |
-					     SFRAME_F_FDE_FUNC_START_PCREL)
-				  << 24));
-		ST32(sf + 4, (uint32_t)r->arch | (0u << 8) |
-				     ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
+			     ((uint32_t)(SFRAME_F_FDE_SORTED |
+					 SFRAME_F_FDE_FUNC_START_PCREL)
+			      << 24));
+		ST32(sf + 4,
+		     (uint32_t)r->arch | (0u << 8) |
+			 ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
 		ST32(sf + SH_NUM_FRES, num_fres);
 		ST32(sf + SH_FRE_LEN, fre_used);
 		ST32(sf + SH_FREOFF, 4 + fde_cap * SFRAME_V3_FDE_SIZE);
@@ -394,7 +399,8 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 			goto fail;
 		}
 		char buf[64];
-		snprintf(buf, sizeof(buf), "/proc/%d/fd/%d", (int)getpid(), r->fd);
+		snprintf(buf, sizeof(buf), "/proc/%d/fd/%d", (int)getpid(),
+			 r->fd);
 		r->path = strdup(buf);
 	}
 	if (!r->path) {
@@ -491,8 +497,8 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	ST32(r->sf + SH_NUM_FRES, r->num_fres);
 	ST32(r->sf + SH_FRE_LEN, r->fre_used);
 	/* 2. the log entry, published with release. */
-	struct lent le = {.start = start, .add = now, .size = size,
-			  .new_attr = attr};
+	struct lent le = {
+	    .start = start, .add = now, .size = size, .new_attr = attr};
 	write_log_entry(r->log + (size_t)r->log_n * JSF_LOG_ENTRY_SIZE, &le);
 	r->log_n++;
 	ST32R(r->base + r->sec_off + SB_LOG_N, r->log_n);
@@ -557,7 +563,8 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 	if (k < r->n && r->win[r->lo + k].start == start) {
 		const struct pent *e = &r->win[r->lo + k];
 		/* The tombstone: the log entry gets its removal time... */
-		ST64R(r->log + (size_t)e->log_idx * JSF_LOG_ENTRY_SIZE + LE_REMOVE,
+		ST64R(r->log + (size_t)e->log_idx * JSF_LOG_ENTRY_SIZE +
+			  LE_REMOVE,
 		      now);
 		/* ...and the FDE leaves the index (close the smaller side). */
 		seq_begin(r);
@@ -583,9 +590,10 @@ int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
 	pthread_mutex_lock(&r->mu);
 	uint64_t now = now_ns ? now_ns : jsf_now_ns();
 	for (uint32_t i = 0; i < r->n; i++)
-		ST64R(r->log + (size_t)r->win[r->lo + i].log_idx *
-					 JSF_LOG_ENTRY_SIZE +
-			      LE_REMOVE,
+		ST64R(r->log +
+			  (size_t)r->win[r->lo + i].log_idx *
+			      JSF_LOG_ENTRY_SIZE +
+			  LE_REMOVE,
 		      now);
 	seq_begin(r);
 	r->n = 0;

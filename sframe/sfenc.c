@@ -24,7 +24,8 @@ const char *jsf_strerror(int err)
 	case -EEXIST:
 		return "overlaps a live function (or the file exists)";
 	case -EINVAL:
-		return "invalid argument (rows must start at offset 0, strictly "
+		return "invalid argument (rows must start at offset 0, "
+		       "strictly "
 		       "increase and stay inside the function)";
 	case -ENOSPC:
 		return "region full: max_size reached even without history";
@@ -122,8 +123,8 @@ size_t jsf__encode_func(const struct jsf_row *rows, uint32_t nrows,
 	out[0] = (uint8_t)nrows;
 	out[1] = (uint8_t)(nrows >> 8);
 	out[2] = (uint8_t)t; /* FDE type PCINC, no signal frame */
-	out[3] = 0;          /* info2: default FDE type */
-	out[4] = 0;          /* rep_size */
+	out[3] = 0;	     /* info2: default FDE type */
+	out[4] = 0;	     /* rep_size */
 	return SFRAME_V3_ATTR_SIZE +
 	       jsf__encode_fres(rows, nrows, t, out + SFRAME_V3_ATTR_SIZE);
 }
@@ -157,9 +158,9 @@ size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
 	return len;
 }
 
-int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len,
-		   uint32_t attr_off, uint32_t func_size, uint32_t off,
-		   struct jsf_row *row, struct jsf_row *all, uint32_t allcap)
+int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
+		   uint32_t func_size, uint32_t off, struct jsf_row *row,
+		   struct jsf_row *all, uint32_t allcap)
 {
 	if (attr_off > fre_len || fre_len - attr_off < SFRAME_V3_ATTR_SIZE)
 		return -EBADMSG;
@@ -208,7 +209,8 @@ uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr)
 	size_t off = attr + SFRAME_V3_ATTR_SIZE;
 	for (uint32_t i = 0; i < n; i++) {
 		struct jsf_row row;
-		size_t l = jsf__decode_fre(fre_area + off, fre_len - off, t, &row);
+		size_t l =
+		    jsf__decode_fre(fre_area + off, fre_len - off, t, &row);
 		if (!l)
 			return 0;
 		off += l;

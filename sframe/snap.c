@@ -33,14 +33,15 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	s->blk = blk;
 	s->blk_len = len;
 	s->blk_addr = blk_addr;
-#define BAD(...)                                                               \
-	do {                                                                   \
-		jsf__msg(msg, msglen, __VA_ARGS__);                            \
-		jsf__snap_free(s);                                             \
-		return -EBADMSG;                                               \
+#define BAD(...)                                    \
+	do {                                        \
+		jsf__msg(msg, msglen, __VA_ARGS__); \
+		jsf__snap_free(s);                  \
+		return -EBADMSG;                    \
 	} while (0)
 	if (len < JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4)
-		BAD("section block truncated (%llu bytes)", (unsigned long long)len);
+		BAD("section block truncated (%llu bytes)",
+		    (unsigned long long)len);
 	if (memcmp(blk, JSF_SECTION_MAGIC, 8))
 		BAD("section block: bad magic");
 	if (LD64(blk + SB_TOTAL) != len)
@@ -53,7 +54,7 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	s->log_n = LD32(blk + SB_LOG_N);
 	uint32_t log_off = LD32(blk + SB_LOG_OFF);
 	uint64_t sec_cap =
-		SFRAME_HDR_SIZE + 4 + (uint64_t)s->fde_cap * 16 + s->fre_cap;
+	    SFRAME_HDR_SIZE + 4 + (uint64_t)s->fde_cap * 16 + s->fre_cap;
 	if (LD32(blk + SB_SEC_LEN) != sec_cap ||
 	    JSF_SHDR_SIZE + sec_cap > log_off ||
 	    log_off + (uint64_t)s->log_cap * JSF_LOG_ENTRY_SIZE > len)
@@ -78,7 +79,8 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	/* Rows: counted first so that one allocation holds them all. */
 	uint64_t total_rows = 0, fre_bytes = 0;
 	for (uint32_t i = 0; i < s->log_n; i++) {
-		const uint8_t *p = blk + log_off + (size_t)i * JSF_LOG_ENTRY_SIZE;
+		const uint8_t *p =
+		    blk + log_off + (size_t)i * JSF_LOG_ENTRY_SIZE;
 		struct jsf_sent *e = &s->e[i];
 		e->start = LD64(p + LE_START);
 		e->add = LD64(p + LE_ADD);
@@ -89,20 +91,24 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 		if (e->size == 0 || e->start + e->size < e->start)
 			BAD("function log entry %u: bad range", i);
 		if (e->remove && e->remove < e->add)
-			BAD("function log entry %u: removed before it was added", i);
+			BAD("function log entry %u: removed before it was "
+			    "added",
+			    i);
 		/* Each function owns its record: together they cannot need
 		 * more bytes than the FRE sub-section holds (this also bounds
 		 * the work and memory a hostile file can cause). */
 		uint32_t flen = jsf__func_len(fre, fre_len, e->attr);
 		fre_bytes += flen;
 		if (flen && fre_bytes > fre_len)
-			BAD("function log: entries share or overlap FRE records "
+			BAD("function log: entries share or overlap FRE "
+			    "records "
 			    "(%llu bytes referenced, %u exist)",
 			    (unsigned long long)fre_bytes, fre_len);
 		int n = jsf__read_func(fre, fre_len, e->attr, e->size, 0, NULL,
 				       NULL, 0);
 		if (n < 0)
-			BAD("function log entry %u (start %#llx): malformed rows at "
+			BAD("function log entry %u (start %#llx): malformed "
+			    "rows at "
 			    "FRE offset %u",
 			    i, (unsigned long long)e->start, e->attr);
 		e->nrows = (uint32_t)n;
@@ -123,7 +129,8 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 		jsf__read_func(fre, fre_len, e->attr, e->size, 0, NULL,
 			       s->rows + e->row0, e->nrows);
 		if (s->rows[e->row0].offset != 0)
-			BAD("function log entry %u: first row not at offset 0", i);
+			BAD("function log entry %u: first row not at offset 0",
+			    i);
 	}
 	qsort(s->e, s->log_n, sizeof(*s->e), cmp_sent);
 #undef BAD
@@ -152,8 +159,8 @@ const struct jsf_sent *jsf__snap_find(const struct jsf_snap *s, uint64_t pc,
 	return NULL;
 }
 
-struct jsf_row jsf__snap_row(const struct jsf_snap *s,
-			     const struct jsf_sent *f, uint64_t pc)
+struct jsf_row jsf__snap_row(const struct jsf_snap *s, const struct jsf_sent *f,
+			     uint64_t pc)
 {
 	const struct jsf_row *r = s->rows + f->row0;
 	uint32_t off = (uint32_t)(pc - f->start), a = 0, b = f->nrows;

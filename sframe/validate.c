@@ -30,10 +30,10 @@ static uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
-#define BAD(...)                                                               \
-	do {                                                                   \
-		jsf__msg(msg, msglen, __VA_ARGS__);                            \
-		return -EBADMSG;                                               \
+#define BAD(...)                                    \
+	do {                                        \
+		jsf__msg(msg, msglen, __VA_ARGS__); \
+		return -EBADMSG;                    \
 	} while (0)
 
 int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
@@ -59,8 +59,7 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 		BAD("ABI/arch %u, expected %d (AMD64 little-endian)", b[4],
 		    JSF_ARCH_X86_64);
 	if ((int8_t)b[5] != 0)
-		BAD("cfa_fixed_fp_offset %d, must be 0 on AMD64",
-		    (int8_t)b[5]);
+		BAD("cfa_fixed_fp_offset %d, must be 0 on AMD64", (int8_t)b[5]);
 	if ((int8_t)b[6] != SFRAME_RA_FIXED_X86_64)
 		BAD("cfa_fixed_ra_offset %d, must be -8 on AMD64",
 		    (int8_t)b[6]);
@@ -77,13 +76,15 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 	if ((uint64_t)fdeoff + (uint64_t)nf * SFRAME_V3_FDE_SIZE > body)
 		BAD("FDE sub-section [%u, +%u*16) outside the section (%llu)",
 		    fdeoff, nf, (unsigned long long)body);
-	if ((uint64_t)freoff < (uint64_t)fdeoff + (uint64_t)nf * SFRAME_V3_FDE_SIZE)
-		BAD("inconsistent fde/fre offsets: FRE sub-section at %u starts "
+	if ((uint64_t)freoff <
+	    (uint64_t)fdeoff + (uint64_t)nf * SFRAME_V3_FDE_SIZE)
+		BAD("inconsistent fde/fre offsets: FRE sub-section at %u "
+		    "starts "
 		    "inside or before the FDE sub-section [%u, +%u*16)",
 		    freoff, fdeoff, nf);
 	if ((uint64_t)freoff + fre_len > body)
-		BAD("FRE sub-section [%u, +%u) outside the section (%llu)", freoff,
-		    fre_len, (unsigned long long)body);
+		BAD("FRE sub-section [%u, +%u) outside the section (%llu)",
+		    freoff, fre_len, (unsigned long long)body);
 	const uint8_t *fdes = b + SFRAME_HDR_SIZE + fdeoff;
 	const uint8_t *fre = b + SFRAME_HDR_SIZE + freoff;
 	uint64_t prev_start = 0, prev_end = 0, seen_fres = 0;
@@ -92,19 +93,22 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 		uint64_t field = sec_addr + (uint64_t)(p - b);
 		uint64_t start = field + rd64(p);
 		uint32_t size = rd32(p + 8), attr = rd32(p + 12);
-		if (text_size && (start < text_start || start - text_start >= text_size ||
-				  size > text_size - (start - text_start)))
+		if (text_size &&
+		    (start < text_start || start - text_start >= text_size ||
+		     size > text_size - (start - text_start)))
 			BAD("FDE %u: function [%#llx, +%u) outside the text "
 			    "[%#llx, +%#llx)",
 			    i, (unsigned long long)start, size,
 			    (unsigned long long)text_start,
 			    (unsigned long long)text_size);
 		if (i && start <= prev_start)
-			BAD("FDE %u: start %#llx does not increase (previous %#llx)", i,
-			    (unsigned long long)start,
+			BAD("FDE %u: start %#llx does not increase (previous "
+			    "%#llx)",
+			    i, (unsigned long long)start,
 			    (unsigned long long)prev_start);
 		if (i && start < prev_end)
-			BAD("FDE %u: start %#llx overlaps the previous function "
+			BAD("FDE %u: start %#llx overlaps the previous "
+			    "function "
 			    "ending at %#llx",
 			    i, (unsigned long long)start,
 			    (unsigned long long)prev_end);
@@ -123,7 +127,8 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 		if (n == 0)
 			BAD("FDE %u: no FREs", i);
 		if (n > size)
-			BAD("FDE %u: %u FREs for a %u-byte function", i, n, size);
+			BAD("FDE %u: %u FREs for a %u-byte function", i, n,
+			    size);
 		if (t > 2)
 			BAD("FDE %u: FRE type %u", i, t);
 		if (pctype == 1 && rep == 0)
@@ -138,30 +143,40 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 			struct jsf_row r;
 			unsigned aw = 1u << t;
 			if (off + aw + 1 > fre_len)
-				BAD("FDE %u FRE %u: runs past the FRE sub-section", i, k);
+				BAD("FDE %u FRE %u: runs past the FRE "
+				    "sub-section",
+				    i, k);
 			uint8_t finfo = fre[off + aw];
 			unsigned nw = (finfo >> 1) & 0xf, ws = (finfo >> 5) & 3;
 			if (ws > 2)
-				BAD("FDE %u FRE %u: data-word size code %u", i, k, ws);
+				BAD("FDE %u FRE %u: data-word size code %u", i,
+				    k, ws);
 			if (nw > 2)
-				BAD("FDE %u FRE %u: %u data words (AMD64 has CFA and FP "
+				BAD("FDE %u FRE %u: %u data words (AMD64 has "
+				    "CFA and FP "
 				    "only)",
 				    i, k, nw);
 			if (finfo & 0x80)
-				BAD("FDE %u FRE %u: mangled-RA bit on AMD64", i, k);
-			size_t l = jsf__decode_fre(fre + off, fre_len - off, t, &r);
+				BAD("FDE %u FRE %u: mangled-RA bit on AMD64", i,
+				    k);
+			size_t l =
+			    jsf__decode_fre(fre + off, fre_len - off, t, &r);
 			if (!l)
-				BAD("FDE %u FRE %u: data words run past the FRE "
+				BAD("FDE %u FRE %u: data words run past the "
+				    "FRE "
 				    "sub-section",
 				    i, k);
 			if (r.offset >= size)
-				BAD("FDE %u FRE %u: start offset %u >= function size %u",
+				BAD("FDE %u FRE %u: start offset %u >= "
+				    "function size %u",
 				    i, k, r.offset, size);
 			if (k && r.offset <= prev)
-				BAD("FDE %u FRE %u: start offset %u does not increase",
+				BAD("FDE %u FRE %u: start offset %u does not "
+				    "increase",
 				    i, k, r.offset);
 			if (k == 0 && r.offset != 0)
-				BAD("FDE %u: first FRE starts at %u, not 0", i, r.offset);
+				BAD("FDE %u: first FRE starts at %u, not 0", i,
+				    r.offset);
 			prev = r.offset;
 			off += l;
 		}
@@ -199,9 +214,10 @@ static int index_matches(const struct jsf_snap *s, const uint8_t *fdes,
 		if (!in)
 			continue;
 		if (k == nf) {
-			jsf__msg(why, whylen,
-				 "live function %#llx is missing from the index",
-				 (unsigned long long)e->start);
+			jsf__msg(
+			    why, whylen,
+			    "live function %#llx is missing from the index",
+			    (unsigned long long)e->start);
 			return 0;
 		}
 		const uint8_t *p = fdes + (size_t)k * 16;
@@ -209,7 +225,8 @@ static int index_matches(const struct jsf_snap *s, const uint8_t *fdes,
 		if (start != e->start || rd32(p + 8) != e->size ||
 		    rd32(p + 12) != e->attr) {
 			jsf__msg(why, whylen,
-				 "index entry %u (%#llx) does not match live function "
+				 "index entry %u (%#llx) does not match live "
+				 "function "
 				 "%#llx of the log",
 				 k, (unsigned long long)start,
 				 (unsigned long long)e->start);
@@ -219,7 +236,8 @@ static int index_matches(const struct jsf_snap *s, const uint8_t *fdes,
 	}
 	if (k != nf) {
 		jsf__msg(why, whylen,
-			 "index has %u entries, the log %u live functions", nf, k);
+			 "index has %u entries, the log %u live functions", nf,
+			 k);
 		return 0;
 	}
 	return 1;
@@ -252,9 +270,10 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		prev = e;
 	}
 	if (recovered) {
-		/* The producer died inside a rewrite: the index may be torn; the
-		 * log (authoritative, crash-consistent) was checked above and
-		 * readers rebuild the index from it (docs/ABI.md, "Crashes"). */
+		/* The producer died inside a rewrite: the index may be torn;
+		 * the log (authoritative, crash-consistent) was checked above
+		 * and readers rebuild the index from it (docs/ABI.md,
+		 * "Crashes"). */
 		jsf__msg(msg, msglen,
 			 "valid (recovered): producer died mid-update; %u live "
 			 "functions rebuilt from the log of %u",
@@ -273,15 +292,17 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 	uint32_t nf = rd32(s.sf + SH_NUM_FDES);
 	uint32_t fdeoff = rd32(s.sf + SH_FDEOFF);
 	if (fdeoff % 16 != 4 || (fdeoff - 4) / 16 + (uint64_t)nf > s.fde_cap) {
-		jsf__msg(msg, msglen,
-			 "FDE window (fdeoff %u, %u entries) is not a run of the %u "
-			 "slots",
-			 fdeoff, nf, s.fde_cap);
+		jsf__msg(
+		    msg, msglen,
+		    "FDE window (fdeoff %u, %u entries) is not a run of the %u "
+		    "slots",
+		    fdeoff, nf, s.fde_cap);
 		goto bad;
 	}
 	const uint8_t *fdes = s.sf + SFRAME_HDR_SIZE + fdeoff;
 	char why[160];
-	int match = index_matches(&s, fdes, nf, UINT32_MAX, 0, why, sizeof(why));
+	int match =
+	    index_matches(&s, fdes, nf, UINT32_MAX, 0, why, sizeof(why));
 	const char *inflight = NULL;
 	if (!match && !live && ri.state != JSF_STATE_CLOSED) {
 		/* A producer killed between the two publishing steps of one
@@ -292,7 +313,8 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		uint32_t last = UINT32_MAX;
 		uint64_t tmax = 0;
 		for (uint32_t i = 0; i < s.log_n; i++) {
-			if (last == UINT32_MAX || s.e[i].log_idx > s.e[last].log_idx)
+			if (last == UINT32_MAX ||
+			    s.e[i].log_idx > s.e[last].log_idx)
 				last = i;
 			if (s.e[i].remove > tmax)
 				tmax = s.e[i].remove;
@@ -311,16 +333,19 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 	}
 	if (inflight) {
 		jsf__msg(msg, msglen,
-			 "valid (producer died inside %s: the log is authoritative): "
+			 "valid (producer died inside %s: the log is "
+			 "authoritative): "
 			 "%u live functions, %u logged",
 			 inflight, s.nlive, s.log_n);
 		jsf__snap_free(&s);
 		return 0;
 	}
-	jsf__msg(msg, msglen,
-		 "valid: %u live functions, %u logged, %s, seq %llu", s.nlive,
-		 s.log_n, live ? "live" : (ri.state == JSF_STATE_CLOSED ? "closed" : "producer gone"),
-		 (unsigned long long)ri.seq);
+	jsf__msg(
+	    msg, msglen, "valid: %u live functions, %u logged, %s, seq %llu",
+	    s.nlive, s.log_n,
+	    live ? "live"
+		 : (ri.state == JSF_STATE_CLOSED ? "closed" : "producer gone"),
+	    (unsigned long long)ri.seq);
 	jsf__snap_free(&s);
 	return 0;
 bad:

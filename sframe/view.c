@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define LOOKUP_TRIES 4096 /* bounded retries of a live lookup */
-#define SNAP_TRIES 256    /* bounded retries of a live snapshot */
+#define SNAP_TRIES 256	  /* bounded retries of a live snapshot */
 #define MAP_MAX (1ull << 40)
 
 struct jsf_view {
@@ -42,10 +42,10 @@ const char *jsf_view_error(void)
 int jsf__rhdr_parse(const uint8_t *h, uint64_t st_size, struct jsf_rinfo *ri,
 		    char *msg, size_t msglen)
 {
-#define BAD(...)                                                               \
-	do {                                                                   \
-		jsf__msg(msg, msglen, __VA_ARGS__);                            \
-		return -EBADMSG;                                               \
+#define BAD(...)                                    \
+	do {                                        \
+		jsf__msg(msg, msglen, __VA_ARGS__); \
+		return -EBADMSG;                    \
 	} while (0)
 	if (st_size < JSF_RHDR_SIZE)
 		BAD("not a region: %llu bytes, shorter than the %d-byte header",
@@ -122,8 +122,8 @@ static int snap_from_map(int fd, uint64_t *checked, const uint8_t *map,
 			sched_yield();
 			continue;
 		}
-		uint64_t fsz = live_limit(fd, checked, map_len,
-					  LD64A(map + RH_FILE_SIZE));
+		uint64_t fsz =
+		    live_limit(fd, checked, map_len, LD64A(map + RH_FILE_SIZE));
 		uint64_t off = LD64(map + RH_SEC_OFF);
 		if (off < JSF_RHDR_SIZE || off % 8 || off + JSF_SHDR_SIZE > fsz)
 			goto check;
@@ -158,7 +158,8 @@ static int snap_from_file(int fd, const struct jsf_rinfo *ri,
 			  struct jsf_snap *s, char *msg, size_t msglen)
 {
 	uint8_t sh[JSF_SHDR_SIZE];
-	if (pread(fd, sh, sizeof(sh), (off_t)ri->sec_off) != (ssize_t)sizeof(sh)) {
+	if (pread(fd, sh, sizeof(sh), (off_t)ri->sec_off) !=
+	    (ssize_t)sizeof(sh)) {
 		jsf__msg(msg, msglen, "cannot read the section block");
 		return -EBADMSG;
 	}
@@ -224,14 +225,15 @@ int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
 	if (err)
 		return err;
 	if (*live) {
-		void *m = mmap(NULL, ri->max_size, PROT_READ, MAP_SHARED, fd, 0);
+		void *m =
+		    mmap(NULL, ri->max_size, PROT_READ, MAP_SHARED, fd, 0);
 		if (m == MAP_FAILED) {
 			err = -errno;
 			jsf__msg(msg, msglen, "mmap: %s", strerror(-err));
 		} else {
 			uint64_t checked = 0;
-			err = snap_from_map(fd, &checked, m, ri->max_size, s, msg,
-					    msglen);
+			err = snap_from_map(fd, &checked, m, ri->max_size, s,
+					    msg, msglen);
 			munmap(m, ri->max_size);
 		}
 	} else {
@@ -263,8 +265,8 @@ int jsf_view_open(struct jsf_view **out, const char *path)
 		return err;
 	}
 	if (v->live) {
-		void *m = mmap(NULL, v->ri.max_size, PROT_READ, MAP_SHARED, v->fd,
-			       0);
+		void *m =
+		    mmap(NULL, v->ri.max_size, PROT_READ, MAP_SHARED, v->fd, 0);
 		if (m == MAP_FAILED) {
 			err = -errno;
 			jsf__msg(view_err, sizeof(view_err), "mmap: %s",
@@ -315,16 +317,18 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 		return -EBADMSG;
 	const uint8_t *blk = m + off;
 	uint64_t total = LD64(blk + SB_TOTAL);
-	uint64_t fde_cap = LD32(blk + SB_FDE_CAP), fre_cap = LD32(blk + SB_FRE_CAP);
+	uint64_t fde_cap = LD32(blk + SB_FDE_CAP),
+		 fre_cap = LD32(blk + SB_FRE_CAP);
 	if (total > fsz - off ||
-	    JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap > total)
+	    JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap >
+		total)
 		return -EBADMSG;
 	const uint8_t *sf = blk + JSF_SHDR_SIZE;
 	uint32_t nf = LD32A(sf + SH_NUM_FDES);
 	uint64_t fdeoff = LD32(sf + SH_FDEOFF), freoff = LD32(sf + SH_FREOFF);
 	uint32_t fre_len = LD32(sf + SH_FRE_LEN);
-	if (freoff != 4 + fde_cap * 16 || fre_len > fre_cap || fdeoff % 16 != 4 ||
-	    fdeoff + (uint64_t)nf * 16 > freoff)
+	if (freoff != 4 + fde_cap * 16 || fre_len > fre_cap ||
+	    fdeoff % 16 != 4 || fdeoff + (uint64_t)nf * 16 > freoff)
 		return -EBADMSG;
 	const uint8_t *fre = sf + SFRAME_HDR_SIZE + freoff;
 	uint64_t start, attr;
@@ -356,16 +360,17 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 		uint64_t log_off = LD32(blk + SB_LOG_OFF);
 		uint64_t log_cap = LD32(blk + SB_LOG_CAP);
 		uint32_t log_n = LD32A(blk + SB_LOG_N);
-		if (log_off + log_cap * JSF_LOG_ENTRY_SIZE > total || log_n > log_cap)
+		if (log_off + log_cap * JSF_LOG_ENTRY_SIZE > total ||
+		    log_n > log_cap)
 			return -EBADMSG;
 		const uint8_t *le = blk + log_off;
 		for (uint32_t i = log_n; i-- > 0;) {
 			const uint8_t *p = le + (size_t)i * JSF_LOG_ENTRY_SIZE;
 			struct jsf_sent f = {
-				.start = LD64(p + LE_START),
-				.add = LD64(p + LE_ADD),
-				.remove = LD64(p + LE_REMOVE),
-				.size = LD32(p + LE_SIZE),
+			    .start = LD64(p + LE_START),
+			    .add = LD64(p + LE_ADD),
+			    .remove = LD64(p + LE_REMOVE),
+			    .size = LD32(p + LE_SIZE),
 			};
 			if (pc - f.start < f.size && jsf__alive(&f, t)) {
 				start = f.start;
@@ -498,8 +503,8 @@ int jsf_view_foreach(const struct jsf_view *v, uint64_t at_ns,
 		const struct jsf_sent *e = &s->e[i];
 		if (at_ns != JSF_ALL && !jsf__alive(e, at_ns))
 			continue;
-		struct jsf_func f = {e->start, e->size, e->nrows, e->add,
-				     e->remove, s->rows + e->row0};
+		struct jsf_func f = {e->start, e->size,	  e->nrows,
+				     e->add,   e->remove, s->rows + e->row0};
 		rc = cb(&f, ctx);
 	}
 	jsf__snap_free(&tmp);

@@ -48,10 +48,17 @@ static uint64_t uleb(const uint8_t **p)
 static int enc_size(uint8_t enc)
 {
 	switch (enc & 0x0f) {
-	case 0x00: return 8;
-	case 0x02: case 0x0a: return 2;
-	case 0x03: case 0x0b: return 4;
-	case 0x04: case 0x0c: return 8;
+	case 0x00:
+		return 8;
+	case 0x02:
+	case 0x0a:
+		return 2;
+	case 0x03:
+	case 0x0b:
+		return 4;
+	case 0x04:
+	case 0x0c:
+		return 8;
 	}
 	return -1;
 }
@@ -78,7 +85,7 @@ static void *near_alloc(const void *at, size_t len)
 			uintptr_t h = sign < 0 ? base - d : base + d;
 			void *p = mmap((void *)h, len, PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS |
-					       MAP_FIXED_NOREPLACE,
+					   MAP_FIXED_NOREPLACE,
 				       -1, 0);
 			if (p == (void *)h)
 				return p;
@@ -113,10 +120,10 @@ static const void *fake(const uint8_t *fde, const char *mode)
 	const uint8_t *p = ncie + 9;
 	const char *aug = (const char *)p;
 	p += strlen(aug) + 1;
-	uleb(&p);               /* code alignment */
-	uleb(&p);               /* data alignment (sleb, skipped alike) */
+	uleb(&p); /* code alignment */
+	uleb(&p); /* data alignment (sleb, skipped alike) */
 	if (ncie[8] == 1)
-		p++;            /* return address column */
+		p++; /* return address column */
 	else
 		uleb(&p);
 	uint8_t fenc = 0;

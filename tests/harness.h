@@ -15,22 +15,22 @@
 static int h_failed_total, h_case_failed, h_cases;
 static const char *h_case;
 
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			if (h_case_failed++ < 5) {                             \
-				printf("#   %s:%d: CHECK(%s) failed: ",         \
-				       __FILE__, __LINE__, #cond);             \
-				printf(__VA_ARGS__);                           \
-				printf("\n");                                  \
-			}                                                      \
-		}                                                              \
+#define CHECK(cond, ...)                                                \
+	do {                                                            \
+		if (!(cond)) {                                          \
+			if (h_case_failed++ < 5) {                      \
+				printf("#   %s:%d: CHECK(%s) failed: ", \
+				       __FILE__, __LINE__, #cond);      \
+				printf(__VA_ARGS__);                    \
+				printf("\n");                           \
+			}                                               \
+		}                                                       \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                         \
-	do {                                                                   \
-		long long h_a = (long long)(a), h_b = (long long)(b);          \
-		CHECK(h_a == h_b, "%s = %lld, %s = %lld", #a, h_a, #b, h_b);   \
+#define CHECK_EQ(a, b)                                                       \
+	do {                                                                 \
+		long long h_a = (long long)(a), h_b = (long long)(b);        \
+		CHECK(h_a == h_b, "%s = %lld, %s = %lld", #a, h_a, #b, h_b); \
 	} while (0)
 
 static inline void h_end(void);
@@ -64,7 +64,8 @@ static inline void h_end(void)
 	fflush(stdout);
 }
 
-#define CASE(name) for (int h_once = (h_begin(name), 1); h_once; h_once = 0, h_end())
+#define CASE(name) \
+	for (int h_once = (h_begin(name), 1); h_once; h_once = 0, h_end())
 
 static inline int h_exit(void)
 {

@@ -25,7 +25,7 @@
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 typedef int (*munmap_fn)(void *, size_t);
 
-static void *g_first;   /* the first area */
+static void *g_first; /* the first area */
 static size_t g_len;
 static int g_first_free; /* unmapped since */
 static unsigned long g_steered;
@@ -51,7 +51,8 @@ static void *steer(mmap_fn real, void *addr, size_t len, int prot, int flags,
 			g_first_free = 0;
 			g_steered++;
 			if (getenv("JSF_MCREUSE_LOG"))
-				fprintf(stderr, "mcreuse: area %lu back at %p\n",
+				fprintf(stderr,
+					"mcreuse: area %lu back at %p\n",
 					g_steered, p);
 			return p;
 		}

@@ -47,7 +47,9 @@ static inline void m_rows(struct mfunc *f)
 			r->cfa_offset = (int32_t)(h_rand() % (uint32_t)mag) + 8;
 			if (h_below(2)) {
 				r->has_fp = true;
-				r->fp_offset = -(int32_t)(h_rand() % (uint32_t)mags[h_below(3)]);
+				r->fp_offset =
+				    -(int32_t)(h_rand() %
+					       (uint32_t)mags[h_below(3)]);
 			}
 		}
 	}
@@ -104,7 +106,8 @@ static inline bool row_eq(const struct jsf_row *a, const struct jsf_row *b)
 	if (a->outermost)
 		return true;
 	return a->cfa_base == b->cfa_base && a->cfa_offset == b->cfa_offset &&
-	       a->has_fp == b->has_fp && (!a->has_fp || a->fp_offset == b->fp_offset);
+	       a->has_fp == b->has_fp &&
+	       (!a->has_fp || a->fp_offset == b->fp_offset);
 }
 
 static inline void m_free(struct model *m)
@@ -128,17 +131,21 @@ static inline int m_check(const struct model *m, const struct jsf_view *v,
 	struct jsf_row r;
 	int rc = jsf_view_lookup(v, pc, t, &fs, &fz, &r);
 	if (!f) {
-		CHECK(rc == -ENOENT, "pc %#llx t %llu: expected ENOENT, got %d (start %#llx)",
+		CHECK(rc == -ENOENT,
+		      "pc %#llx t %llu: expected ENOENT, got %d (start %#llx)",
 		      (unsigned long long)pc, (unsigned long long)t, rc,
 		      (unsigned long long)fs);
 		return rc != -ENOENT;
 	}
 	struct jsf_row want = m_row(f, pc);
-	bool ok = rc == 0 && fs == f->start && fz == f->size && row_eq(&r, &want);
-	CHECK(ok, "pc %#llx t %llu: rc %d start %#llx/%#llx size %u/%u row off %u/%u",
-	      (unsigned long long)pc, (unsigned long long)t, rc,
-	      (unsigned long long)fs, (unsigned long long)f->start, fz, f->size,
-	      r.offset, want.offset);
+	bool ok =
+	    rc == 0 && fs == f->start && fz == f->size && row_eq(&r, &want);
+	CHECK(
+	    ok,
+	    "pc %#llx t %llu: rc %d start %#llx/%#llx size %u/%u row off %u/%u",
+	    (unsigned long long)pc, (unsigned long long)t, rc,
+	    (unsigned long long)fs, (unsigned long long)f->start, fz, f->size,
+	    r.offset, want.offset);
 	return !ok;
 }
 

@@ -78,17 +78,18 @@ enum {
 };
 
 struct jsf_probe_stats {
-	uint64_t calls;         /* every jsf_probe call */
-	uint64_t from_trace;    /* RA inside a published function */
-	uint64_t not_trace;     /* RA not published (the interpreter) */
-	uint64_t ok;            /* from trace, every check passed */
-	uint64_t mismatches;    /* from trace, some check failed */
+	uint64_t calls;		/* every jsf_probe call */
+	uint64_t from_trace;	/* RA inside a published function */
+	uint64_t not_trace;	/* RA not published (the interpreter) */
+	uint64_t ok;		/* from trace, every check passed */
+	uint64_t mismatches;	/* from trace, some check failed */
 	uint64_t lookup_errors; /* jsf_view_lookup failed other than -ENOENT */
-	uint64_t rbp_checked;   /* [CFA-16] compared with a host's rbp */
+	uint64_t rbp_checked;	/* [CFA-16] compared with a host's rbp */
 	uint64_t slots_scanned; /* stack slots below CFA-8 checked */
-	uint64_t max_cfa;       /* largest cfa_offset seen */
+	uint64_t max_cfa;	/* largest cfa_offset seen */
 	uint64_t min_cfa;
-	uint64_t full_scans;    /* scans from rsp (clean stack), else from CFA-88 */
+	uint64_t
+	    full_scans; /* scans from rsp (clean stack), else from CFA-88 */
 };
 
 static struct jsf_view *g_view;
@@ -102,7 +103,7 @@ static uintptr_t g_vm_pcall, g_vm_call, g_vm_resume; /* VM entries */
 static uintptr_t g_lua_pcall;
 static uintptr_t g_host_rbp; /* rbp of the active C host, 0 if none */
 static intptr_t g_skew; /* JSF_PROBE_SKEW: added to every CFA (self-test) */
-static int g_dirty = 1;  /* trace events since the last scrub */
+static int g_dirty = 1; /* trace events since the last scrub */
 static uintptr_t g_scrub_fp; /* frame of the last scrub (diagnostics) */
 
 /* Executable PT_LOAD segments of every loaded object. */
@@ -123,12 +124,13 @@ static void detail(const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(g_details + g_dlen, sizeof(g_details) - g_dlen, fmt, ap);
+	int n =
+	    vsnprintf(g_details + g_dlen, sizeof(g_details) - g_dlen, fmt, ap);
 	va_end(ap);
 	if (n > 0)
 		g_dlen += (size_t)n < sizeof(g_details) - g_dlen
-				  ? (size_t)n
-				  : sizeof(g_details) - g_dlen - 1;
+			      ? (size_t)n
+			      : sizeof(g_details) - g_dlen - 1;
 }
 
 static int seg_cb(struct dl_phdr_info *info, size_t size, void *ctx)
@@ -213,9 +215,12 @@ EXPORT int jsf_probe_host_cb(int (*cb)(int), int n);
 static uintptr_t host_fn(int kind)
 {
 	switch (kind) {
-	case K_HOST_CALL: return (uintptr_t)jsf_probe_host_call;
-	case K_HOST_RESUME: return (uintptr_t)jsf_probe_host_resume;
-	case K_HOST_CB: return (uintptr_t)jsf_probe_host_cb;
+	case K_HOST_CALL:
+		return (uintptr_t)jsf_probe_host_call;
+	case K_HOST_RESUME:
+		return (uintptr_t)jsf_probe_host_resume;
+	case K_HOST_CB:
+		return (uintptr_t)jsf_probe_host_cb;
 	}
 	return 0;
 }
@@ -290,10 +295,11 @@ EXPORT int jsf_probe_init(const char *region)
 	f = dlsym(RTLD_DEFAULT, "lua_resume");
 	g_vm_resume = f ? find_entry((uintptr_t)f, 0xe9) : 0;
 	if (!g_vm_pcall || !g_vm_call || !g_vm_resume) {
-		snprintf(g_err, sizeof(g_err),
-			 "VM entries not found: pcall %#lx call %#lx resume %#lx",
-			 (unsigned long)g_vm_pcall, (unsigned long)g_vm_call,
-			 (unsigned long)g_vm_resume);
+		snprintf(
+		    g_err, sizeof(g_err),
+		    "VM entries not found: pcall %#lx call %#lx resume %#lx",
+		    (unsigned long)g_vm_pcall, (unsigned long)g_vm_call,
+		    (unsigned long)g_vm_resume);
 		return -1;
 	}
 	if (g_view)
@@ -314,10 +320,22 @@ EXPORT int jsf_probe_init(const char *region)
 	return 0;
 }
 
-EXPORT const char *jsf_probe_error(void) { return g_err; }
-EXPORT const char *jsf_probe_details(void) { return g_details; }
-EXPORT void jsf_probe_get(struct jsf_probe_stats *out) { *out = g_st; }
-EXPORT uint64_t jsf_probe_now(void) { return jsf_now_ns(); }
+EXPORT const char *jsf_probe_error(void)
+{
+	return g_err;
+}
+EXPORT const char *jsf_probe_details(void)
+{
+	return g_details;
+}
+EXPORT void jsf_probe_get(struct jsf_probe_stats *out)
+{
+	*out = g_st;
+}
+EXPORT uint64_t jsf_probe_now(void)
+{
+	return jsf_now_ns();
+}
 
 /* Entry counts per published function start (open addressing). */
 #define NHITS 4096
@@ -351,7 +369,10 @@ EXPORT double jsf_probe_hits(double start)
 	return 0;
 }
 
-EXPORT void jsf_probe_reset_hits(void) { memset(g_hits, 0, sizeof(g_hits)); }
+EXPORT void jsf_probe_reset_hits(void)
+{
+	memset(g_hits, 0, sizeof(g_hits));
+}
 
 /* Distinct return addresses that were not in any published function. */
 static uint64_t g_nt[32];
@@ -368,11 +389,12 @@ static void mismatch(int kind, uintptr_t ra, uint64_t fs, uintptr_t rsp,
 		     const struct jsf_row *r, const char *what, uintptr_t val)
 {
 	if (g_st.mismatches++ < 6)
-		detail("[kind %d ra %#lx = func %#lx+%lu cfa=sp+%d rsp %#lx: %s "
-		       "(%#lx)] ",
-		       kind, (unsigned long)ra, (unsigned long)fs,
-		       (unsigned long)(ra - fs), r->cfa_offset,
-		       (unsigned long)rsp, what, (unsigned long)val);
+		detail(
+		    "[kind %d ra %#lx = func %#lx+%lu cfa=sp+%d rsp %#lx: %s "
+		    "(%#lx)] ",
+		    kind, (unsigned long)ra, (unsigned long)fs,
+		    (unsigned long)(ra - fs), r->cfa_offset, (unsigned long)rsp,
+		    what, (unsigned long)val);
 }
 
 /* The checks of one call: ra, the return address into the caller; rsp,
@@ -416,8 +438,8 @@ static __attribute__((noinline)) int check_call(int kind, uintptr_t ra,
 	uintptr_t slot = *(const uintptr_t *)(cfa - 8);
 	int bad = 0;
 	if (!expected(kind, slot)) {
-		mismatch(kind, ra, fs, rsp, &r, "[CFA-8] not the expected caller",
-			 slot);
+		mismatch(kind, ra, fs, rsp, &r,
+			 "[CFA-8] not the expected caller", slot);
 		bad = 1;
 	}
 	/* The first slot upwards holding such a return address. */
@@ -426,17 +448,19 @@ static __attribute__((noinline)) int check_call(int kind, uintptr_t ra,
 		from = rsp;
 		g_st.full_scans++;
 	}
-	for (uintptr_t a = from < rsp ? rsp : from; !bad && a < cfa - 8; a += 8) {
+	for (uintptr_t a = from < rsp ? rsp : from; !bad && a < cfa - 8;
+	     a += 8) {
 		g_st.slots_scanned++;
 		uintptr_t v = *(const uintptr_t *)a;
 		if (expected(kind, v)) {
 			char what[160];
-			snprintf(what, sizeof(what),
-				 "the expected return address %#lx (at CFA-8: "
-				 "%#lx) sits below CFA-8 at rsp+%#lx; last scrub "
-				 "from CFA-%ld",
-				 (unsigned long)v, (unsigned long)slot,
-				 (unsigned long)(a - rsp), (long)(cfa - g_scrub_fp));
+			snprintf(
+			    what, sizeof(what),
+			    "the expected return address %#lx (at CFA-8: "
+			    "%#lx) sits below CFA-8 at rsp+%#lx; last scrub "
+			    "from CFA-%ld",
+			    (unsigned long)v, (unsigned long)slot,
+			    (unsigned long)(a - rsp), (long)(cfa - g_scrub_fp));
 			mismatch(kind, ra, fs, rsp, &r, what, v);
 			bad = 1;
 		}
@@ -480,7 +504,10 @@ EXPORT __attribute__((noinline)) int jsf_probe(int kind)
 
 /* A trace event happened: compiling ran C code below the interpreter's
  * frame, where trace spill slots go. */
-EXPORT void jsf_probe_dirty(void) { g_dirty = 1; }
+EXPORT void jsf_probe_dirty(void)
+{
+	g_dirty = 1;
+}
 
 /* scrub(): a lua_CFunction, so the interpreter calls it directly and its
  * frame sits right below the interpreter's (an FFI call would go through

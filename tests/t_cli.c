@@ -31,18 +31,22 @@ static int run(const char *fmt, ...)
 static void make_region(const char *path, int nfuncs)
 {
 	struct jsf_region *r;
-	struct jsf_region_opts o = {.sz = sizeof(o), .flags = JSF_REGION_REPLACE};
+	struct jsf_region_opts o = {.sz = sizeof(o),
+				    .flags = JSF_REGION_REPLACE};
 	if (jsf_region_create(&r, path, &o))
 		abort();
 	for (int i = 0; i < nfuncs; i++) {
 		struct jsf_row rows[2] = {
-			{.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 96},
-			{.offset = 7, .cfa_base = JSF_SP, .cfa_offset = 96 + 16 * i,
-			 .has_fp = true, .fp_offset = -16},
+		    {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 96},
+		    {.offset = 7,
+		     .cfa_base = JSF_SP,
+		     .cfa_offset = 96 + 16 * i,
+		     .has_fp = true,
+		     .fp_offset = -16},
 		};
 		/* descending, like LuaJIT */
-		jsf_region_add(r, 0x7f0000010000ull - 0x100 * (uint64_t)i, 0x80, rows, 2,
-			       100 + i);
+		jsf_region_add(r, 0x7f0000010000ull - 0x100 * (uint64_t)i, 0x80,
+			       rows, 2, 100 + i);
 	}
 	if (nfuncs > 1)
 		jsf_region_remove(r, 0x7f0000010000ull, 1000);
@@ -83,20 +87,26 @@ int main(void)
 		CHECK(strstr(out, "closed"), "%s", out);
 		CHECK(strstr(out, "3 live of 4 logged"), "%s", out);
 		CHECK(strstr(out, "0x7f000000fd00-0x7f000000fd80"), "%s", out);
-		CHECK(!strstr(out, "0x7f0000010000-"), "removed one hidden: %s", out);
-		CHECK(strstr(out, "cfa=sp+144  fp=c-16"), "rows shown: %s", out);
+		CHECK(!strstr(out, "0x7f0000010000-"), "removed one hidden: %s",
+		      out);
+		CHECK(strstr(out, "cfa=sp+144  fp=c-16"), "rows shown: %s",
+		      out);
 		CHECK_EQ(run("%s region dump %s --all", cli, reg), 0);
-		CHECK(strstr(out, "0x7f0000010000-0x7f0000010080 size 128, added 100, "
-				  "removed 1000"),
-		      "%s", out);
+		CHECK(
+		    strstr(out,
+			   "0x7f0000010000-0x7f0000010080 size 128, added 100, "
+			   "removed 1000"),
+		    "%s", out);
 		CHECK_EQ(run("%s region dump %s --at 101", cli, reg), 0);
-		CHECK(strstr(out, "0x7f0000010000-") && strstr(out, "0x7f000000ff00-") &&
-			      !strstr(out, "0x7f000000fe00-"),
+		CHECK(strstr(out, "0x7f0000010000-") &&
+			  strstr(out, "0x7f000000ff00-") &&
+			  !strstr(out, "0x7f000000fe00-"),
 		      "as of t=101 exactly two: %s", out);
 		CHECK_EQ(run("%s region dump %s --json", cli, reg), 0);
-		CHECK(strstr(out, "\"live_functions\":3") &&
-			      strstr(out, "{\"start\":139637976792320,\"size\":128"),
-		      "%s", out);
+		CHECK(
+		    strstr(out, "\"live_functions\":3") &&
+			strstr(out, "{\"start\":139637976792320,\"size\":128"),
+		    "%s", out);
 		CHECK_EQ(run("%s region dump %s/nope", cli, dir), 3);
 		CHECK(strstr(out, "No such file"), "%s", out);
 	}
@@ -109,12 +119,14 @@ int main(void)
 		/* corrupt the SFrame magic in a copy */
 		char bad[160];
 		snprintf(bad, sizeof(bad), "%s/bad", dir);
-		CHECK_EQ(run("cp %s %s && printf '\\377' | dd of=%s bs=1 seek=%d "
-			     "conv=notrunc status=none",
-			     reg, bad, bad, 4096 + 64 + 1),
-			 0);
+		CHECK_EQ(
+		    run("cp %s %s && printf '\\377' | dd of=%s bs=1 seek=%d "
+			"conv=notrunc status=none",
+			reg, bad, bad, 4096 + 64 + 1),
+		    0);
 		CHECK_EQ(run("%s region validate %s", cli, bad), 1);
-		CHECK(strstr(out, "INVALID") && strstr(out, "SFrame"), "%s", out);
+		CHECK(strstr(out, "INVALID") && strstr(out, "SFrame"), "%s",
+		      out);
 		CHECK_EQ(run("%s region validate /etc/passwd", cli), 1);
 		CHECK(strstr(out, "INVALID"), "%s", out);
 	}
@@ -130,23 +142,29 @@ int main(void)
 		      "owner-only output");
 		CHECK_EQ(run("%s region validate --sframe %s", cli, v3), 0);
 		CHECK(strstr(out, "3 functions"), "%s", out);
-		CHECK_EQ(run("%s region export %s -o %s --base 0x1000", cli, reg, v3), 0);
-		CHECK_EQ(run("%s region validate --sframe %s --addr 0x1000 --text "
-			     "0x7f000000fd00:0x300",
-			     cli, v3),
+		CHECK_EQ(run("%s region export %s -o %s --base 0x1000", cli,
+			     reg, v3),
 			 0);
-		CHECK_EQ(run("%s region validate --sframe %s --addr 0x1000 --text "
-			     "0x7f000000fd00:0x200",
-			     cli, v3),
-			 1);
+		CHECK_EQ(
+		    run("%s region validate --sframe %s --addr 0x1000 --text "
+			"0x7f000000fd00:0x300",
+			cli, v3),
+		    0);
+		CHECK_EQ(
+		    run("%s region validate --sframe %s --addr 0x1000 --text "
+			"0x7f000000fd00:0x200",
+			cli, v3),
+		    1);
 		CHECK(strstr(out, "outside the text"), "%s", out);
-		CHECK_EQ(run("%s region export %s -o %s --v1", cli, reg, v1), 0);
+		CHECK_EQ(run("%s region export %s -o %s --v1", cli, reg, v1),
+			 0);
 		CHECK(strstr(out, "V1, 3 functions") &&
-			      strstr(out, "relative to 0x7f000000f000"),
+			  strstr(out, "relative to 0x7f000000f000"),
 		      "%s", out);
 		CHECK_EQ(run("%s region export %s -o %s", cli, empty, v3), 1);
 		CHECK(strstr(out, "no function selected"), "%s", out);
-		CHECK_EQ(run("%s region export %s -o %s/nodir/x", cli, reg, dir), 3);
+		CHECK_EQ(
+		    run("%s region export %s -o %s/nodir/x", cli, reg, dir), 3);
 		CHECK(strstr(out, "cannot write"), "%s", out);
 	}
 	run("rm -rf %s", dir);

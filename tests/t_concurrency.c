@@ -38,7 +38,7 @@ struct fn {
 	uint32_t size;
 };
 
-static struct fn *fns;        /* by id; id 0 unused */
+static struct fn *fns;	      /* by id; id 0 unused */
 static _Atomic uint32_t nfns; /* ids handed out */
 static _Atomic uint64_t ver = 2;
 static _Atomic uint32_t slot_id[SLOTS]; /* current occupant, 0: none */
@@ -69,7 +69,8 @@ static bool row_matches(uint32_t id, const struct fn *f, uint64_t pc,
 			const struct jsf_row *got)
 {
 	struct jsf_row rows[8];
-	uint32_t n = rows_of(id, f->size, rows), off = (uint32_t)(pc - f->start);
+	uint32_t n = rows_of(id, f->size, rows),
+		 off = (uint32_t)(pc - f->start);
 	const struct jsf_row *w = &rows[0];
 	for (uint32_t k = 0; k < n; k++)
 		if (rows[k].offset <= off)
@@ -142,7 +143,8 @@ static void *producer(void *arg)
 			atomic_store(&fns[id].rm_begin, b);
 			int rc = jsf_region_remove(region, fns[id].start, b);
 			atomic_store(&slot_id[s], 0);
-			atomic_store(&fns[id].rm_end, atomic_fetch_add(&ver, 1));
+			atomic_store(&fns[id].rm_end,
+				     atomic_fetch_add(&ver, 1));
 			if (rc)
 				atomic_fetch_add(&bad, 1);
 		} else {
@@ -153,7 +155,8 @@ static void *producer(void *arg)
 			}
 			struct fn *f = &fns[id];
 			uint32_t a = (uint32_t)((seed >> 8) % 64);
-			f->size = 1 + (uint32_t)((seed >> 16) % (SLOT_BYTES - 64 - 1));
+			f->size = 1 + (uint32_t)((seed >> 16) %
+						 (SLOT_BYTES - 64 - 1));
 			f->start = BASE + (uint64_t)s * SLOT_BYTES + a;
 			atomic_store(&f->rm_begin, NEVER);
 			atomic_store(&f->rm_end, NEVER);
@@ -162,7 +165,8 @@ static void *producer(void *arg)
 			atomic_store(&f->add_begin, b);
 			atomic_store(&nfns, id);
 			uint32_t n = rows_of(id, f->size, rows);
-			int rc = jsf_region_add(region, f->start, f->size, rows, n, b);
+			int rc = jsf_region_add(region, f->start, f->size, rows,
+						n, b);
 			atomic_store(&slot_id[s], id);
 			atomic_store(&f->add_end, atomic_fetch_add(&ver, 1));
 			if (rc)
@@ -176,8 +180,8 @@ static void *producer(void *arg)
 static void report(const char *what, uint64_t pc, uint64_t v1, uint64_t v2)
 {
 	if (atomic_fetch_add(&bad, 1) < 5)
-		printf("#   inconsistent: %s pc %#llx window [%llu, %llu]\n", what,
-		       (unsigned long long)pc, (unsigned long long)v1,
+		printf("#   inconsistent: %s pc %#llx window [%llu, %llu]\n",
+		       what, (unsigned long long)pc, (unsigned long long)v1,
 		       (unsigned long long)v2);
 }
 
@@ -195,7 +199,8 @@ static void *reader(void *arg)
 		seed ^= seed >> 7;
 		seed ^= seed << 17;
 		uint32_t s = (uint32_t)(seed % SLOTS);
-		uint64_t pc = BASE + (uint64_t)s * SLOT_BYTES + (seed >> 40) % SLOT_BYTES;
+		uint64_t pc =
+		    BASE + (uint64_t)s * SLOT_BYTES + (seed >> 40) % SLOT_BYTES;
 		bool past = (seed >> 12) % 64 == 0;
 		uint64_t v1 = atomic_load(&ver);
 		/* a past time, never 0 (which means "now"), never wrapped */
@@ -216,15 +221,19 @@ static void *reader(void *arg)
 			if (rc == 0) {
 				uint32_t id = id_of(fs, fz, &row, pc);
 				if (!id)
-					report("time query: unknown function", pc, v1, v2);
+					report("time query: unknown function",
+					       pc, v1, v2);
 				/* live at t: added by t, and removed after t
 				 * (or its removal had not completed when the
 				 * lookup began: then "live" was true then) */
-				else if (!(atomic_load(&fns[id].add_begin) <= t &&
-					   (t < atomic_load(&fns[id].rm_begin) ||
+				else if (!(atomic_load(&fns[id].add_begin) <=
+					       t &&
+					   (t < atomic_load(
+						    &fns[id].rm_begin) ||
 					    atomic_load(&fns[id].rm_end) > v1)))
-					report("time query: function not live at t", pc,
-					       t, t);
+					report("time query: function not live "
+					       "at t",
+					       pc, t, t);
 			} else if (rc != -ENOENT) {
 				report("time query: error", pc, v1, v2);
 			}
@@ -234,7 +243,8 @@ static void *reader(void *arg)
 			nf++;
 			uint32_t id = id_of(fs, fz, &row, pc);
 			if (!id) {
-				report("found an unknown function or wrong row", pc, v1, v2);
+				report("found an unknown function or wrong row",
+				       pc, v1, v2);
 				continue;
 			}
 			struct fn *f = &fns[id];
@@ -242,7 +252,8 @@ static void *reader(void *arg)
 				report("pc outside the function", pc, v1, v2);
 			if (atomic_load(&f->add_begin) > v2 ||
 			    atomic_load(&f->rm_end) < v1)
-				report("function not live during the lookup", pc, v1, v2);
+				report("function not live during the lookup",
+				       pc, v1, v2);
 		} else if (rc == -ENOENT) {
 			uint32_t id = atomic_load(&slot_id[s]);
 			if (id) {
@@ -250,8 +261,9 @@ static void *reader(void *arg)
 				if (pc >= f->start && pc - f->start < f->size &&
 				    atomic_load(&f->add_end) <= v1 &&
 				    atomic_load(&f->rm_begin) >= v2)
-					report("missed a function live throughout", pc,
-					       v1, v2);
+					report(
+					    "missed a function live throughout",
+					    pc, v1, v2);
 			}
 		} else {
 			report("unexpected error", pc, v1, v2);
@@ -279,8 +291,8 @@ int main(int argc, char **argv)
 	CASE("readers never see a state that did not exist (2 producers, 2 "
 	     "readers)")
 	{
-		struct jsf_region_opts o = {.sz = sizeof(o), .initial_funcs = 16,
-					    .history_max = 5000};
+		struct jsf_region_opts o = {
+		    .sz = sizeof(o), .initial_funcs = 16, .history_max = 5000};
 		CHECK_EQ(jsf_region_create(&region, path, &o), 0);
 		pthread_t pt[2], rt[2];
 		for (uintptr_t i = 0; i < 2; i++)
@@ -294,20 +306,23 @@ int main(int argc, char **argv)
 			pthread_join(rt[i], NULL);
 		struct jsf_region_stats st = {.sz = sizeof(st)};
 		jsf_region_stats(region, &st);
-		printf("# %llu lookups (%llu found, %llu past-time, %llu EAGAIN), "
-		       "%u functions, %llu compactions, seq %llu, %llu "
-		       "inconsistencies\n",
-		       (unsigned long long)lookups, (unsigned long long)found,
-		       (unsigned long long)timeq, (unsigned long long)again,
-		       atomic_load(&nfns), (unsigned long long)st.compactions,
-		       (unsigned long long)st.seq, (unsigned long long)bad);
+		printf(
+		    "# %llu lookups (%llu found, %llu past-time, %llu EAGAIN), "
+		    "%u functions, %llu compactions, seq %llu, %llu "
+		    "inconsistencies\n",
+		    (unsigned long long)lookups, (unsigned long long)found,
+		    (unsigned long long)timeq, (unsigned long long)again,
+		    atomic_load(&nfns), (unsigned long long)st.compactions,
+		    (unsigned long long)st.seq, (unsigned long long)bad);
 		CHECK_EQ(atomic_load(&bad), 0);
 		CHECK(lookups > 1000 && found > lookups / 20,
 		      "the readers did real work (%llu lookups)",
 		      (unsigned long long)lookups);
-		CHECK(again * 1000 <= lookups, "bounded retries rarely give up");
+		CHECK(again * 1000 <= lookups,
+		      "bounded retries rarely give up");
 		char msg[256];
-		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s", msg);
+		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s",
+		      msg);
 		jsf_region_destroy(region);
 	}
 	unlink(path);

@@ -37,11 +37,12 @@ static uint32_t frows(uint32_t i, struct jsf_row *rows)
 {
 	uint32_t n = 1 + i % 5, size = fsize(i);
 	for (uint32_t k = 0; k < n; k++)
-		rows[k] = (struct jsf_row){.offset = k * (size / n),
-					   .cfa_base = JSF_SP,
-					   .cfa_offset = (int32_t)(96 + 16 * (i % 40) + k),
-					   .has_fp = k & 1,
-					   .fp_offset = -16};
+		rows[k] = (struct jsf_row){
+		    .offset = k * (size / n),
+		    .cfa_base = JSF_SP,
+		    .cfa_offset = (int32_t)(96 + 16 * (i % 40) + k),
+		    .has_fp = k & 1,
+		    .fp_offset = -16};
 	return n;
 }
 
@@ -59,7 +60,8 @@ static void producer_until_killed(const char *path, struct shared *sh)
 			_exit(4);
 		atomic_store(&sh->state[i], ADDED);
 		atomic_store(&sh->progress, i + 1);
-		if (i % 3 == 2) { /* remove an older one: out-of-order rewrites */
+		if (i % 3 ==
+		    2) { /* remove an older one: out-of-order rewrites */
 			uint32_t j = (i * 7919u) % i;
 			if (atomic_load(&sh->state[j]) == ADDED) {
 				atomic_store(&sh->state[j], REMOVING);
@@ -75,7 +77,8 @@ static void producer_until_killed(const char *path, struct shared *sh)
 	_exit(0);
 }
 
-static int check_after_crash(const char *path, struct shared *sh, int *recovered)
+static int check_after_crash(const char *path, struct shared *sh,
+			     int *recovered)
 {
 	struct jsf_view *v;
 	int bad = 0, err = jsf_view_open(&v, path);
@@ -100,19 +103,24 @@ static int check_after_crash(const char *path, struct shared *sh, int *recovered
 		struct jsf_row row;
 		uint32_t n = frows(i, rows);
 		uint32_t k = i % n;
-		int rc = jsf_view_lookup(v, fstart(i) + rows[k].offset, 0, &fs, &fz, &row);
+		int rc = jsf_view_lookup(v, fstart(i) + rows[k].offset, 0, &fs,
+					 &fz, &row);
 		if (st == ADDED) {
 			added++;
-			bool ok = rc == 0 && fs == fstart(i) && fz == fsize(i) &&
+			bool ok = rc == 0 && fs == fstart(i) &&
+				  fz == fsize(i) &&
 				  row.cfa_offset == rows[k].cfa_offset &&
 				  row.has_fp == rows[k].has_fp;
-			CHECK(ok, "function %u (add returned) lost: rc %d", i, rc);
+			CHECK(ok, "function %u (add returned) lost: rc %d", i,
+			      rc);
 			bad += !ok;
 		} else if (st == REMOVED) {
-			CHECK(rc == -ENOENT, "function %u (removed) still found", i);
+			CHECK(rc == -ENOENT,
+			      "function %u (removed) still found", i);
 			bad += rc != -ENOENT;
 		} else if (rc == 0) { /* in flight: either answer, but exact */
-			bool ok = fs == fstart(i) && row.cfa_offset == rows[k].cfa_offset;
+			bool ok = fs == fstart(i) &&
+				  row.cfa_offset == rows[k].cfa_offset;
 			CHECK(ok, "in-flight function %u has wrong data", i);
 			bad += !ok;
 		}
@@ -127,7 +135,8 @@ static void crash_loop(const char *dir)
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int recovered = 0, runs = 30;
-	CASE("SIGKILLed producer: file opens, validates, keeps every returned add")
+	CASE("SIGKILLed producer: file opens, validates, keeps every returned "
+	     "add")
 	{
 		for (int run = 0; run < runs; run++) {
 			char path[256];
@@ -136,7 +145,8 @@ static void crash_loop(const char *dir)
 			pid_t pid = fork();
 			if (pid == 0)
 				producer_until_killed(path, sh);
-			/* wait until it is underway, then kill at a random time */
+			/* wait until it is underway, then kill at a random time
+			 */
 			while (atomic_load(&sh->progress) == 0)
 				usleep(100);
 			struct timespec ts = {0, (long)(h_below(40000)) * 1000};
@@ -144,13 +154,15 @@ static void crash_loop(const char *dir)
 			kill(pid, SIGKILL);
 			int status;
 			waitpid(pid, &status, 0);
-			CHECK(WIFSIGNALED(status), "child killed (status %#x)", status);
+			CHECK(WIFSIGNALED(status), "child killed (status %#x)",
+			      status);
 			check_after_crash(path, sh, &recovered);
 			unlink(path);
 		}
-		printf("# %d runs, %d killed inside a rewrite (recovered from the "
-		       "log)\n",
-		       runs, recovered);
+		printf(
+		    "# %d runs, %d killed inside a rewrite (recovered from the "
+		    "log)\n",
+		    runs, recovered);
 	}
 	munmap(sh, sizeof(*sh));
 }
@@ -172,8 +184,9 @@ static void torn_index(const char *dir)
 				jsf_region_add(r, fstart(i), fsize(i), rows,
 					       frows(i, rows), 0);
 			jsf_region_remove(r, fstart(10), 0);
-			/* What a kill between seq_begin and seq_end leaves: an odd
-			 * sequence and a half-shifted index (two slots swapped). */
+			/* What a kill between seq_begin and seq_end leaves: an
+			 * odd sequence and a half-shifted index (two slots
+			 * swapped). */
 			const void *sec;
 			size_t len;
 			jsf_region_section(r, &sec, &len);
@@ -185,7 +198,8 @@ static void torn_index(const char *dir)
 			memcpy(tmp, fde, 16);
 			memcpy(fde, fde + 16, 16);
 			memcpy(fde + 16, tmp, 16);
-			/* the sequence counter: header offset 72 (docs/ABI.md) */
+			/* the sequence counter: header offset 72 (docs/ABI.md)
+			 */
 			int fd = open(path, O_RDWR);
 			uint64_t seq;
 			if (fd < 0 || pread(fd, &seq, 8, 72) != 8)
@@ -211,13 +225,15 @@ static void torn_index(const char *dir)
 			uint64_t fs = 0;
 			struct jsf_row row;
 			uint32_t n = frows(i, rows);
-			int rc = jsf_view_lookup(v, fstart(i) + rows[n - 1].offset, 0,
-						 &fs, NULL, &row);
+			int rc =
+			    jsf_view_lookup(v, fstart(i) + rows[n - 1].offset,
+					    0, &fs, NULL, &row);
 			if (i == 10)
 				CHECK_EQ(rc, -ENOENT);
 			else
 				CHECK(rc == 0 && fs == fstart(i) &&
-					      row.cfa_offset == rows[n - 1].cfa_offset,
+					  row.cfa_offset ==
+					      rows[n - 1].cfa_offset,
 				      "function %u: rc %d", i, rc);
 		}
 		/* the export is a valid section again */
@@ -225,7 +241,8 @@ static void torn_index(const char *dir)
 		size_t blen;
 		struct jsf_export_opts eo = {.sz = sizeof(eo)};
 		CHECK_EQ(jsf_view_export(v, &eo, &buf, &blen, NULL), 0);
-		CHECK(jsf_validate_sframe(buf, blen, 0, 0, 0, msg, sizeof(msg)) == 0,
+		CHECK(jsf_validate_sframe(buf, blen, 0, 0, 0, msg,
+					  sizeof(msg)) == 0,
 		      "%s", msg);
 		free(buf);
 		jsf_view_close(v);
@@ -258,12 +275,13 @@ static void torn_index(const char *dir)
 		uint64_t blk = 0, tmp64;
 		uint32_t logoff = 0, nf = 0, tmp32;
 		CHECK(fd >= 0 && pread(fd, &blk, 8, 80) == 8 &&
-			      pread(fd, &logoff, 4, (off_t)blk + 32) == 4 &&
-			      pread(fd, &nf, 4, (off_t)blk + 64 + 8) == 4,
+			  pread(fd, &logoff, 4, (off_t)blk + 32) == 4 &&
+			  pread(fd, &nf, 4, (off_t)blk + 64 + 8) == 4,
 		      "read the layout");
 		CHECK_EQ(nf, 50u);
-		off_t nf_at = (off_t)blk + 64 + 8; /* the SFrame header's num_fdes */
-		off_t le = (off_t)blk + logoff;    /* log entry i at le + 32 * i */
+		off_t nf_at =
+		    (off_t)blk + 64 + 8; /* the SFrame header's num_fdes */
+		off_t le = (off_t)blk + logoff; /* log entry i at le + 32 * i */
 		/* the last add's index entry unpublished: accepted */
 		tmp32 = nf - 1;
 		CHECK(pwrite(fd, &tmp32, 4, nf_at) == 4, "edit");
@@ -274,8 +292,8 @@ static void torn_index(const char *dir)
 		uint64_t fs = 0;
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		uint32_t n0 = frows(0, rows); /* the last add (log index 49) */
-		CHECK_EQ(jsf_view_lookup(v, fstart(0) + rows[n0 - 1].offset, 0, &fs,
-					 NULL, &row),
+		CHECK_EQ(jsf_view_lookup(v, fstart(0) + rows[n0 - 1].offset, 0,
+					 &fs, NULL, &row),
 			 0);
 		CHECK_EQ(fs, fstart(0));
 		jsf_view_close(v);
@@ -285,8 +303,8 @@ static void torn_index(const char *dir)
 		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), -EBADMSG);
 		CHECK(pwrite(fd, &nf, 4, nf_at) == 4, "restore");
 		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), 0);
-		/* a removal whose tombstone is stored, index unchanged: accepted,
-		 * and the function is gone for readers */
+		/* a removal whose tombstone is stored, index unchanged:
+		 * accepted, and the function is gone for readers */
 		uint64_t last_add = 0;
 		CHECK(pread(fd, &last_add, 8, le + 32 * 49 + 8) == 8, "read");
 		/* log index 10 holds function 39 */
@@ -296,17 +314,20 @@ static void torn_index(const char *dir)
 		CHECK(strstr(msg, "inside a removal"), "%s", msg);
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		uint32_t n39 = frows(39, rows);
-		CHECK_EQ(jsf_view_lookup(v, fstart(39) + rows[n39 - 1].offset, 0, &fs,
-					 NULL, &row),
+		CHECK_EQ(jsf_view_lookup(v, fstart(39) + rows[n39 - 1].offset,
+					 0, &fs, NULL, &row),
 			 -ENOENT);
 		jsf_view_close(v);
-		/* ... with a second, earlier tombstone still indexed: refused */
+		/* ... with a second, earlier tombstone still indexed: refused
+		 */
 		tmp64 = last_add + 1;
 		CHECK(pwrite(fd, &tmp64, 8, le + 32 * 20 + 16) == 8, "edit");
 		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), -EBADMSG);
 		/* remove_all in flight: every tombstone at one time */
 		for (uint32_t i = 0; i < 50; i++)
-			CHECK(pwrite(fd, &tmp64, 8, le + 32 * (off_t)i + 16) == 8, "edit");
+			CHECK(pwrite(fd, &tmp64, 8, le + 32 * (off_t)i + 16) ==
+				  8,
+			      "edit");
 		CHECK_EQ(jsf_validate_region(path, msg, sizeof(msg)), 0);
 		close(fd);
 	}
@@ -355,36 +376,45 @@ static void cross_process(const char *dir)
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		struct jsf_view_info info = {.sz = sizeof(info)};
 		jsf_view_info(v, &info);
-		CHECK(info.live && info.producer_pid == (uint32_t)pid, "live, pid");
+		CHECK(info.live && info.producer_pid == (uint32_t)pid,
+		      "live, pid");
 		for (int phase = 0; phase < 3; phase++) {
 			for (uint32_t i = 0; i < 300; i++) {
 				uint64_t fs = 0;
 				struct jsf_row row;
 				uint32_t n = frows(i, rows);
-				int rc = jsf_view_lookup(v, fstart(i) + rows[n - 1].offset,
-							 0, &fs, NULL, &row);
+				int rc = jsf_view_lookup(
+				    v, fstart(i) + rows[n - 1].offset, 0, &fs,
+				    NULL, &row);
 				bool want = phase == 0 || i % 2;
 				if (want)
 					CHECK(rc == 0 && fs == fstart(i) &&
-						      row.cfa_offset == rows[n - 1].cfa_offset,
-					      "phase %d function %u: rc %d", phase, i, rc);
+						  row.cfa_offset ==
+						      rows[n - 1].cfa_offset,
+					      "phase %d function %u: rc %d",
+					      phase, i, rc);
 				else
-					CHECK(rc == -ENOENT, "phase %d function %u removed",
+					CHECK(rc == -ENOENT,
+					      "phase %d function %u removed",
 					      phase, i);
 			}
 			if (phase < 2)
-				CHECK(write(to_child[1], "c", 1) == 1, "signal child");
+				CHECK(write(to_child[1], "c", 1) == 1,
+				      "signal child");
 			if (phase == 0)
-				CHECK(read(to_parent[0], &c, 1) == 1, "child removed");
+				CHECK(read(to_parent[0], &c, 1) == 1,
+				      "child removed");
 			if (phase == 1) {
 				int status;
 				waitpid(pid, &status, 0);
-				CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+				CHECK(WIFEXITED(status) &&
+					  WEXITSTATUS(status) == 0,
 				      "child exit %#x", status);
 				jsf_view_close(v);
 				CHECK_EQ(jsf_view_open(&v, path), 0);
 				jsf_view_info(v, &info);
-				CHECK(!info.live && info.closed, "closed afterwards");
+				CHECK(!info.live && info.closed,
+				      "closed afterwards");
 			}
 		}
 		jsf_view_close(v);

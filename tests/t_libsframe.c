@@ -67,10 +67,9 @@ static void make_set(struct model *m, uint32_t n, uint64_t base)
 		at += size;
 	}
 	/* last, one function whose rows sit on every data-word size edge */
-	static const int32_t w[] = {0,	   -1,	  127,	     128,
-				    -128,  -129,  255,	     256,
-				    32767, 32768, -32768,    -32769,
-				    65535, 65536, INT32_MAX, INT32_MIN};
+	static const int32_t w[] = {
+	    0,	   -1,	  127,	  128,	  -128,	 -129,	255,	   256,
+	    32767, 32768, -32768, -32769, 65535, 65536, INT32_MAX, INT32_MIN};
 	enum { NW = sizeof(w) / sizeof(w[0]) };
 	/* each edge as the CFA word alone, as the FP word next to a 1-byte
 	 * CFA word, and paired with another edge (the wider sets the size) */
@@ -196,12 +195,12 @@ static int fre_check(sframe_decoder_ctx *ctx, sframe_frame_row_entry *fre,
 	int e_m = 0;
 	bool mangled = sframe_fre_get_ra_mangled_p(ctx, fre, &e_m);
 
-#define FCHK(cond, ...)                                                        \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			bad++;                                                 \
-			CHECK(cond, __VA_ARGS__);                              \
-		}                                                              \
+#define FCHK(cond, ...)                           \
+	do {                                      \
+		if (!(cond)) {                    \
+			bad++;                    \
+			CHECK(cond, __VA_ARGS__); \
+		}                                 \
 	} while (0)
 	FCHK(fre->fre_start_addr == want->offset,
 	     "pc %#llx: FRE start %u, model row offset %u",
@@ -220,7 +219,7 @@ static int fre_check(sframe_decoder_ctx *ctx, sframe_frame_row_entry *fre,
 		     "pc %#llx: outermost base reg %u", (unsigned long long)pc,
 		     base);
 		FCHK(cfa == SFRAME_ERR &&
-			     e_cfa == SFRAME_ERR_FREOFFSET_NOPRESENT,
+			 e_cfa == SFRAME_ERR_FREOFFSET_NOPRESENT,
 		     "pc %#llx: outermost CFA %d err %d",
 		     (unsigned long long)pc, cfa, e_cfa);
 		FCHK(fp == SFRAME_ERR && e_fp == SFRAME_ERR_FREOFFSET_NOPRESENT,
@@ -230,8 +229,8 @@ static int fre_check(sframe_decoder_ctx *ctx, sframe_frame_row_entry *fre,
 	}
 	FCHK(nw == (want->has_fp ? 2u : 1u), "pc %#llx: %u offsets, has_fp %d",
 	     (unsigned long long)pc, nw, want->has_fp);
-	unsigned want_base = want->cfa_base == JSF_FP ? SFRAME_BASE_REG_FP
-						      : SFRAME_BASE_REG_SP;
+	unsigned want_base =
+	    want->cfa_base == JSF_FP ? SFRAME_BASE_REG_FP : SFRAME_BASE_REG_SP;
 	FCHK(base == want_base, "pc %#llx: base reg %u, want %u",
 	     (unsigned long long)pc, base, want_base);
 	FCHK(e_cfa == 0 && cfa == want->cfa_offset,
@@ -283,8 +282,8 @@ static int check_pc(const struct model *m, const struct jsf_view *v,
 		return bad;
 	}
 	struct jsf_row want = m_row(f, pc);
-	bool ok = rc == 0 && fs == f->start && fz == f->size &&
-		  row_eq(&row, &want);
+	bool ok =
+	    rc == 0 && fs == f->start && fz == f->size && row_eq(&row, &want);
 	bad += !ok;
 	CHECK(ok,
 	      "pc %#llx t %llu: view rc %d start %#llx/%#llx size %u/%u "
@@ -302,7 +301,7 @@ static int check_pc(const struct model *m, const struct jsf_view *v,
 	/* the function libsframe's lookup went through */
 	int err = 0;
 	sframe_func_desc_entry *fde =
-		sframe_get_funcdesc_with_addr(ctx, rel, &err);
+	    sframe_get_funcdesc_with_addr(ctx, rel, &err);
 	int32_t fde_start = 0;
 	if (fde)
 		memcpy(&fde_start, &fde->sfde_func_start_address,
@@ -357,10 +356,9 @@ static int check_funcdescs(const struct model *m, sframe_decoder_ctx *ctx,
 			    (fre_type == SFRAME_FRE_TYPE_ADDR4 ||
 			     f->size - 1 < (1u << (8u << fre_type)));
 		bool ok =
-			rc == 0 &&
-			base + (uint64_t)(int64_t)fstart == f->start &&
-			fsize == f->size && nfres == f->nrows && wide &&
-			SFRAME_V1_FUNC_FDE_TYPE(finfo) == SFRAME_FDE_TYPE_PCINC;
+		    rc == 0 && base + (uint64_t)(int64_t)fstart == f->start &&
+		    fsize == f->size && nfres == f->nrows && wide &&
+		    SFRAME_V1_FUNC_FDE_TYPE(finfo) == SFRAME_FDE_TYPE_PCINC;
 		bad += !ok;
 		CHECK(ok,
 		      "FDE %u: rc %d start %#llx/%#llx size %u/%u nfres "
@@ -397,10 +395,10 @@ static uint32_t check_pcs(const struct model *m, const struct jsf_view *v,
 	int bad = 0;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	const struct mfunc *prev = NULL;
-#define LOOK(pc)                                                               \
-	do {                                                                   \
-		bad += check_pc(m, v, ctx, base, (pc), t);                     \
-		nlook++;                                                       \
+#define LOOK(pc)                                           \
+	do {                                               \
+		bad += check_pc(m, v, ctx, base, (pc), t); \
+		nlook++;                                   \
 	} while (0)
 	for (uint32_t i = 0; i < m->n && bad < 5; i++) {
 		const struct mfunc *f = &m->f[i];
@@ -416,10 +414,9 @@ static uint32_t check_pcs(const struct model *m, const struct jsf_view *v,
 		/* every row start, the byte before and one inside */
 		for (uint32_t k = 0; k < f->nrows; k++) {
 			uint64_t at = f->start + f->rows[k].offset;
-			uint64_t end =
-				k + 1 < f->nrows
-					? f->start + f->rows[k + 1].offset
-					: f->start + f->size;
+			uint64_t end = k + 1 < f->nrows
+					   ? f->start + f->rows[k + 1].offset
+					   : f->start + f->size;
 			LOOK(at);
 			if (k)
 				LOOK(at - 1);
@@ -622,9 +619,9 @@ static int write_elf(const char *path, const void *sec, size_t len,
 	int rc = -errno;
 	if (f) {
 		rc = fwrite(img, 1, sh_off + sizeof(sh), f) ==
-				     sh_off + sizeof(sh)
-			     ? 0
-			     : -EIO;
+			     sh_off + sizeof(sh)
+			 ? 0
+			 : -EIO;
 		if (fclose(f))
 			rc = -EIO;
 	}
@@ -726,9 +723,9 @@ static void objdump_case(void)
 				      "func idx [%u]: pc %#llx size "
 				      "%u, model %#llx+%u",
 				      idx, pc, size,
-				      idx < n ? (unsigned long long)live[idx]
-							->start
-					      : 0,
+				      idx < n
+					  ? (unsigned long long)live[idx]->start
+					  : 0,
 				      idx < n ? live[idx]->size : 0);
 			if (!ok)
 				fi = -1;
@@ -756,10 +753,10 @@ static void objdump_case(void)
 			ok = ok && strcmp(rest, outer_text) == 0;
 		} else if (sscanf(rest, "%2[spf]+%d%n", reg, &cfa, &used) ==
 			   2) {
-			ok = ok &&
-			     !strcmp(reg,
-				     w->cfa_base == JSF_FP ? "fp" : "sp") &&
-			     cfa == w->cfa_offset;
+			ok =
+			    ok &&
+			    !strcmp(reg, w->cfa_base == JSF_FP ? "fp" : "sp") &&
+			    cfa == w->cfa_offset;
 			sscanf(rest + used, " %31s", fpcol);
 			if (w->has_fp)
 				ok = ok && fpcol[0] == 'c' &&
@@ -802,7 +799,7 @@ static void objdump_lists(void)
 	FILE *p = popen("objdump --version 2>/dev/null", "r");
 	char line[512];
 	bool have =
-		p && fgets(line, sizeof(line), p) && strstr(line, "objdump");
+	    p && fgets(line, sizeof(line), p) && strstr(line, "objdump");
 	if (p)
 		pclose(p);
 	if (!have) {
@@ -852,7 +849,7 @@ static void v3_fdes_match(const struct model *m, const uint8_t *b, size_t len,
 		uint32_t size = rd32(p + 8), attr = rd32(p + 12);
 		const uint8_t *a = b + 28 + freoff + attr;
 		uint32_t nfres =
-			(size_t)(a + 2 - b) <= len ? a[0] | a[1] << 8 : 0;
+		    (size_t)(a + 2 - b) <= len ? a[0] | a[1] << 8 : 0;
 		bool ok = start == live[i]->start && size == live[i]->size &&
 			  nfres == live[i]->nrows;
 		bad += !ok;

@@ -40,14 +40,16 @@ int main(void)
 		size_t n = 0;
 		memcpy(mc + n, "\x44\x8b\xcd", 3); /* mov r9d, ebp */
 		n += 3;
-		memcpy(mc + n, "\xf2\x0f\x10\x44\x24\x10", 6); /* movsd xmm0,[rsp+16] */
+		memcpy(mc + n, "\xf2\x0f\x10\x44\x24\x10",
+		       6); /* movsd xmm0,[rsp+16] */
 		n += 6;
 		memcpy(mc + n, "\x48\x83\xc4\xe0", 4); /* add rsp, -32 */
 		n += 4;
 		size_t st = n;
 		n += store(mc + n, 7);
 		n += body(mc + n, 60);
-		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11, 7, true, 16};
+		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11,
+					 7,  true,	  16};
 		CHECK_EQ(lj_trace_rows(&in, &o), 0);
 		CHECK_EQ(o.spadj, 48);
 		CHECK_EQ(o.nrows, 2u);
@@ -65,7 +67,8 @@ int main(void)
 		size_t st = n;
 		n += store(mc + n, 9);
 		n += body(mc + n, 40);
-		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11, 9, true, 0};
+		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11,
+					 9,  true,	  0};
 		CHECK_EQ(lj_trace_rows(&in, &o), -1);
 		CHECK_EQ(o.nrows, 0u);
 		CHECK(o.why && strstr(o.why, "decode"), "why: %s", o.why);
@@ -91,7 +94,8 @@ int main(void)
 		size_t st = n;
 		n += store(mc + n, 3);
 		n += body(mc + n, 40);
-		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11, 3, true, 32};
+		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11,
+					 3,  true,	  32};
 		CHECK_EQ(lj_trace_rows(&in, &o), -1);
 		CHECK_EQ(o.nrows, 0u);
 	}
@@ -103,7 +107,8 @@ int main(void)
 		size_t st = n;
 		n += store(mc + n, 2);
 		n += body(mc + n, 30);
-		memcpy(mc + n, "\x48\x81\xc4\x80\x00\x00\x00", 7); /* add rsp, 128 */
+		memcpy(mc + n, "\x48\x81\xc4\x80\x00\x00\x00",
+		       7); /* add rsp, 128 */
 		n += 7;
 		memcpy(mc + n, "\xe9\x00\x00\x00\x00", 5);
 		n += 5;

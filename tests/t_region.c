@@ -21,7 +21,8 @@ static void make_set(struct model *m, uint32_t n, uint64_t base, uint64_t t0)
 	uint64_t at = base;
 	for (uint32_t i = 0; i < n; i++) {
 		at += h_below(3) ? h_below(64) : 0; /* gaps, sometimes none */
-		uint32_t size = 1 + (h_below(8) ? h_below(600) : h_below(70000));
+		uint32_t size =
+		    1 + (h_below(8) ? h_below(600) : h_below(70000));
 		m_add(m, at, size, t0);
 		at += size;
 	}
@@ -70,7 +71,8 @@ static int add_model(struct jsf_region *r, const struct mfunc *f)
 }
 
 /* Insert in a given order, check live and post-mortem, at all times. */
-static void round_trip(const char *name, int order, uint32_t n, uint32_t initial)
+static void round_trip(const char *name, int order, uint32_t n,
+		       uint32_t initial)
 {
 	struct model m = {0};
 	make_set(&m, n, 0x7f0000100000ull, 1000);
@@ -81,7 +83,8 @@ static void round_trip(const char *name, int order, uint32_t n, uint32_t initial
 		shuffle(o, n);
 	for (uint32_t i = 0; i < n; i++)
 		m.f[o[i]].add = 1000 + i; /* add times follow insertion */
-	struct jsf_region_opts opts = {.sz = sizeof(opts), .initial_funcs = initial};
+	struct jsf_region_opts opts = {.sz = sizeof(opts),
+				       .initial_funcs = initial};
 	struct jsf_region *r;
 	const char *path = tmp_path(name);
 	CASE(name)
@@ -109,11 +112,13 @@ static void round_trip(const char *name, int order, uint32_t n, uint32_t initial
 			if (h_below(3))
 				continue;
 			m.f[i].remove = ++now;
-			CHECK_EQ(jsf_region_remove(r, m.f[i].start, m.f[i].remove), 0);
+			CHECK_EQ(
+			    jsf_region_remove(r, m.f[i].start, m.f[i].remove),
+			    0);
 		}
 		check_all(&m, v, 0, 7);
 		check_all(&m, v, 1000 + n + n / 6, 11); /* mid-removals */
-		check_all(&m, v, 1000 + n - 1, 11);     /* before removals */
+		check_all(&m, v, 1000 + n - 1, 11);	/* before removals */
 		uint64_t before_compact = now;
 		CHECK_EQ(jsf_region_compact(r), 0);
 		check_all(&m, v, 0, 7);
@@ -126,7 +131,8 @@ static void round_trip(const char *name, int order, uint32_t n, uint32_t initial
 		/* post-mortem: reopen the file */
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		jsf_view_info(v, &info);
-		CHECK(!info.live && info.closed, "closed region reads post-mortem");
+		CHECK(!info.live && info.closed,
+		      "closed region reads post-mortem");
 		check_all(&m, v, 0, 5);
 		check_all(&m, v, 1000 + n / 3, 9);
 		check_all(&m, v, before_compact - n / 10, 9);
@@ -170,14 +176,16 @@ static void reuse(void)
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		for (uint64_t t = 1; t <= now; t += 3)
 			for (int k = 0; k < 200; k++)
-				m_check(&m, v, 0x10000000 - 1 - h_below(20000), t);
+				m_check(&m, v, 0x10000000 - 1 - h_below(20000),
+					t);
 		check_all(&m, v, 0, 1); /* nothing live now */
 		jsf_view_close(v);
 		jsf_region_destroy(r);
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		for (uint64_t t = 1; t <= now; t += 3)
 			for (int k = 0; k < 200; k++)
-				m_check(&m, v, 0x10000000 - 1 - h_below(20000), t);
+				m_check(&m, v, 0x10000000 - 1 - h_below(20000),
+					t);
 		jsf_view_close(v);
 	}
 	unlink(path);
@@ -195,7 +203,8 @@ static void errors(void)
 		CHECK_EQ(jsf_region_create(&r, path, NULL), 0);
 		struct stat st;
 		CHECK_EQ(stat(path, &st), 0);
-		CHECK((st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
+		CHECK((st.st_mode & 0777) == 0600, "mode %o",
+		      st.st_mode & 0777);
 		struct jsf_region *r2;
 		CHECK_EQ(jsf_region_create(&r2, path, NULL), -EEXIST);
 		CHECK_EQ(jsf_region_add(r, 0x1000, 16, &row, 1, 1), 0);
@@ -213,8 +222,10 @@ static void errors(void)
 		CHECK_EQ(jsf_region_add(r, 0x2000, 16, two, 2, 1), -EINVAL);
 		struct jsf_row badbase = row;
 		badbase.cfa_base = 7;
-		CHECK_EQ(jsf_region_add(r, 0x2000, 16, &badbase, 1, 1), -EINVAL);
-		CHECK_EQ(jsf_region_add(r, UINT64_MAX - 4, 16, &row, 1, 1), -EINVAL);
+		CHECK_EQ(jsf_region_add(r, 0x2000, 16, &badbase, 1, 1),
+			 -EINVAL);
+		CHECK_EQ(jsf_region_add(r, UINT64_MAX - 4, 16, &row, 1, 1),
+			 -EINVAL);
 		CHECK_EQ(jsf_region_remove(r, 0x1001, 2), -ENOENT);
 		CHECK_EQ(jsf_region_remove(r, 0x1000, 2), 0);
 		CHECK_EQ(jsf_region_remove(r, 0x1000, 3), -ENOENT);
@@ -225,7 +236,8 @@ static void errors(void)
 		struct jsf_view *v;
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		uint64_t fs;
-		CHECK_EQ(jsf_view_lookup(v, 0x1000, 0, &fs, NULL, NULL), -ENOENT);
+		CHECK_EQ(jsf_view_lookup(v, 0x1000, 0, &fs, NULL, NULL),
+			 -ENOENT);
 		CHECK_EQ(jsf_view_lookup(v, 0x1000, 1, &fs, NULL, NULL), 0);
 		CHECK_EQ(jsf_view_lookup(v, 0x0fff, 0, &fs, NULL, NULL), 0);
 		CHECK_EQ(fs, 0x0ff8);
@@ -236,7 +248,8 @@ static void errors(void)
 			struct jsf_region_opts o;
 			uint64_t future;
 		} big = {{.sz = sizeof(big)}, 1};
-		CHECK_EQ(jsf_region_create(&r, tmp_path("future"), &big.o), -EINVAL);
+		CHECK_EQ(jsf_region_create(&r, tmp_path("future"), &big.o),
+			 -EINVAL);
 		struct jsf_region_opts rep = {.sz = sizeof(rep),
 					      .flags = JSF_REGION_REPLACE};
 		CHECK_EQ(jsf_region_create(&r, path, &rep), 0);
@@ -246,7 +259,8 @@ static void errors(void)
 		snprintf(target, sizeof(target), "%s", tmp_path("target"));
 		unlink(tmp_path("link"));
 		CHECK_EQ(symlink(target, tmp_path("link")), 0);
-		CHECK_EQ(jsf_region_create(&r, tmp_path("link"), NULL), -EEXIST);
+		CHECK_EQ(jsf_region_create(&r, tmp_path("link"), NULL),
+			 -EEXIST);
 		CHECK(access(target, F_OK) != 0, "target not created");
 		unlink(tmp_path("link"));
 	}
@@ -258,16 +272,17 @@ static void reclaim(void)
 {
 	const char *path = tmp_path("reclaim");
 	struct jsf_region *r;
-	struct jsf_region_opts o = {.sz = sizeof(o), .history_max = 100,
-				    .max_size = 4 << 20};
+	struct jsf_region_opts o = {
+	    .sz = sizeof(o), .history_max = 100, .max_size = 4 << 20};
 	CASE("compaction reclaims dropped history; max_size is enforced")
 	{
 		CHECK_EQ(jsf_region_create(&r, path, &o), 0);
 		struct model m = {0};
 		uint64_t now = 1;
 		for (int round = 0; round < 400; round++) {
-			struct mfunc *f = m_add(&m, 0x400000 + (uint64_t)(round % 7) * 0x1000,
-						 1000, ++now);
+			struct mfunc *f =
+			    m_add(&m, 0x400000 + (uint64_t)(round % 7) * 0x1000,
+				  1000, ++now);
 			CHECK_EQ(add_model(r, f), 0);
 			f->remove = ++now;
 			CHECK_EQ(jsf_region_remove(r, f->start, f->remove), 0);
@@ -277,7 +292,8 @@ static void reclaim(void)
 		CHECK(st.compactions > 0, "compacted %llu times",
 		      (unsigned long long)st.compactions);
 		CHECK_EQ(st.dropped_history + st.logged_funcs, 400);
-		CHECK(st.logged_funcs <= 2 * 100 + 16, "kept %u", st.logged_funcs);
+		CHECK(st.logged_funcs <= 2 * 100 + 16, "kept %u",
+		      st.logged_funcs);
 		CHECK(st.file_size <= 1 << 20, "file %llu bytes",
 		      (unsigned long long)st.file_size);
 		/* the newest history is still answerable at its time */
@@ -296,12 +312,14 @@ static void reclaim(void)
 						   .fp_offset = -(1 << 20)};
 		int rc = 0;
 		for (int i = 0; i < 10 && rc == 0; i++)
-			rc = jsf_region_add(r, 0x10000000 + (uint64_t)i * 6000000,
+			rc = jsf_region_add(r,
+					    0x10000000 + (uint64_t)i * 6000000,
 					    6000000, rows, 60000, ++now);
 		CHECK_EQ(rc, -ENOSPC);
 		free(rows);
 		char msg[256];
-		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s", msg);
+		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s",
+		      msg);
 		jsf_region_destroy(r);
 		m_free(&m);
 	}
@@ -314,7 +332,8 @@ static void memfd(void)
 	CASE("anonymous region (memfd) is readable through its path")
 	{
 		CHECK_EQ(jsf_region_create(&r, NULL, NULL), 0);
-		struct jsf_row row = {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 96};
+		struct jsf_row row = {
+		    .offset = 0, .cfa_base = JSF_SP, .cfa_offset = 96};
 		CHECK_EQ(jsf_region_add(r, 0x5000, 64, &row, 1, 0), 0);
 		struct jsf_view *v;
 		CHECK_EQ(jsf_view_open(&v, jsf_region_path(r)), 0);
@@ -333,9 +352,11 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 2;
 	round_trip("ascending adds, 1500 functions", 0, 1500, 0);
-	round_trip("descending adds (LuaJIT order), 1500 functions", 1, 1500, 0);
+	round_trip("descending adds (LuaJIT order), 1500 functions", 1, 1500,
+		   0);
 	round_trip("random-order adds, 1500 functions", 2, 1500, 0);
-	round_trip("random-order adds, tiny initial capacity (growth)", 2, 700, 1);
+	round_trip("random-order adds, tiny initial capacity (growth)", 2, 700,
+		   1);
 	reuse();
 	errors();
 	reclaim();

@@ -20,21 +20,22 @@ static char region[256];
 /* Lua: start, run hot loops, optionally flush and re-run, and return the
  * starts of the traces still published by this state. */
 static const char *script =
-	"local jsf = require('jitsframe')\n"
-	"assert(jsf.start{region = ..., quiet = true})\n"
-	"local flush = select(2, ...)\n"
-	"local function work(k)\n"
-	"  local x = 0\n"
-	"  for i = 1, 300000 do if i % k == 0 then x = x + i else x = x - 1 end end\n"
-	"  return x\n"
-	"end\n"
-	"work(3) work(7)\n"
-	"if flush then jit.flush() work(5) end\n"
-	"jit.off() -- the loop below must not add traces of its own\n"
-	"local live = {}\n"
-	"for tr = 1, 1000 do local r = jsf.rows(tr)\n"
-	"  if r and r.live then live[#live + 1] = r.start end end\n"
-	"return live\n";
+    "local jsf = require('jitsframe')\n"
+    "assert(jsf.start{region = ..., quiet = true})\n"
+    "local flush = select(2, ...)\n"
+    "local function work(k)\n"
+    "  local x = 0\n"
+    "  for i = 1, 300000 do if i % k == 0 then x = x + i else x = x - 1 end "
+    "end\n"
+    "  return x\n"
+    "end\n"
+    "work(3) work(7)\n"
+    "if flush then jit.flush() work(5) end\n"
+    "jit.off() -- the loop below must not add traces of its own\n"
+    "local live = {}\n"
+    "for tr = 1, 1000 do local r = jsf.rows(tr)\n"
+    "  if r and r.live then live[#live + 1] = r.start end end\n"
+    "return live\n";
 
 struct worker {
 	lua_State *L;
@@ -106,7 +107,8 @@ int main(void)
 			CHECK(found(v, b.starts[i]), "b's trace %d", i);
 		/* a flushed once: its earlier traces are history, not live */
 		CHECK(info.logged_funcs > info.live_funcs,
-		      "flushed traces kept as history (%u logged)", info.logged_funcs);
+		      "flushed traces kept as history (%u logged)",
+		      info.logged_funcs);
 		jsf_view_close(v);
 	}
 	CASE("lua_close removes that state's functions only")
@@ -117,11 +119,13 @@ int main(void)
 		for (int i = 0; i < a.n; i++)
 			CHECK(!found(v, a.starts[i]), "a's trace %d gone", i);
 		for (int i = 0; i < b.n; i++)
-			CHECK(found(v, b.starts[i]), "b's trace %d still there", i);
+			CHECK(found(v, b.starts[i]), "b's trace %d still there",
+			      i);
 		jsf_view_close(v);
 		lua_close(b.L);
 		char msg[256];
-		CHECK(jsf_validate_region(region, msg, sizeof(msg)) == 0, "%s", msg);
+		CHECK(jsf_validate_region(region, msg, sizeof(msg)) == 0, "%s",
+		      msg);
 	}
 	unlink(region);
 	rmdir(dir);

@@ -24,7 +24,8 @@ int main(int argc, char **argv)
 		unsigned long off;
 		while (scanf("%lu", &off) == 1)
 			if (off < n)
-				printf("%lu %d\n", off, x86_insn_len(buf + off, n - off));
+				printf("%lu %d\n", off,
+				       x86_insn_len(buf + off, n - off));
 		return 0;
 	}
 	for (int a = 1; a < argc; a++) {

@@ -52,8 +52,7 @@ static int head_decodes(const uint8_t *mc, uint32_t store, uint32_t alen)
 			return 0;
 		at += (uint32_t)n;
 	}
-	return at == store - alen &&
-	       x86_insn_len(mc + at, alen) == (int)alen;
+	return at == store - alen && x86_insn_len(mc + at, alen) == (int)alen;
 }
 
 static int refuse(struct lj_trace_out *out, const char *why)
@@ -81,7 +80,8 @@ int lj_trace_rows(const struct lj_trace_in *in, struct lj_trace_out *out)
 	memset(out, 0, sizeof(*out));
 	if (len < 11 + 5)
 		return refuse(out, "trace too short");
-	/* The head ends with the trace-number store: find its first instance. */
+	/* The head ends with the trace-number store: find its first instance.
+	 */
 	uint32_t p = 0;
 	for (; p + 11 <= len; p++)
 		if (mc[p] == 0x41 && mc[p + 1] == 0xc7 && mc[p + 2] == 0x86 &&
@@ -108,13 +108,14 @@ int lj_trace_rows(const struct lj_trace_in *in, struct lj_trace_out *out)
 	if (head_delta)
 		row(out, p, own); /* after the add: the trace's own frame */
 	if (in->loop) {
-		/* Looping traces never readjust rsp. A looping side trace has no
-		 * tail to confirm a head add by: the add is taken only when the
-		 * head decodes, instruction by instruction from offset 0, to
-		 * exactly that add and then the store. */
+		/* Looping traces never readjust rsp. A looping side trace has
+		 * no tail to confirm a head add by: the add is taken only when
+		 * the head decodes, instruction by instruction from offset 0,
+		 * to exactly that add and then the store. */
 		if (in->side && head_delta && !head_decodes(mc, p, alen))
-			return refuse(out, "looping side trace with a head add that "
-					   "does not decode to it");
+			return refuse(out,
+				      "looping side trace with a head add that "
+				      "does not decode to it");
 		if (in->loop >= len || in->loop < p + 11)
 			return refuse(out, "loop offset outside the body");
 		return 0;
@@ -122,7 +123,8 @@ int lj_trace_rows(const struct lj_trace_in *in, struct lj_trace_out *out)
 	/* Non-looping: the last 5 bytes jump on; before them, the tail add
 	 * must restore exactly this trace's adjustment. */
 	if (mc[len - 5] != 0xe9)
-		return refuse(out, "non-looping trace does not end in jmp rel32");
+		return refuse(out,
+			      "non-looping trace does not end in jmp rel32");
 	int32_t timm = 0;
 	uint32_t tlen = add_rsp_before(mc, len - 5, &timm);
 	if (!tlen)
@@ -130,7 +132,8 @@ int lj_trace_rows(const struct lj_trace_in *in, struct lj_trace_out *out)
 	if (timm != own) {
 		/* No tail add is exactly own == 0; anything else means the head
 		 * was not read right: refuse rather than guess. */
-		return refuse(out, "tail add does not match the head's adjustment");
+		return refuse(out,
+			      "tail add does not match the head's adjustment");
 	}
 	if (own) {
 		uint32_t at = len - 5;

@@ -16,18 +16,18 @@
 struct lj_trace_in {
 	const uint8_t *mc; /* the trace's machine code (tracemc) */
 	uint32_t len;
-	uint32_t loop;        /* tracemc's loop offset: 0 for non-looping */
+	uint32_t loop; /* tracemc's loop offset: 0 for non-looping */
 	uint32_t traceno;
-	bool side;            /* has a parent trace */
+	bool side;	      /* has a parent trace */
 	int32_t parent_spadj; /* the parent's stack adjustment, if side */
 };
 
 struct lj_trace_out {
 	struct jsf_row rows[LJ_MAX_ROWS];
 	uint32_t nrows;
-	int32_t spadj;      /* this trace's own stack adjustment */
-	uint32_t head_end;  /* offset of the trace-number store */
-	const char *why;    /* refusal reason */
+	int32_t spadj;	   /* this trace's own stack adjustment */
+	uint32_t head_end; /* offset of the trace-number store */
+	const char *why;   /* refusal reason */
 };
 
 /*

@@ -33,13 +33,13 @@
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct jsf_region *g_region;
-static pid_t g_pid;            /* process that owns g_region */
+static pid_t g_pid;	       /* process that owns g_region */
 static unsigned g_epoch;       /* bumped when a region is (re)created */
 static char g_path[4200];      /* the region's path */
 static char g_base_path[4000]; /* as configured (explicit path or "") */
 static int g_layout = 0;       /* 0 unknown, 1 verified, -1 refused */
 static char g_refusal[256];
-static int g_failed;           /* an internal error stopped publishing */
+static int g_failed; /* an internal error stopped publishing */
 static uint64_t g_traces, g_published, g_skipped, g_removed;
 static char g_last_skip[128];
 static int g_quiet;
@@ -93,9 +93,9 @@ struct tinfo {
 	uint8_t nrows;
 	uint8_t live;
 	struct jsf_row rows[LJ_MAX_ROWS];
-	uint32_t line;   /* Lua source line where the trace starts */
+	uint32_t line;		/* Lua source line where the trace starts */
 	uint64_t eh_lo, map_hi; /* where its jitdump unwind data went */
-	char file[96];   /* its chunk name */
+	char file[96];		/* its chunk name */
 };
 
 struct lstate {
@@ -174,8 +174,9 @@ static int open_region(void)
 	} else {
 		err = default_path(g_path, sizeof(g_path));
 		if (err) {
-			logmsg("cannot prepare the default region directory: %s",
-			       strerror(-err));
+			logmsg(
+			    "cannot prepare the default region directory: %s",
+			    strerror(-err));
 			return err;
 		}
 		o.flags = JSF_REGION_REPLACE; /* stale file of a reused pid */
@@ -184,7 +185,8 @@ static int open_region(void)
 		o.flags = JSF_REGION_REPLACE;
 	err = jsf_region_create(&g_region, g_path, &o);
 	if (err) {
-		logmsg("cannot create region %s: %s", g_path, jsf_strerror(err));
+		logmsg("cannot create region %s: %s", g_path,
+		       jsf_strerror(err));
 		return err;
 	}
 	g_pid = getpid();
@@ -198,8 +200,8 @@ static int open_region(void)
 	if (g_want_perfmap) {
 		err = jsf_perfmap_open(&g_pm);
 		if (err)
-			logmsg("cannot create /tmp/perf-%d.map: %s", (int)getpid(),
-			       strerror(-err));
+			logmsg("cannot create /tmp/perf-%d.map: %s",
+			       (int)getpid(), strerror(-err));
 	}
 	return 0;
 }
@@ -248,12 +250,12 @@ static uint32_t neighbours(uint64_t lo, uint64_t hi, struct jsf_code_info *out,
 	uint32_t n = 0;
 	for (uint32_t i = 0; s && i < s->used && n < max; i++) {
 		const struct tinfo *t = &s->t[i];
-		uint64_t a = t->start, e = t->map_hi > a + t->size ? t->map_hi
-								   : a + t->size;
+		uint64_t a = t->start,
+			 e = t->map_hi > a + t->size ? t->map_hi : a + t->size;
 		if (!t->live || e <= lo || a >= hi)
 			continue;
-		out[n++] = (struct jsf_code_info){t->start, t->size, t->rows,
-						  t->nrows, t->eh_lo, t->map_hi};
+		out[n++] = (struct jsf_code_info){
+		    t->start, t->size, t->rows, t->nrows, t->eh_lo, t->map_hi};
 	}
 	return n;
 }
@@ -270,13 +272,13 @@ static void publish_perf(struct tinfo *ti, uint32_t tr, uint64_t now)
 		 * line to its first and its last byte. */
 		const char *file = ti->file[0] ? ti->file : "?";
 		struct jsf_jd_placed placed;
-		struct jsf_line line[2] = {{ti->start, ti->line, file},
-					   {ti->start + ti->size - 1, ti->line, file}};
-		int err = jsf_jitdump_code(g_jd, ti->start,
-					   (const void *)(uintptr_t)ti->start,
-					   ti->size, name, ti->rows, ti->nrows,
-					   line, ti->line ? 2 : 0, now, neighbours,
-					   g_nb_state, &placed);
+		struct jsf_line line[2] = {
+		    {ti->start, ti->line, file},
+		    {ti->start + ti->size - 1, ti->line, file}};
+		int err = jsf_jitdump_code(
+		    g_jd, ti->start, (const void *)(uintptr_t)ti->start,
+		    ti->size, name, ti->rows, ti->nrows, line, ti->line ? 2 : 0,
+		    now, neighbours, g_nb_state, &placed);
 		ti->eh_lo = placed.eh_lo;
 		ti->map_hi = placed.map_hi;
 		if (err) {
@@ -434,7 +436,8 @@ static void on_start(lua_State *L, struct lstate *s, uint32_t tr)
 			if (*src == '@' || *src == '=')
 				src++;
 			size_t n = strlen(src);
-			if (n >= sizeof(ti->file)) /* keep the end of long paths */
+			if (n >=
+			    sizeof(ti->file)) /* keep the end of long paths */
 				src += n - (sizeof(ti->file) - 1);
 			snprintf(ti->file, sizeof(ti->file), "%s", src);
 			for (char *c = ti->file; *c; c++)
@@ -867,21 +870,27 @@ static int l_start(lua_State *L)
 			akeep = (unsigned)lua_tonumber(L, -1);
 		lua_pop(L, 9);
 	}
-	if (!alog && getenv("JITSFRAME_AUDITLOG") && *getenv("JITSFRAME_AUDITLOG"))
+	if (!alog && getenv("JITSFRAME_AUDITLOG") &&
+	    *getenv("JITSFRAME_AUDITLOG"))
 		alog = getenv("JITSFRAME_AUDITLOG");
 	if (!alevel && getenv("JITSFRAME_AUDITLOG_LEVEL") &&
 	    *getenv("JITSFRAME_AUDITLOG_LEVEL"))
 		alevel = getenv("JITSFRAME_AUDITLOG_LEVEL");
-	if (getenv("JITSFRAME_AUDITLOG_MAX") && *getenv("JITSFRAME_AUDITLOG_MAX"))
+	if (getenv("JITSFRAME_AUDITLOG_MAX") &&
+	    *getenv("JITSFRAME_AUDITLOG_MAX"))
 		amax = strtoull(getenv("JITSFRAME_AUDITLOG_MAX"), NULL, 0);
-	if (getenv("JITSFRAME_AUDITLOG_KEEP") && *getenv("JITSFRAME_AUDITLOG_KEEP"))
-		akeep = (unsigned)strtoul(getenv("JITSFRAME_AUDITLOG_KEEP"), NULL, 0);
+	if (getenv("JITSFRAME_AUDITLOG_KEEP") &&
+	    *getenv("JITSFRAME_AUDITLOG_KEEP"))
+		akeep = (unsigned)strtoul(getenv("JITSFRAME_AUDITLOG_KEEP"),
+					  NULL, 0);
 	int alev = JSF_AUDIT_DEFAULT;
 	if (alevel && !strcmp(alevel, "full"))
 		alev = JSF_AUDIT_FULL;
 	else if (alevel && strcmp(alevel, "default"))
-		return fail(L, "jitsframe: level must be \"default\" or \"full\"");
-	if (!jitdump && getenv("JITSFRAME_JITDUMP") && *getenv("JITSFRAME_JITDUMP"))
+		return fail(L,
+			    "jitsframe: level must be \"default\" or \"full\"");
+	if (!jitdump && getenv("JITSFRAME_JITDUMP") &&
+	    *getenv("JITSFRAME_JITDUMP"))
 		jitdump = getenv("JITSFRAME_JITDUMP");
 	if (!perfmap && getenv("JITSFRAME_PERFMAP"))
 		perfmap = *getenv("JITSFRAME_PERFMAP") == '1';
@@ -900,8 +909,10 @@ static int l_start(lua_State *L)
 			why = "trace frame size differs from the verified 96";
 		g_layout = why ? -1 : 1;
 		if (why) {
-			snprintf(g_refusal, sizeof(g_refusal),
-				 "unsupported VM layout: %s; publishing nothing", why);
+			snprintf(
+			    g_refusal, sizeof(g_refusal),
+			    "unsupported VM layout: %s; publishing nothing",
+			    why);
 			logmsg("%s", g_refusal);
 		}
 	}
@@ -912,13 +923,16 @@ static int l_start(lua_State *L)
 	if (g_region && g_pid == self_pid() && path &&
 	    strcmp(path, g_base_path) != 0) {
 		pthread_mutex_unlock(&g_mu);
-		return fail(L, "jitsframe: this process already publishes to %s",
+		return fail(L,
+			    "jitsframe: this process already publishes to %s",
 			    g_path);
 	}
 	if (!g_region) {
-		snprintf(g_base_path, sizeof(g_base_path), "%s", path ? path : "");
+		snprintf(g_base_path, sizeof(g_base_path), "%s",
+			 path ? path : "");
 		g_replace = replace;
-		snprintf(g_jd_dir, sizeof(g_jd_dir), "%s", jitdump ? jitdump : "");
+		snprintf(g_jd_dir, sizeof(g_jd_dir), "%s",
+			 jitdump ? jitdump : "");
 		g_want_perfmap = perfmap;
 	}
 	int err = ensure_region();
@@ -1048,8 +1062,8 @@ __attribute__((destructor)) static void at_unload(void)
 __attribute__((visibility("default"))) int luaopen_jitsframe(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
-		{"start", l_start}, {"stop", l_stop}, {"stats", l_stats},
-		{"rows", l_rows},   {NULL, NULL},
+	    {"start", l_start}, {"stop", l_stop}, {"stats", l_stats},
+	    {"rows", l_rows},	{NULL, NULL},
 	};
 	lua_newtable(L);
 	luaL_register(L, NULL, fns);

@@ -119,7 +119,8 @@ static int run_cfa(struct rd *r, int64_t daf, struct cfa_state *st)
 		} else if (op == 0x0e) { /* def_cfa_offset */
 			st->off = (int)uleb(r);
 		} else {
-			return -1; /* advance_loc etc.: not the one-row FDE we know */
+			return -1; /* advance_loc etc.: not the one-row FDE we
+				      know */
 		}
 	}
 	return r->bad ? -1 : 0;
@@ -183,7 +184,8 @@ int lj_check_layout(uintptr_t pc, struct lj_layout *out, const char **why)
 	}
 	struct rd f = {fde + 8, fde + 4 + flen, 0};
 	uintptr_t start, range;
-	if (read_ptr(&f, fde_enc, &start) || read_ptr(&f, fde_enc & 0x0f, &range)) {
+	if (read_ptr(&f, fde_enc, &start) ||
+	    read_ptr(&f, fde_enc & 0x0f, &range)) {
 		*why = "unsupported FDE pointer encoding";
 		return -1;
 	}
@@ -221,9 +223,10 @@ int lj_check_layout(uintptr_t pc, struct lj_layout *out, const char **why)
 		return -1;
 	}
 	if (njloop != 1) {
-		*why = njloop ? "trace entry code found more than once"
-			      : "trace entry code (sub rsp,16; save r12/r13; jmp "
-				"rax) not found";
+		*why = njloop
+			   ? "trace entry code found more than once"
+			   : "trace entry code (sub rsp,16; save r12/r13; jmp "
+			     "rax) not found";
 		return -1;
 	}
 	out->vm_start = start;

@@ -7,8 +7,8 @@
 
 struct lj_layout {
 	uintptr_t vm_start, vm_end; /* the interpreter's code (its FDE) */
-	int cfa_interp;             /* CFA = rsp + this in the interpreter */
-	int cfa_jit;                /* CFA = rsp + this on trace entry */
+	int cfa_interp;		    /* CFA = rsp + this in the interpreter */
+	int cfa_jit;		    /* CFA = rsp + this on trace entry */
 };
 
 /*

@@ -2,9 +2,9 @@
 /*
  * Lengths of x86-64 instructions, for the subset a LuaJIT trace head can
  * hold (register moves, reloads, constants, the stack check, SSE moves and
- * arithmetic, BMI2 shifts). Anything outside the subset is "unknown" (-1), and callers
- * refuse what they cannot decode: a wrong length would mean a wrong row.
- * Checked against objdump on real trace code by tests/t_x86len.sh.
+ * arithmetic, BMI2 shifts). Anything outside the subset is "unknown" (-1), and
+ * callers refuse what they cannot decode: a wrong length would mean a wrong
+ * row. Checked against objdump on real trace code by tests/t_x86len.sh.
  */
 #include "x86len.h"
 
@@ -14,11 +14,33 @@ static int has_modrm1(uint8_t op)
 	if (op < 0x40) /* the eight ALU groups: 00-03, 08-0B, ... 38-3B */
 		return (op & 7) < 4;
 	switch (op) {
-	case 0x63: case 0x69: case 0x6b:
-	case 0x80: case 0x81: case 0x83: case 0x84: case 0x85: case 0x86:
-	case 0x87: case 0x88: case 0x89: case 0x8a: case 0x8b: case 0x8d:
-	case 0x8f: case 0xc0: case 0xc1: case 0xc6: case 0xc7: case 0xd0:
-	case 0xd1: case 0xd2: case 0xd3: case 0xf6: case 0xf7: case 0xfe:
+	case 0x63:
+	case 0x69:
+	case 0x6b:
+	case 0x80:
+	case 0x81:
+	case 0x83:
+	case 0x84:
+	case 0x85:
+	case 0x86:
+	case 0x87:
+	case 0x88:
+	case 0x89:
+	case 0x8a:
+	case 0x8b:
+	case 0x8d:
+	case 0x8f:
+	case 0xc0:
+	case 0xc1:
+	case 0xc6:
+	case 0xc7:
+	case 0xd0:
+	case 0xd1:
+	case 0xd2:
+	case 0xd3:
+	case 0xf6:
+	case 0xf7:
+	case 0xfe:
 	case 0xff:
 		return 1;
 	}
@@ -33,10 +55,29 @@ static int has_modrm2(uint8_t op)
 	    op >= 0xd0)
 		return 1;
 	switch (op) {
-	case 0x1f: case 0xa3: case 0xa4: case 0xa5: case 0xab: case 0xac:
-	case 0xad: case 0xaf: case 0xb0: case 0xb1: case 0xb3: case 0xb6:
-	case 0xb7: case 0xba: case 0xbb: case 0xbc: case 0xbd: case 0xbe:
-	case 0xbf: case 0xc0: case 0xc1: case 0xc2: case 0xc6:
+	case 0x1f:
+	case 0xa3:
+	case 0xa4:
+	case 0xa5:
+	case 0xab:
+	case 0xac:
+	case 0xad:
+	case 0xaf:
+	case 0xb0:
+	case 0xb1:
+	case 0xb3:
+	case 0xb6:
+	case 0xb7:
+	case 0xba:
+	case 0xbb:
+	case 0xbc:
+	case 0xbd:
+	case 0xbe:
+	case 0xbf:
+	case 0xc0:
+	case 0xc1:
+	case 0xc2:
+	case 0xc6:
 		return 1;
 	}
 	return 0;
@@ -91,7 +132,8 @@ int x86_insn_len(const uint8_t *p, size_t avail)
 	uint8_t op = p[i++];
 	if ((op == 0xc4 || op == 0xc5) && i == 1) {
 		/* VEX (BMI2 rorx/shlx/sarx/shrx, AVX): C5 R.vvvv.L.pp op or
-		 * C4 RXB.map W.vvvv.L.pp op; then ModRM, and imm8 in map 0F3A */
+		 * C4 RXB.map W.vvvv.L.pp op; then ModRM, and imm8 in map 0F3A
+		 */
 		size_t vlen = op == 0xc5 ? 1 : 2;
 		if (i + vlen + 1 > avail)
 			return -1;
@@ -130,7 +172,8 @@ int x86_insn_len(const uint8_t *p, size_t avail)
 		} else if (has_modrm2(op2)) {
 			mr = 1;
 			if ((op2 >= 0x70 && op2 <= 0x73) || op2 == 0xa4 ||
-			    op2 == 0xac || op2 == 0xba || op2 == 0xc2 || op2 == 0xc6)
+			    op2 == 0xac || op2 == 0xba || op2 == 0xc2 ||
+			    op2 == 0xc6)
 				imm = 1;
 		} else {
 			return -1;
