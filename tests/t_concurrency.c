@@ -315,9 +315,12 @@ int main(int argc, char **argv)
 		    atomic_load(&nfns), (unsigned long long)st.compactions,
 		    (unsigned long long)st.seq, (unsigned long long)bad);
 		CHECK_EQ(atomic_load(&bad), 0);
-		CHECK(lookups > 1000 && found > lookups / 20,
-		      "the readers did real work (%llu lookups)",
-		      (unsigned long long)lookups);
+		/* enough found functions for the checks to mean something; not
+		 * a ratio: under TSan the readers outrun the producers (4.9% of
+		 * lookups found in one CI-like run, 6% in another) */
+		CHECK(lookups > 1000 && found >= 10000,
+		      "the readers did real work (%llu lookups, %llu found)",
+		      (unsigned long long)lookups, (unsigned long long)found);
 		CHECK(again * 1000 <= lookups,
 		      "bounded retries rarely give up");
 		char msg[256];
