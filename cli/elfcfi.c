@@ -434,6 +434,9 @@ void elfobj_free_all(void)
 		free(o->rows);
 		free(o->syms);
 		free(o->strs);
+		for (size_t i = 0; i < o->nfdenames; i++)
+			free(o->fdenames[i].name);
+		free(o->fdenames);
 		if (o->dw)
 			dwarf_end(o->dw);
 		if (o->dbg_dw)

@@ -34,7 +34,18 @@ struct elfobj {
 	struct esym *syms;
 	size_t nsyms;
 	char *strs;
-	char *image;		     /* [vdso]: our copy */
+	char *image; /* [vdso]: our copy */
+	/* .eh_frame_hdr's search table (initial locations) and the names
+	 * "[file+0xSTART]" given to unnamed code by its FDE (symbolize.c) */
+	int ehhdr_tried;
+	const unsigned char *ehtab;
+	size_t ehn;
+	uint64_t ehaddr;
+	struct fdename {
+		uint64_t start;
+		char *name;
+	} * fdenames;
+	size_t nfdenames, capfdenames;
 	const unsigned char *sframe; /* the .sframe section, if any */
 	size_t sframe_len;
 	uint64_t sframe_addr;

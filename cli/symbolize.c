@@ -5,6 +5,7 @@
  * object. */
 #include "elfobj.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,4 +126,101 @@ const char *elfobj_sym(struct elfobj *o, uint64_t vaddr, uint64_t *off)
 		return o->strs + o->syms[lo - 1].name;
 	}
 	return NULL;
+}
+
+/* .eh_frame_hdr: version 1, eh_frame_ptr_enc, fde_count_enc, table_enc,
+ * eh_frame_ptr, fde_count, then the sorted (initial_loc, fde) table. Only
+ * the encodings every toolchain emits here are read: a udata4 count and a
+ * datarel sdata4 table (0x3b), relative to the section's address. */
+static void load_ehhdr(struct elfobj *o)
+{
+	o->ehhdr_tried = 1;
+	size_t shstrndx;
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(nm = elf_strptr(o->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(nm, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < 12)
+			return;
+		const unsigned char *p = d->d_buf;
+		if (p[0] != 1 || p[2] != 0x03 || p[3] != 0x3b)
+			return;
+		size_t ptrlen; /* eh_frame_ptr: 4 bytes for the sdata4/udata4
+				  encodings, 8 for udata8/sdata8 */
+		switch (p[1] & 0x0f) {
+		case 0x03:
+		case 0x0b:
+			ptrlen = 4;
+			break;
+		case 0x04:
+		case 0x0c:
+			ptrlen = 8;
+			break;
+		default:
+			return;
+		}
+		if (4 + ptrlen + 4 > d->d_size)
+			return;
+		uint32_t n;
+		memcpy(&n, p + 4 + ptrlen, 4);
+		size_t tab = 4 + ptrlen + 4;
+		if (n > (d->d_size - tab) / 8)
+			return;
+		o->ehtab = p + tab;
+		o->ehn = n;
+		o->ehaddr = sh.sh_addr;
+		return;
+	}
+}
+
+const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr)
+{
+	if (!o->ehhdr_tried)
+		load_ehhdr(o);
+	if (!o->ehn)
+		return NULL;
+	size_t lo = 0, hi = o->ehn; /* first entry with start > vaddr */
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		int32_t rel;
+		memcpy(&rel, o->ehtab + 8 * m, 4);
+		if (o->ehaddr + (uint64_t)(int64_t)rel <= vaddr)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (!lo)
+		return NULL;
+	int32_t rel;
+	memcpy(&rel, o->ehtab + 8 * (lo - 1), 4);
+	uint64_t start = o->ehaddr + (uint64_t)(int64_t)rel;
+	/* (the FDE's length is not checked: a pc past its end but before the
+	 * next FDE has no row either, and the walk stops there anyway) */
+	for (size_t i = 0; i < o->nfdenames; i++)
+		if (o->fdenames[i].start == start)
+			return o->fdenames[i].name;
+	if (o->nfdenames == o->capfdenames) {
+		size_t nc = o->capfdenames ? 2 * o->capfdenames : 16;
+		struct fdename *nf = realloc(o->fdenames, nc * sizeof(*nf));
+		if (!nf)
+			return NULL;
+		o->fdenames = nf;
+		o->capfdenames = nc;
+	}
+	const char *base = strrchr(o->path, '/');
+	base = base ? base + 1 : o->path;
+	size_t len = strlen(base) + 32;
+	char *name = malloc(len);
+	if (!name)
+		return NULL;
+	snprintf(name, len, "[%s+0x%llx]", base, (unsigned long long)start);
+	o->fdenames[o->nfdenames++] = (struct fdename){start, name};
+	return name;
 }

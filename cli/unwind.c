@@ -536,6 +536,8 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 			}
 			f->vaddr = va + (pc - look);
 			f->name = elfobj_sym(m->elf, va, &f->symoff);
+			if (!f->name)
+				f->name = elfobj_fde_name(m->elf, va);
 			const struct crow *r = elfobj_row(m->elf, va);
 			switch (r->kind) {
 			case CROW_OUTERMOST:

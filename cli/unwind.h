@@ -44,6 +44,11 @@ bool elfobj_off2vaddr(const struct elfobj *o, uint64_t off, uint64_t *vaddr);
 const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr);
 /* Symbol covering vaddr (NULL if none); *off gets vaddr - symbol start. */
 const char *elfobj_sym(struct elfobj *o, uint64_t vaddr, uint64_t *off);
+/* For code no symbol covers (a stripped binary's local functions, e.g.
+ * LuaJIT's interpreter): "[file+0xSTART]", START the vaddr where the FDE
+ * covering vaddr begins (from .eh_frame_hdr), so that the frames of one
+ * function share a name; NULL if no FDE covers it. */
+const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr);
 const char *elfobj_build_id(const struct elfobj *o); /* hex or NULL */
 const char *elfobj_path(const struct elfobj *o);
 void elfobj_free_all(void);

@@ -94,6 +94,17 @@ elif grep -qE ';[a-z_0-9.]+\[k\];' "$T/nested/stacks.folded" && ! grep -qE '_\[k
 	ok "kernel frames: named from kallsyms, suffixed _[k], above the user frames ($(grep -c '_\[k\]' "$T/nested/stacks.folded") stacks)"
 else notok "kernel frames" "$(grep '_\[k\]' "$T/nested/stacks.folded" | head -2)"; fi
 
+# Code no symbol covers (the stripped luajit's own functions, its
+# interpreter) is named by the FDE that covers it, "[luajit+0xSTART]":
+# every such START must be where an FDE of the binary begins (readelf).
+names=$(grep -oE '\[luajit\+0x[0-9a-f]+\]' "$T/nested/stacks.folded" | sed -E 's/.*\+0x([0-9a-f]+)\]/\1/' | sort -u)
+fdes=$(readelf --debug-dump=frames "$(readlink -f "$(command -v $LJ)")" 2>/dev/null |
+	sed -nE 's/.* FDE .*pc=0*([0-9a-f]+)\.\..*/\1/p' | sort -u)
+bad=$(comm -23 <(printf '%s\n' $names) <(printf '%s\n' $fdes))
+if [ -n "$names" ] && [ -z "$bad" ] && ! grep -qE ';\[0x[0-9a-f]+\][; ]' "$T/nested/stacks.folded"; then
+	ok "unnamed code named by its FDE: $(printf '%s\n' $names | wc -l) FDE starts of the binary, no bare addresses"
+else notok "unnamed code named by its FDE" "not FDE starts: $bad" "$(grep -oE ';\[0x[0-9a-f]+\]' "$T/nested/stacks.folded" | head -3)"; fi
+
 # 3. Time: the same addresses before and after a flush.
 if [ -e "$MCREUSE" ]; then
 	"$J" record --no-inject -o "$T/flush" -F 1999 -- env LD_PRELOAD="$MCREUSE" JSF_MCREUSE_LOG=1 \
