@@ -906,32 +906,6 @@ static int write_tree_json(FILE *o, const struct tree *t)
 	return ferror(o) ? -EIO : 0;
 }
 
-static void html_text(FILE *o, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", o);
-			break;
-		case '>':
-			fputs("&gt;", o);
-			break;
-		case '&':
-			fputs("&amp;", o);
-			break;
-		case '"':
-			fputs("&quot;", o);
-			break;
-		case '\'':
-			fputs("&#39;", o);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20 && *s != 0x7f)
-				fputc(*s, o);
-		}
-	}
-}
-
 /* The viewer's files: $JITSFRAME_VIEWER, else VIEWER next to the running
  * executable (build/viewer for build/jitsframe), else
  * ../share/jitsframe/viewer from it (an install). */
@@ -1111,7 +1085,7 @@ int jsf_profile_write_html(const struct jsf_profile *p, const char *path,
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
 	      "<meta charset=\"utf-8\">\n<title>",
 	      o);
-	html_text(o, title);
+	markup_text(o, title, SIZE_MAX);
 	fputs("</title>\n<style>\n", o);
 	err = inline_asset(o, dir, viewer_files[2]);
 	fputs(
@@ -1122,7 +1096,7 @@ int jsf_profile_write_html(const struct jsf_profile *p, const char *path,
 	    "#details{min-height:1.4em;font-family:monospace;font-size:12px}\n"
 	    "</style>\n</head>\n<body>\n<h1>",
 	    o);
-	html_text(o, title);
+	markup_text(o, title, SIZE_MAX);
 	fprintf(o,
 		"</h1>\n<div id=\"bar\">%llu samples; trace frames (suffix "
 		"_[j]) in teal; click a frame to zoom. "
