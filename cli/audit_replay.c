@@ -95,13 +95,10 @@ int audit_replay_main(int argc, char **argv)
 	close(fd);
 
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0) {
+	if (cli_exe_dir(self, sizeof(self))) {
 		fprintf(stderr, "jitsframe audit replay: cannot find myself\n");
 		return EX_INPUT;
 	}
-	self[n] = 0;
-	*strrchr(self, '/') = 0;
 	char driver[PATH_MAX + 64], lua[PATH_MAX + 16];
 	snprintf(driver, sizeof(driver), "%s/lua/jitsframe_replay.lua", self);
 	snprintf(lua, sizeof(lua), "%s/lua", self);
@@ -112,18 +109,12 @@ int audit_replay_main(int argc, char **argv)
 			driver, strerror(errno));
 		return EX_INPUT;
 	}
-	const char *old = getenv("LUA_CPATH");
-	size_t need = strlen(lua) + (old ? strlen(old) : 2) + 16;
-	char *cpath = malloc(need);
-	if (!cpath)
-		return EX_INPUT;
-	snprintf(cpath, need, "%s/?.so;%s", lua, old ? old : ";");
-	if (setenv("LUA_CPATH", cpath, 1) || unsetenv("LUA_INIT")) {
-		perror("jitsframe audit replay: setenv");
-		free(cpath);
+	int err = cli_prepend_cpath(lua);
+	if (err || unsetenv("LUA_INIT")) {
+		fprintf(stderr, "jitsframe audit replay: setenv: %s\n",
+			strerror(err ? -err : errno));
 		return EX_INPUT;
 	}
-	free(cpath);
 
 	const char *luajit = getenv("JITSFRAME_LUAJIT");
 	if (!luajit || !*luajit)

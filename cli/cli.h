@@ -27,6 +27,13 @@ void json_str(FILE *f, const char *s);
  * rename); returns 0 or a negative errno. */
 int cli_write_file(const char *path, const void *buf, size_t len);
 
+/* The directory of this program (readlink /proc/self/exe); 0 or -1. */
+int cli_exe_dir(char *buf, size_t len);
+
+/* LUA_CPATH = DIR/?.so;<the old one, else ";" (Lua's default)>; 0 or
+ * -errno. */
+int cli_prepend_cpath(const char *dir);
+
 /* The environment that makes a LuaJIT command run with the VM side on
  * (cli/run_cmd.c); 0 or an exit code, after a message naming `who`. */
 int cli_vm_env(const char *who, const char *moddir, const char *region,

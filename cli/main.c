@@ -66,6 +66,32 @@ void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+int cli_exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0 || (size_t)n >= len - 1)
+		return -1;
+	buf[n] = 0;
+	char *slash = strrchr(buf, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	return 0;
+}
+
+int cli_prepend_cpath(const char *dir)
+{
+	const char *old = getenv("LUA_CPATH");
+	size_t need = strlen(dir) + (old ? strlen(old) : 2) + 16;
+	char *cpath = malloc(need);
+	if (!cpath)
+		return -ENOMEM;
+	snprintf(cpath, need, "%s/?.so;%s", dir, old ? old : ";");
+	int err = setenv("LUA_CPATH", cpath, 1) ? -errno : 0;
+	free(cpath);
+	return err;
+}
+
 int cli_write_file(const char *path, const void *buf, size_t len)
 {
 	size_t n = strlen(path);

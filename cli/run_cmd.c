@@ -64,17 +64,13 @@ int cli_vm_env(const char *who, const char *moddir, const char *region,
 {
 	char self[PATH_MAX], dir[PATH_MAX + 8];
 	if (!moddir) {
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n <= 0) {
+		if (cli_exe_dir(self, sizeof(self))) {
 			fprintf(stderr,
 				"%s: cannot find myself; use "
 				"--module-dir\n",
 				who);
 			return EX_USAGE;
 		}
-		self[n] = 0;
-		char *slash = strrchr(self, '/');
-		*slash = 0;
 		snprintf(dir, sizeof(dir), "%s/lua", self);
 		moddir = dir;
 	}
@@ -85,24 +81,15 @@ int cli_vm_env(const char *who, const char *moddir, const char *region,
 			strerror(errno));
 		return EX_INPUT;
 	}
-	const char *old_cpath = getenv("LUA_CPATH");
-	size_t need = strlen(moddir) + (old_cpath ? strlen(old_cpath) : 2) + 16;
-	char *cpath = malloc(need);
-	if (!cpath)
-		return EX_INPUT;
-	snprintf(cpath, need, "%s/?.so;%s", moddir,
-		 old_cpath ? old_cpath : ";");
 	const char *old_init = getenv("LUA_INIT");
 	if (setenv("JITSFRAME_LUA_INIT", old_init ? old_init : "", 1) ||
-	    setenv("LUA_INIT", init_code, 1) || setenv("LUA_CPATH", cpath, 1) ||
+	    setenv("LUA_INIT", init_code, 1) || cli_prepend_cpath(moddir) ||
 	    (region && setenv("JITSFRAME_REGION", region, 1)) ||
 	    setenv("JITSFRAME_REGION_REPLACE", replace ? "1" : "0", 1) ||
 	    setenv("JITSFRAME_QUIET", quiet ? "1" : "0", 1)) {
 		fprintf(stderr, "%s: setenv: %s\n", who, strerror(errno));
-		free(cpath);
 		return EX_INPUT;
 	}
-	free(cpath);
 	return 0;
 }
 
