@@ -19,56 +19,18 @@
 
 /* ---------------------------------------------------------------- traces */
 
-struct tfunc {
-	uint64_t start, add, rem;
-	uint32_t size, nrows;
-	struct jsf_row *rows;
-	const char *name; /* from the jitdump, resolved on first use */
-	int named;
-};
-
 struct tload {
 	uint64_t lo, hi, ts;
 	char *name;
 };
 
 struct traces {
-	struct tfunc *f;
-	size_t nf, capf;
-	uint32_t maxsize;
+	struct jsf_view *v; /* the region, kept open: lookups by pc and time */
 	struct tload *l;
 	size_t nl, capl;
 	uint32_t maxload;
 	uint32_t pid;
 };
-
-static int take_func(const struct jsf_func *jf, void *ctx)
-{
-	struct traces *t = ctx;
-	if (t->nf == t->capf) {
-		size_t nc = t->capf ? 2 * t->capf : 256;
-		struct tfunc *n = realloc(t->f, nc * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		t->f = n;
-		t->capf = nc;
-	}
-	struct tfunc *f = &t->f[t->nf];
-	memset(f, 0, sizeof(*f));
-	f->start = jf->start;
-	f->size = jf->size;
-	f->add = jf->add_ns;
-	f->rem = jf->remove_ns;
-	f->nrows = jf->nrows;
-	f->rows = malloc((jf->nrows ? jf->nrows : 1) * sizeof(*f->rows));
-	if (!f->rows)
-		return -ENOMEM;
-	memcpy(f->rows, jf->rows, jf->nrows * sizeof(*f->rows));
-	if (jf->size > t->maxsize)
-		t->maxsize = jf->size;
-	t->nf++;
-	return 0;
-}
 
 static void take_load(const struct jsf_jd_load *l, void *ctx)
 {
@@ -92,14 +54,6 @@ static void take_load(const struct jsf_jd_load *l, void *ctx)
 		t->maxload = (uint32_t)(hi - lo);
 }
 
-static int tf_cmp(const void *a, const void *b)
-{
-	const struct tfunc *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->add < y->add ? -1 : x->add > y->add;
-}
-
 static int tl_cmp(const void *a, const void *b)
 {
 	const struct tload *x = a, *y = b;
@@ -115,8 +69,7 @@ struct traces *traces_load(const char *region, const char *jdir, char *err,
 	if (!t)
 		return NULL;
 	if (region) {
-		struct jsf_view *v;
-		int r = jsf_view_open(&v, region);
+		int r = jsf_view_open(&t->v, region);
 		if (r) {
 			snprintf(err, errlen, "%s: %s", region,
 				 r == -EBADMSG ? jsf_view_error()
@@ -125,17 +78,8 @@ struct traces *traces_load(const char *region, const char *jdir, char *err,
 			return NULL;
 		}
 		struct jsf_view_info in = {.sz = sizeof(in)};
-		if (jsf_view_info(v, &in) == 0)
+		if (jsf_view_info(t->v, &in) == 0)
 			t->pid = in.producer_pid;
-		r = jsf_view_foreach(v, JSF_ALL, take_func, t);
-		jsf_view_close(v);
-		if (r) {
-			snprintf(err, errlen, "%s: %s", region,
-				 jsf_strerror(r));
-			traces_free(t);
-			return NULL;
-		}
-		qsort(t->f, t->nf, sizeof(*t->f), tf_cmp);
 	}
 	DIR *d = jdir ? opendir(jdir) : NULL;
 	struct dirent *de;
@@ -159,35 +103,11 @@ void traces_free(struct traces *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->nf; i++)
-		free(t->f[i].rows);
+	jsf_view_close(t->v);
 	for (size_t i = 0; i < t->nl; i++)
 		free(t->l[i].name);
-	free(t->f);
 	free(t->l);
 	free(t);
-}
-
-/* The function covering pc at time ts, or NULL. */
-static struct tfunc *trace_at(struct traces *t, uint64_t pc, uint64_t ts)
-{
-	size_t lo = 0, hi = t->nf;
-	while (lo < hi) {
-		size_t m = (lo + hi) / 2;
-		if (t->f[m].start <= pc)
-			lo = m + 1;
-		else
-			hi = m;
-	}
-	for (size_t k = lo; k > 0; k--) {
-		struct tfunc *f = &t->f[k - 1];
-		if (pc - f->start >= t->maxsize)
-			break;
-		if (pc - f->start < f->size && f->add <= ts &&
-		    (f->rem == 0 || ts < f->rem))
-			return f;
-	}
-	return NULL;
 }
 
 /* The jitdump name of the code at pc at time ts: the latest load at or
@@ -454,9 +374,14 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		uint64_t cfa, ra, nbp = bp;
 		bool nbp_known = bp_known;
 		if (!m || !m->file) {
-			struct tfunc *tf =
-			    u->t ? trace_at(u->t, look, ts) : NULL;
-			if (!tf) {
+			/* the function that covered pc at the sample's time,
+			 * and its row there (the region's reader) */
+			uint64_t fstart = 0;
+			uint32_t fsize = 0;
+			struct jsf_row trow;
+			if (!u->t || !u->t->v ||
+			    jsf_view_lookup(u->t->v, look, ts, &fstart, &fsize,
+					    &trow)) {
 				*why = n && pc == 0 ? STOP_NULL_RA
 						    : STOP_NO_MAPPING;
 				if (m) { /* anon code outside every trace */
@@ -469,27 +394,15 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 				}
 				return n;
 			}
-			if (!tf->named) {
-				tf->name = load_name(u->t, look, ts);
-				tf->named = 1;
-			}
 			f->is_trace = true;
 			f->jit_area = true;
-			f->name = tf->name;
-			f->symoff = look - tf->start;
-			f->map_start = tf->start;
-			f->map_end = tf->start + tf->size;
+			f->name = load_name(u->t, look, ts);
+			f->symoff = look - fstart;
+			f->map_start = fstart;
+			f->map_end = fstart + fsize;
 			f->map_name = "[jit]";
 			n++;
-			uint32_t off = (uint32_t)(look - tf->start);
-			const struct jsf_row *row = NULL;
-			for (uint32_t k = 0;
-			     k < tf->nrows && tf->rows[k].offset <= off; k++)
-				row = &tf->rows[k];
-			if (!row) {
-				*why = STOP_NO_ROW;
-				return n;
-			}
+			const struct jsf_row *row = &trow;
 			if (row->outermost) {
 				*why = STOP_OUTERMOST;
 				return n;
