@@ -22,7 +22,7 @@ CLI_LIBS := -ldw -lelf
 CLI_SRC += cli/audit_replay.c
 CLI_SRC += cli/audit_cmd.c vm/auditfmt.c
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
-TESTS   += t_auditdec
+TESTS   += t_auditdec t_ljtrace
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h vm/*.h)
 
 .PHONY: all check bench clean format deps demo
@@ -53,6 +53,7 @@ $(eval $(call flavour,tsan))
 
 TEST_LIBS_t_libsframe := -lsframe
 TEST_SRCS_t_ljrows := vm/ljrows.c vm/x86len.c
+TEST_SRCS_t_ljtrace := vm/ljtrace.c
 TEST_LIBS_t_states := -lluajit-5.1
 TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c -lmsgpackc
 AUDIT_FILES := vm/auditfmt.c vm/auditfmt.h vm/auditw.c vm/auditw.h
@@ -102,7 +103,7 @@ $(B)/asan/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 VM_SRC := vm/module.c vm/ljrows.c vm/x86len.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
-VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c
+VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c vm/ljtrace.c
 AUDIT_LIBS := -lmsgpackc
 $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
 	@mkdir -p $(dir $@)

@@ -34,6 +34,11 @@ skip() { n=$((n + 1)); echo "ok $n - # SKIP $1"; }
 LJ2=build/luajit2/usr/bin/luajit
 LJ2PATH="$PWD/$(ls -d build/luajit2/usr/share/luajit-2.1* 2>/dev/null | head -n 1)/?.lua;;"
 INIT="assert(require('jitsframe').start{auditlog=os.getenv('AUDIT_LOG'), level=os.getenv('AUDIT_LEVEL') or 'full', quiet=true, region=os.getenv('AUDIT_REGION')})"
+# ... and at exit, how many stopped traces the raw reader built from the
+# VM's memory (vm/ljtrace.c) rather than through jit.util: the replays
+# below must cover that path (tests/t_audit_raw.sh checks it against
+# jit.util trace by trace)
+INIT="$INIT; local p = newproxy(true); getmetatable(p).__gc = function() local f = io.open(os.getenv('AUDIT_LOG') .. '.raw', 'w'); f:write(require('jitsframe').stats().auditlog.raw_traces); f:close() end; _G.__t_audit_replay = p"
 
 # live VM NAME MODE SCRIPT SCALE: one run, log + -jdump + -jv in $T/NAME.*
 live() {
@@ -70,13 +75,15 @@ for vm in debian openresty; do
 		stitch=$(grep -c '/stitch' "$T/$name.d")
 		flush=$(grep -c '^---- TRACE flush' "$T/$name.d")
 		bcl=$(grep -cE '^[0-9]{4}  ' "$T/$name.d")
+		raw=$(cat "$T/$name.log.raw" 2>/dev/null)
 		if [ "$stops" -gt 0 ] && [ "$bcl" -gt 0 ] && cmp -s "$T/$name.d" "$T/$name.d.r" &&
-			cmp -s "$T/$name.v" "$T/$name.v.r"; then
-			ok "$vm $w $s: replay = live: -jdump=tbimrsaT $(wc -c <"$T/$name.d") bytes ($stops traces, $aborts aborts, $stitch stitch, $flush flushes), -jv $(wc -c <"$T/$name.v") bytes; log $(wc -c <"$T/$name.log") bytes"
+			cmp -s "$T/$name.v" "$T/$name.v.r" && [ "${raw:-0}" -gt 0 ]; then
+			ok "$vm $w $s: replay = live: -jdump=tbimrsaT $(wc -c <"$T/$name.d") bytes ($stops traces, $raw read raw, $aborts aborts, $stitch stitch, $flush flushes), -jv $(wc -c <"$T/$name.v") bytes; log $(wc -c <"$T/$name.log") bytes"
 		else
 			notok "$vm $w $s: replay differs from live ($stops traces)" \
 				"$(cmp "$T/$name.d" "$T/$name.d.r" 2>&1)" "$(cmp "$T/$name.v" "$T/$name.v.r" 2>&1)" \
-				"$(diff "$T/$name.d" "$T/$name.d.r" 2>&1 | head -6)" "$(head -3 "$T/$name.err" "$T/$name.rerr.r")"
+				"$(diff "$T/$name.d" "$T/$name.d.r" 2>&1 | head -6)" "$(head -3 "$T/$name.err" "$T/$name.rerr.r")" \
+				"traces read raw: ${raw:-none}"
 		fi
 	done
 	# trace exits with their registers (texit varargs): -jdump's X mode

@@ -9,6 +9,7 @@
 #include "audit.h"
 #include "auditfmt.h"
 #include "auditw.h"
+#include "ljtrace.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -34,10 +35,12 @@ static uint64_t g_func_ns, g_event_ns, g_write_ns; /* time spent */
 static char g_last_err[200];
 static msgpack_sbuffer g_sb, g_sbf; /* the record, a func record */
 static int g_in_func;		    /* building a func record */
+static int g_kbox;		    /* packing a tracek value of type I64/U64 */
 
 /* Per Lua state: cached functions and the function-id table. */
 struct astate {
 	int util_ref, fnids_ref, tostring_ref, typeof_ref, build_ref;
+	int uref[16];	/* registry refs of the jit.util functions (U_*) */
 	unsigned gen;	/* writer generation the fnids belong to */
 	uint32_t gexit; /* shared exit stubs already sent */
 	int gexit_none; /* traceexitstub(i) answers nil: per trace */
@@ -65,9 +68,6 @@ static const char *const util_names[U_N] = {
 
 struct ctx {
 	struct astate *a;
-	int ubase; /* stack index of util function 0 */
-	int tostr; /* stack index of tostring */
-	int tyof;  /* stack index of ffi.typeof or 0 */
 	int fnids; /* stack index of the weak id table */
 	int32_t spadj;
 	const char *kind; /* "trace", "record", "texit" */
@@ -145,7 +145,7 @@ static void pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
 
 static void call_util(lua_State *L, struct ctx *c, int u, int nargs, int nres)
 {
-	lua_pushvalue(L, c->ubase + u);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[u]);
 	lua_insert(L, -1 - nargs);
 	lua_call(L, nargs, nres);
 }
@@ -163,7 +163,8 @@ static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 	/* a proto's location: jit.bc prints it for FNEW (replay helper) */
 	int pl = !strcmp(tn, "proto");
 	/* LuaJIT names protos "proto" in tostring; its type() says so too */
-	msgpack_pack_map(pk, (cd && c->tyof ? 4 : 3) + pl);
+	int tyof = cd && c->a->typeof_ref != LUA_NOREF;
+	msgpack_pack_map(pk, (tyof ? 4 : 3) + pl);
 	if (pl) {
 		pstr(pk, "loc");
 		lua_pushvalue(L, idx);
@@ -175,19 +176,22 @@ static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 	pstr(pk, "obj");
 	pstr(pk, tn);
 	pstr(pk, "addr");
-	msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)lua_topointer(L, idx));
+	/* a 64-bit integer constant's cdata is a new box per tracek call:
+	 * its address means nothing (jit.dump prints the value) */
+	msgpack_pack_uint64(
+	    pk, cd && g_kbox ? 0 : (uint64_t)(uintptr_t)lua_topointer(L, idx));
 	pstr(pk, "str");
-	lua_pushvalue(L, c->tostr);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->tostring_ref);
 	lua_pushvalue(L, idx);
 	lua_call(L, 1, 1);
 	size_t n;
 	const char *s = lua_tolstring(L, -1, &n);
 	msgpack_pack_str_with_body(pk, s ? s : "", s ? n : 0);
 	lua_pop(L, 1);
-	if (cd && c->tyof) {
+	if (tyof) {
 		pstr(pk, "ctype");
-		lua_pushvalue(L, c->tostr);
-		lua_pushvalue(L, c->tyof);
+		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->tostring_ref);
+		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->typeof_ref);
 		lua_pushvalue(L, idx);
 		lua_call(L, 1, 1);
 		lua_call(L, 1, 1);
@@ -479,82 +483,6 @@ static uint64_t ensure_func(lua_State *L, struct ctx *c, int idx)
 	return id;
 }
 
-/* The trace dump shared by stop and (full) abort: info, ir, k, snap. */
-static uint32_t pack_trace_ir(lua_State *L, struct ctx *c, msgpack_packer *pk,
-			      msgpack_sbuffer *sb, lua_Integer tr,
-			      lua_Integer *nexit)
-{
-	lua_pushinteger(L, tr);
-	call_util(L, c, U_TRACEINFO, 1, 1);
-	if (!lua_istable(L, -1)) {
-		lua_pop(L, 1);
-		return 0;
-	}
-	lua_getfield(L, -1, "nins");
-	lua_Integer nins = lua_tointeger(L, -1);
-	lua_getfield(L, -2, "nk");
-	lua_Integer nk = lua_tointeger(L, -1);
-	lua_getfield(L, -3, "nexit");
-	*nexit = lua_tointeger(L, -1);
-	lua_pop(L, 3);
-	kv_top(L, c, pk, "info", 1);
-	/* ir: traceir(tr, i) for i = 0..nins (instructions; 0 is BASE) */
-	pstr(pk, "ir");
-	size_t m = map_begin(sb);
-	uint32_t n = 0;
-	for (lua_Integer i = 0; i <= nins; i++) {
-		lua_pushinteger(L, tr);
-		lua_pushinteger(L, i);
-		call_util(L, c, U_TRACEIR, 2, 5);
-		if (!lua_isnil(L, -5)) {
-			msgpack_pack_int64(pk, i);
-			msgpack_pack_array(pk, 5);
-			for (int j = -5; j < 0; j++) /* integers */
-				msgpack_pack_int64(pk, lua_tointeger(L, j));
-			n++;
-		}
-		lua_pop(L, 5);
-	}
-	map_end(sb, m, n);
-	/* k: tracek(tr, i) for i = -nk..-1 (constants) */
-	pstr(pk, "k");
-	m = map_begin(sb);
-	n = 0;
-	for (lua_Integer i = -nk; i < 0; i++) {
-		lua_pushinteger(L, tr);
-		lua_pushinteger(L, i);
-		call_util(L, c, U_TRACEK, 2, 3);
-		if (!(lua_isnil(L, -3) && lua_isnil(L, -2))) {
-			msgpack_pack_int64(pk, i);
-			int cnt = lua_isnil(L, -1) ? 2 : 3;
-			msgpack_pack_array(pk, (size_t)cnt);
-			for (int j = -3; j < -3 + cnt; j++)
-				pack_any(L, c, pk, j, 0, 1);
-			n++;
-		}
-		lua_pop(L, 3);
-	}
-	map_end(sb, m, n);
-	pstr(pk, "snap");
-	m = map_begin(sb);
-	n = 0;
-	for (lua_Integer i = 0;; i++) {
-		lua_pushinteger(L, tr);
-		lua_pushinteger(L, i);
-		call_util(L, c, U_TRACESNAP, 2, 1);
-		if (lua_isnil(L, -1)) {
-			lua_pop(L, 1);
-			break;
-		}
-		msgpack_pack_int64(pk, i);
-		pack_any(L, c, pk, -1, 1, 1);
-		lua_pop(L, 1);
-		n++;
-	}
-	map_end(sb, m, n);
-	return 4;
-}
-
 static uint64_t rec_head(msgpack_packer *pk, const char *ev)
 {
 	pstr(pk, "ev");
@@ -574,24 +502,503 @@ static void field_int(msgpack_packer *pk, const char *k, lua_State *L, int idx)
 		msgpack_pack_nil(pk);
 }
 
+/* ------------------------------------------------------------ traces */
+
+/* IR opcodes of the constants, from the log's own jit.vmdef.irnames */
+enum { K_PRI, K_INT, K_GC, K_PTR, K_KPTR, K_NULL, K_NUM, K_INT64, K_SLOT, K_N };
+static const char *const kop_names[K_N] = {
+    "KPRI", "KINT", "KGC", "KPTR", "KKPTR", "KNULL", "KNUM", "KINT64", "KSLOT"};
+static int g_kop[K_N]; /* opcode of each, -1 unknown */
+#define IRT_I64 21     /* IR types of 64-bit integers (jit/dump.lua's too) */
+#define IRT_U64 22
+static int g_x64_gc64; /* the VM is x64 with GC64: raw reads possible */
+
+/* Raw trace reads (ljtrace.h): not tried yet, checking, on, off. */
+enum { RAW_UNTRIED, RAW_CHECKING, RAW_ON, RAW_OFF };
+#define RAW_CHECK_TRACES 4 /* traces checked before raw reads alone */
+#define RAW_RECHECK 128	   /* then one trace in this many (default) */
+static int g_raw;
+static unsigned g_raw_recheck = RAW_RECHECK; /* JITSFRAME_AUDIT_RAWCHECK */
+static int g_raw_fault;	       /* JITSFRAME_AUDIT_RAWFAULT: tests only */
+static unsigned g_raw_mask;    /* candidate layouts still agreeing */
+static unsigned g_raw_checked; /* traces found equal */
+static uint64_t g_raw_traces, g_raw_stops, g_raw_checks;
+static char g_raw_why[200];
+static uint8_t g_irmode[256], g_irmode_known[256];
+static char g_linkname[256][24]; /* linktype index -> traceinfo's name */
+static uint8_t g_linkname_known[256];
+static msgpack_sbuffer g_sbu, g_sbr; /* jit.util and raw builds, to compare */
+
+static int is_k64(int o)
+{
+	return o == g_kop[K_NUM] || o == g_kop[K_INT64] || o == g_kop[K_GC] ||
+	       o == g_kop[K_PTR] || o == g_kop[K_KPTR];
+}
+
+/* traceinfo's table at idx, in a fixed order (nins, nk, link, nexit,
+ * linktype, then any other field). */
+static void pack_info(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
+{
+	static const char *const f[] = {"nins", "nk", "link", "nexit",
+					"linktype"};
+	uint32_t n = 0;
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		n++;
+		lua_pop(L, 1);
+	}
+	msgpack_pack_map(pk, n);
+	for (int i = 0; i < 5; i++) {
+		lua_getfield(L, idx, f[i]);
+		if (!lua_isnil(L, -1))
+			kv_top(L, c, pk, f[i], 0);
+		else
+			lua_pop(L, 1);
+	}
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		const char *k =
+		    lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		int known = 0;
+		for (int i = 0; k && i < 5; i++)
+			known |= !strcmp(k, f[i]);
+		if (!known) {
+			pack_any(L, c, pk, -2, 0, 1);
+			pack_any(L, c, pk, -1, 1, 1);
+		}
+		lua_pop(L, 1);
+	}
+}
+
+/* A trace through jit.util: info, ir, k, snap (and with mc, also mc, addr,
+ * loop). T (raw, may be NULL) only tells which constant slots hold the
+ * second half of a 64-bit constant, which tracek cannot: they are left
+ * out, as the raw reader leaves them out. Returns the fields packed. */
+static uint32_t pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
+				msgpack_sbuffer *sb, lua_Integer tr, int mc,
+				const uint8_t *T,
+				const struct jsf_ljt_layout *lay,
+				lua_Integer *nexit)
+{
+	lua_pushinteger(L, tr);
+	call_util(L, c, U_TRACEINFO, 1, 1);
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	lua_getfield(L, -1, "nins");
+	lua_Integer nins = lua_tointeger(L, -1);
+	lua_getfield(L, -2, "nk");
+	lua_Integer nk = lua_tointeger(L, -1);
+	lua_getfield(L, -3, "nexit");
+	*nexit = lua_tointeger(L, -1);
+	lua_pop(L, 3);
+	pstr(pk, "info");
+	pack_info(L, c, pk, lua_gettop(L));
+	lua_pop(L, 1);
+	/* ir: traceir(tr, i) for i = 0..nins (instructions; 0 is BASE) */
+	pstr(pk, "ir");
+	size_t m = map_begin(sb);
+	uint32_t n = 0;
+	for (lua_Integer i = 0; i <= nins; i++) {
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, i);
+		call_util(L, c, U_TRACEIR, 2, 5);
+		if (!lua_isnil(L, -5)) {
+			msgpack_pack_int64(pk, i);
+			msgpack_pack_array(pk, 5);
+			for (int j = -5; j < 0; j++) /* integers */
+				msgpack_pack_int64(pk, lua_tointeger(L, j));
+			n++;
+		}
+		lua_pop(L, 5);
+	}
+	map_end(sb, m, n);
+	/* k: tracek(tr, i) for i = -nk..-1 (constants) */
+	const uint8_t *ir =
+	    T ? (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->ir) : NULL;
+	pstr(pk, "k");
+	m = map_begin(sb);
+	n = 0;
+	for (lua_Integer i = -nk; i < 0; i++) {
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, i);
+		call_util(L, c, U_TRACEK, 2, 3);
+		if (!(lua_isnil(L, -3) && lua_isnil(L, -2))) {
+			msgpack_pack_int64(pk, i);
+			int cnt = lua_isnil(L, -1) ? 2 : 3;
+			msgpack_pack_array(pk, (size_t)cnt);
+			lua_Integer kt = lua_tointeger(L, -2);
+			g_kbox = kt == IRT_I64 || kt == IRT_U64;
+			for (int j = -3; j < -3 + cnt; j++)
+				pack_any(L, c, pk, j, 0, 1);
+			g_kbox = 0;
+			n++;
+		}
+		lua_pop(L, 3);
+		if (ir && is_k64(ir[8 * (JSF_LJT_REF_BIAS + i) + 5]))
+			i++; /* its value slot */
+	}
+	map_end(sb, m, n);
+	pstr(pk, "snap");
+	m = map_begin(sb);
+	n = 0;
+	for (lua_Integer i = 0;; i++) {
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, i);
+		call_util(L, c, U_TRACESNAP, 2, 1);
+		if (lua_isnil(L, -1)) {
+			lua_pop(L, 1);
+			break;
+		}
+		msgpack_pack_int64(pk, i);
+		pack_any(L, c, pk, -1, 1, 1);
+		lua_pop(L, 1);
+		n++;
+	}
+	map_end(sb, m, n);
+	if (!mc)
+		return 4;
+	lua_pushinteger(L, tr);
+	call_util(L, c, U_TRACEMC, 1, 3);
+	pstr(pk, "mc");
+	size_t len = 0;
+	const char *code =
+	    lua_isstring(L, -3) ? lua_tolstring(L, -3, &len) : NULL;
+	if (code) {
+		msgpack_pack_bin(pk, len);
+		msgpack_pack_bin_body(pk, code, len);
+	} else {
+		msgpack_pack_nil(pk);
+	}
+	field_int(pk, "addr", L, -2);
+	field_int(pk, "loop", L, -1);
+	lua_pop(L, 3);
+	return 7;
+}
+
+/* The same seven fields from the GCtrace's memory (layout lay). jit.util
+ * is still called for what needs a Lua value (a GC constant, a 64-bit
+ * integer constant: one tracek each) and once per new IR opcode (its mode,
+ * which is not in memory) or link type (its name). -1 if T and jit.util
+ * disagree on something looked at twice. */
+static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
+			  msgpack_sbuffer *sb, lua_Integer tr, const uint8_t *T,
+			  const struct jsf_ljt_layout *lay, lua_Integer *nexit)
+{
+	const uint32_t B = JSF_LJT_REF_BIAS;
+	uint32_t nins = jsf_ljt_u32(T, lay->nins), nk = jsf_ljt_u32(T, lay->nk);
+	uint32_t nsnap = jsf_ljt_u16(T, lay->nsnap);
+	const uint8_t *ir = (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->ir);
+	if (nins <= B || nk > B || !ir)
+		return -1;
+	*nexit = nsnap;
+	uint32_t lt = jsf_ljt_u8(T, lay->linktype);
+	if (!g_linkname_known[lt]) {
+		lua_pushinteger(L, tr);
+		call_util(L, c, U_TRACEINFO, 1, 1);
+		lua_getfield(L, -1, "linktype");
+		const char *s = lua_tostring(L, -1);
+		if (!s || strlen(s) >= sizeof(g_linkname[0])) {
+			lua_pop(L, 2);
+			return -1;
+		}
+		strcpy(g_linkname[lt], s);
+		g_linkname_known[lt] = 1;
+		lua_pop(L, 2);
+	}
+	pstr(pk, "info");
+	msgpack_pack_map(pk, 5);
+	pstr(pk, "nins");
+	msgpack_pack_int64(pk, (int64_t)nins - B - 1);
+	pstr(pk, "nk");
+	msgpack_pack_int64(pk, (int64_t)B - nk);
+	pstr(pk, "link");
+	msgpack_pack_int64(pk, jsf_ljt_u16(T, lay->link));
+	pstr(pk, "nexit");
+	msgpack_pack_int64(pk, nsnap);
+	pstr(pk, "linktype");
+	pstr(pk, g_linkname[lt]);
+
+	pstr(pk, "ir");
+	size_t m = map_begin(sb);
+	for (uint32_t ref = B; ref < nins; ref++) {
+		const uint8_t *in = ir + 8 * (size_t)ref;
+		uint32_t o = in[5];
+		int64_t op1 = jsf_ljt_u16(in, 0), op2 = jsf_ljt_u16(in, 2);
+		int64_t ot = jsf_ljt_u16(in, 4), prev = jsf_ljt_u16(in, 6);
+		if (!g_irmode_known[o]) { /* learn, and check this one */
+			lua_pushinteger(L, tr);
+			lua_pushinteger(L, (lua_Integer)(ref - B));
+			call_util(L, c, U_TRACEIR, 2, 5);
+			uint32_t md = (uint32_t)lua_tointeger(L, -5);
+			int ok = !lua_isnil(L, -5) && md < 256 &&
+				 lua_tointeger(L, -4) == ot &&
+				 lua_tointeger(L, -3) ==
+				     op1 - ((md & 3) == 0 ? B : 0) &&
+				 lua_tointeger(L, -2) ==
+				     op2 - (((md >> 2) & 3) == 0 ? B : 0) &&
+				 lua_tointeger(L, -1) == prev;
+			lua_pop(L, 5);
+			if (!ok)
+				return -1;
+			g_irmode[o] = (uint8_t)md;
+			g_irmode_known[o] = 1;
+		}
+		uint32_t md = g_irmode[o];
+		msgpack_pack_int64(pk, (int64_t)(ref - B));
+		msgpack_pack_array(pk, 5);
+		msgpack_pack_int64(pk, md);
+		msgpack_pack_int64(pk, ot);
+		msgpack_pack_int64(pk, op1 - ((md & 3) == 0 ? B : 0));
+		msgpack_pack_int64(pk, op2 - (((md >> 2) & 3) == 0 ? B : 0));
+		/* fault injection for the tests: one wrong register */
+		msgpack_pack_int64(pk, prev ^ (g_raw_fault && ref + 1 == nins));
+	}
+	map_end(sb, m, nins - B);
+
+	pstr(pk, "k");
+	m = map_begin(sb);
+	uint32_t n = 0;
+	for (uint32_t ref = nk; ref < B; ref++) {
+		const uint8_t *in = ir + 8 * (size_t)ref, *v = in;
+		int o = in[5], slot = -1;
+		int64_t idx = (int64_t)ref - B;
+		if (o == g_kop[K_SLOT]) {
+			uint32_t to = jsf_ljt_u16(in, 0);
+			if (to < nk || to >= B)
+				return -1;
+			slot = (int)jsf_ljt_u16(in, 2);
+			v = ir + 8 * (size_t)to;
+		}
+		int vo = v[5];
+		uint32_t t = v[4] & 0x1f; /* irt_type */
+		msgpack_pack_int64(pk, idx);
+		msgpack_pack_array(pk, slot < 0 ? 2 : 3);
+		if (vo == g_kop[K_PRI] && t <= 2) { /* nil, false, true */
+			if (t == 0)
+				msgpack_pack_nil(pk);
+			else if (t == 1)
+				msgpack_pack_false(pk);
+			else
+				msgpack_pack_true(pk);
+		} else if (vo == g_kop[K_INT]) {
+			int32_t i;
+			memcpy(&i, v, 4);
+			pnum(pk, i);
+		} else if (vo == g_kop[K_NULL]) {
+			pnum(pk, 0);
+		} else if (vo == g_kop[K_NUM]) {
+			double d;
+			memcpy(&d, v + 8, 8);
+			pnum(pk, d);
+		} else if (vo == g_kop[K_PTR] || vo == g_kop[K_KPTR]) {
+			pnum(pk, (lua_Number)jsf_ljt_u64(v, 8));
+		} else { /* a Lua value: ask jit.util */
+			lua_pushinteger(L, tr);
+			lua_pushinteger(L, (lua_Integer)idx);
+			call_util(L, c, U_TRACEK, 2, 3);
+			if (lua_tointeger(L, -2) != (lua_Integer)t ||
+			    (slot >= 0 && lua_tointeger(L, -1) != slot)) {
+				lua_pop(L, 3);
+				return -1;
+			}
+			g_kbox = t == IRT_I64 || t == IRT_U64;
+			pack_any(L, c, pk, -3, 0, 1);
+			g_kbox = 0;
+			lua_pop(L, 3);
+		}
+		pnum(pk, t);
+		if (slot >= 0)
+			pnum(pk, slot);
+		n++;
+		if (is_k64(o))
+			ref++;
+	}
+	map_end(sb, m, n);
+
+	pstr(pk, "snap");
+	m = map_begin(sb);
+	const uint8_t *snap =
+	    (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->snap);
+	const uint8_t *map =
+	    (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->snapmap);
+	if (nsnap && (!snap || !map))
+		return -1;
+	for (uint32_t sn = 0; sn < nsnap; sn++) {
+		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
+		uint32_t ofs =
+		    lay->mapofs_w == 4 ? jsf_ljt_u32(S, 0) : jsf_ljt_u16(S, 0);
+		uint32_t nent = S[lay->snap_nent];
+		msgpack_pack_int64(pk, sn);
+		msgpack_pack_map(pk, nent + 3);
+		msgpack_pack_int64(pk, 0);
+		msgpack_pack_int64(pk,
+				   (int64_t)jsf_ljt_u16(S, lay->snap_ref) - B);
+		msgpack_pack_int64(pk, 1);
+		msgpack_pack_int64(pk, S[lay->snap_nslots]);
+		for (uint32_t e = 0; e < nent; e++) {
+			msgpack_pack_int64(pk, e + 2);
+			msgpack_pack_int64(
+			    pk, (int32_t)jsf_ljt_u32(map, 4 * (ofs + e)));
+		}
+		msgpack_pack_int64(pk, nent + 2);
+		msgpack_pack_int64(pk,
+				   (int32_t)0xff000000u); /* SNAP(255,0,0) */
+	}
+	map_end(sb, m, nsnap);
+
+	const uint8_t *mc =
+	    (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->mcode);
+	pstr(pk, "mc");
+	if (mc) {
+		uint32_t len = jsf_ljt_u32(T, lay->szmcode);
+		msgpack_pack_bin(pk, len);
+		msgpack_pack_bin_body(pk, mc, len);
+		pstr(pk, "addr");
+		pnum(pk, (lua_Number)(intptr_t)mc);
+		pstr(pk, "loop");
+		pnum(pk, jsf_ljt_u32(T, lay->mcloop));
+	} else {
+		msgpack_pack_nil(pk);
+		pstr(pk, "addr");
+		msgpack_pack_nil(pk);
+		pstr(pk, "loop");
+		msgpack_pack_nil(pk);
+	}
+	return 7;
+}
+static void raw_off(const char *fmt, lua_Integer tr)
+{
+	g_raw = RAW_OFF;
+	snprintf(g_raw_why, sizeof(g_raw_why), fmt, (long long)tr);
+}
+
+/* First stop: look for the trace array, keyed by this trace. */
+static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
+{
+	g_raw = RAW_OFF;
+	if (!g_x64_gc64) {
+		snprintf(g_raw_why, sizeof(g_raw_why),
+			 "not an x64 VM with GC64");
+		return;
+	}
+	for (int i = 0; i < K_N; i++)
+		if (g_kop[i] < 0) {
+			snprintf(g_raw_why, sizeof(g_raw_why),
+				 "no IR opcode %s in jit.vmdef", kop_names[i]);
+			return;
+		}
+	struct jsf_ljt_known k = {.tr = (uint32_t)tr};
+	lua_pushinteger(L, tr);
+	call_util(L, c, U_TRACEINFO, 1, 1);
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		raw_off("trace %lld: no traceinfo", tr);
+		return;
+	}
+	lua_getfield(L, -1, "nins");
+	lua_getfield(L, -2, "nk");
+	lua_getfield(L, -3, "nexit");
+	lua_getfield(L, -4, "link");
+	k.nins = (uint32_t)lua_tointeger(L, -4);
+	k.nk = (uint32_t)lua_tointeger(L, -3);
+	k.nexit = (uint32_t)lua_tointeger(L, -2);
+	k.link = (uint32_t)lua_tointeger(L, -1);
+	lua_pop(L, 5);
+	lua_pushinteger(L, tr);
+	call_util(L, c, U_TRACEMC, 1, 3);
+	size_t len = 0;
+	if (lua_isstring(L, -3))
+		lua_tolstring(L, -3, &len);
+	k.szmcode = (uint32_t)len;
+	k.mcode = (uintptr_t)lua_tonumber(L, -2);
+	k.mcloop = (uint32_t)lua_tointeger(L, -1);
+	lua_pop(L, 3);
+	unsigned mask;
+	char why[160];
+	if (jsf_ljt_discover(L, &k, &mask, why, sizeof(why))) {
+		snprintf(g_raw_why, sizeof(g_raw_why), "%s", why);
+		return;
+	}
+	g_raw_mask = mask;
+	g_raw = RAW_CHECKING;
+}
+
+static void sb_reset(msgpack_sbuffer *sb, msgpack_packer *pk)
+{
+	msgpack_sbuffer_clear(sb);
+	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+}
+
+/* A stopped trace's info, ir, k, snap, mc, addr, loop: from memory once
+ * the layout agreed with jit.util on RAW_CHECK_TRACES traces (and again
+ * on one trace in RAW_RECHECK), else through jit.util. */
+static uint32_t pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
+				msgpack_sbuffer *sb, lua_Integer tr,
+				lua_Integer *nexit)
+{
+	msgpack_packer p2;
+	if (g_raw == RAW_UNTRIED)
+		raw_discover(L, c, tr);
+	if (g_raw == RAW_ON && ++g_raw_stops % g_raw_recheck) {
+		const struct jsf_ljt_layout *lay =
+		    &jsf_ljt_layouts[__builtin_ctz(g_raw_mask)];
+		const uint8_t *T = jsf_ljt_trace(L, (uint32_t)tr, lay);
+		if (T) {
+			sb_reset(&g_sbr, &p2);
+			if (pack_trace_raw(L, c, &p2, &g_sbr, tr, T, lay,
+					   nexit) == 7) {
+				msgpack_sbuffer_write(sb, g_sbr.data,
+						      g_sbr.size);
+				g_raw_traces++;
+				return 7;
+			}
+			raw_off("trace %lld: its memory and jit.util disagree",
+				tr);
+		} else {
+			raw_off("trace %lld: not found in the trace array", tr);
+		}
+	}
+	if (g_raw == RAW_CHECKING || g_raw == RAW_ON) {
+		const struct jsf_ljt_layout *l0 =
+		    &jsf_ljt_layouts[__builtin_ctz(g_raw_mask)];
+		const uint8_t *T0 = jsf_ljt_trace(L, (uint32_t)tr, l0);
+		sb_reset(&g_sbu, &p2);
+		uint32_t n =
+		    pack_trace_util(L, c, &p2, &g_sbu, tr, 1, T0, l0, nexit);
+		for (unsigned i = 0; T0 && jsf_ljt_layouts[i].name; i++) {
+			if (!(g_raw_mask & (1u << i)))
+				continue;
+			const struct jsf_ljt_layout *lay = &jsf_ljt_layouts[i];
+			const uint8_t *T = jsf_ljt_trace(L, (uint32_t)tr, lay);
+			lua_Integer nx = 0;
+			sb_reset(&g_sbr, &p2);
+			if (!T ||
+			    pack_trace_raw(L, c, &p2, &g_sbr, tr, T, lay,
+					   &nx) != 7 ||
+			    nx != *nexit || g_sbr.size != g_sbu.size ||
+			    memcmp(g_sbr.data, g_sbu.data, g_sbu.size))
+				g_raw_mask &= ~(1u << i);
+		}
+		g_raw_checks++;
+		if (!T0 || !g_raw_mask)
+			raw_off("trace %lld: no known layout gives what "
+				"jit.util gives",
+				tr);
+		else if (++g_raw_checked >= RAW_CHECK_TRACES)
+			g_raw = RAW_ON;
+		msgpack_sbuffer_write(sb, g_sbu.data, g_sbu.size);
+		return n;
+	}
+	return pack_trace_util(L, c, pk, sb, tr, 1, NULL, NULL, nexit);
+}
+
 /* Build a trace-event record: stack 1 = ctx, 2.. = the event's args. */
 static int build(lua_State *L)
 {
 	struct ctx *c = lua_touserdata(L, 1);
 	int nargs = lua_gettop(L) - 1;
-	/* cached functions at fixed slots */
-	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->util_ref);
-	int util = lua_gettop(L);
-	c->ubase = util + 1;
-	for (int u = 0; u < U_N; u++)
-		lua_getfield(L, util, util_names[u]);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->tostring_ref);
-	c->tostr = lua_gettop(L);
-	c->tyof = 0;
-	if (c->a->typeof_ref != LUA_NOREF) {
-		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->typeof_ref);
-		c->tyof = lua_gettop(L);
-	}
 	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->fnids_ref);
 	c->fnids = lua_gettop(L);
 
@@ -677,24 +1084,7 @@ static int build(lua_State *L)
 				n++;
 			}
 			lua_Integer nexit = 0;
-			n += pack_trace_ir(L, c, pk, sb, tr, &nexit);
-			lua_pushinteger(L, tr);
-			call_util(L, c, U_TRACEMC, 1, 3);
-			pstr(pk, "mc");
-			size_t len = 0;
-			const char *mc = lua_isstring(L, -3)
-					     ? lua_tolstring(L, -3, &len)
-					     : NULL;
-			if (mc) {
-				msgpack_pack_bin(pk, len);
-				msgpack_pack_bin_body(pk, mc, len);
-			} else {
-				msgpack_pack_nil(pk);
-			}
-			field_int(pk, "addr", L, -2);
-			field_int(pk, "loop", L, -1);
-			lua_pop(L, 3);
-			n += 3;
+			n += pack_stop_trace(L, c, pk, sb, tr, &nexit);
 			/* exit stubs: shared ones (x86/x64) only when new */
 			struct astate *a = c->a;
 			if (!a->gexit_none) {
@@ -757,7 +1147,8 @@ static int build(lua_State *L)
 			n += 5;
 			lua_Integer nx;
 			if (g_level >= JSF_AUDIT_FULL)
-				n += pack_trace_ir(L, c, pk, sb, tr, &nx);
+				n += pack_trace_util(L, c, pk, sb, tr, 0, NULL,
+						     NULL, &nx);
 		} else if (!strcmp(what, "flush")) {
 			rec_head(pk, "flush");
 			c->a->gexit =
@@ -812,6 +1203,10 @@ static struct astate *get_astate(lua_State *L, int create)
 	memset(a, 0, sizeof(*a));
 	a->fnids_ref = a->typeof_ref = LUA_NOREF;
 	lua_rawset(L, LUA_REGISTRYINDEX);
+	for (int u = 0; u < U_N; u++) {
+		lua_getfield(L, -1, util_names[u]);
+		a->uref[u] = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
 	a->util_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	lua_getglobal(L, "tostring");
 	a->tostring_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -899,14 +1294,6 @@ const char *jsf_audit_path(void)
 static int build_header(lua_State *L)
 {
 	struct ctx *c = lua_touserdata(L, 1);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->util_ref);
-	int util = lua_gettop(L);
-	c->ubase = util + 1;
-	for (int u = 0; u < U_N; u++)
-		lua_getfield(L, util, util_names[u]);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->tostring_ref);
-	c->tostr = lua_gettop(L);
-	c->tyof = 0;
 	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->fnids_ref);
 	c->fnids = lua_gettop(L);
 	g_in_func = 1; /* no functions expected: never emit func records */
@@ -974,6 +1361,25 @@ static int build_header(lua_State *L)
 	int vmdef = lua_gettop(L);
 	pstr(pk, "vmdef");
 	pack_any(L, c, pk, vmdef, 1, 0);
+	/* what the raw trace reader needs: constant opcodes, x64 + GC64 */
+	lua_getfield(L, vmdef, "irnames");
+	size_t inl = 0;
+	const char *irn = lua_tolstring(L, -1, &inl);
+	for (int i = 0; i < K_N; i++) {
+		g_kop[i] = -1;
+		size_t kl = strlen(kop_names[i]);
+		for (size_t o = 0; irn && o + 6 <= inl && o / 6 < 256; o += 6)
+			if (!memcmp(irn + o, kop_names[i], kl) &&
+			    (kl == 6 || irn[o + kl] == ' ')) {
+				g_kop[i] = (int)(o / 6);
+				break;
+			}
+	}
+	lua_pop(L, 1);
+	lua_getfield(L, jit, "arch");
+	g_x64_gc64 =
+	    gc64 && lua_isstring(L, -1) && !strcmp(lua_tostring(L, -1), "x64");
+	lua_pop(L, 1);
 	/* ircalladdr(i) for i = 0..#vmdef.ircall */
 	lua_getfield(L, vmdef, "ircall");
 	int nc = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : -1;
@@ -1004,6 +1410,26 @@ int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
 		g_w = NULL;
 	}
 	g_level = cfg->level;
+	/* debugging knobs of the raw trace reader (docs/AUDITLOG.md) */
+	const char *rc = getenv("JITSFRAME_AUDIT_RAWCHECK");
+	if (rc && *rc) {
+		char *end;
+		unsigned long v = strtoul(rc, &end, 10);
+		if (*end || v > 1u << 30) {
+			snprintf(err, errlen,
+				 "JITSFRAME_AUDIT_RAWCHECK=%s: not a number "
+				 "of traces",
+				 rc);
+			return -EINVAL;
+		}
+		if (v == 0 && g_raw != RAW_OFF) {
+			g_raw = RAW_OFF;
+			snprintf(g_raw_why, sizeof(g_raw_why),
+				 "JITSFRAME_AUDIT_RAWCHECK=0");
+		}
+		g_raw_recheck = v ? (unsigned)v : RAW_RECHECK;
+	}
+	g_raw_fault = getenv("JITSFRAME_AUDIT_RAWFAULT") != NULL;
 	struct astate *a = get_astate(L, 1);
 	if (!a) {
 		snprintf(err, errlen, "no jit.util");
@@ -1068,6 +1494,18 @@ void jsf_audit_stats(lua_State *L)
 	lua_setfield(L, -2, "func_ns");
 	lua_pushnumber(L, (lua_Number)g_write_ns);
 	lua_setfield(L, -2, "write_ns");
+	/* the raw trace reader (ljtrace.h): state, traces read raw */
+	static const char *const rs[] = {"untried", "checking", "on", "off"};
+	lua_pushstring(L, rs[g_raw]);
+	lua_setfield(L, -2, "raw");
+	lua_pushnumber(L, (lua_Number)g_raw_traces);
+	lua_setfield(L, -2, "raw_traces");
+	lua_pushnumber(L, (lua_Number)g_raw_checks);
+	lua_setfield(L, -2, "raw_checked");
+	if (g_raw_why[0]) {
+		lua_pushstring(L, g_raw_why);
+		lua_setfield(L, -2, "raw_off");
+	}
 	if (g_last_err[0]) {
 		lua_pushstring(L, g_last_err);
 		lua_setfield(L, -2, "last_error");

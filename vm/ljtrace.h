@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw reads of a LuaJIT trace (GCtrace) for the auditlog: the IR,
+ * constants, snapshots and machine code straight from the VM's memory
+ * instead of one jit.util call (and often one Lua table) per instruction.
+ *
+ * Nothing here is taken on trust. The trace array is found once by
+ * searching the VM's global state for the one pointer through which trace
+ * N's object carries exactly what jit.util said about trace N (number,
+ * machine-code address and size, loop offset, IR and constant counts,
+ * exits); only readable memory (/proc/self/maps) is looked at while
+ * searching. The struct layouts come from a short list of LuaJIT's known
+ * ones (GC64 x86-64 only); the caller (vm/audit.c) keeps a layout only
+ * after the records it builds from it are byte for byte the ones built
+ * through jit.util, over several traces, and checks again now and then.
+ */
+#ifndef JSF_LJTRACE_H
+#define JSF_LJTRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JSF_LJT_REF_BIAS 0x8000u
+
+/* Offsets into GCtrace and SnapShot of one LuaJIT version family. */
+struct jsf_ljt_layout {
+	const char *name;
+	uint8_t nsnap, nins, ir, nk, snap, snapmap, szmcode, mcode, mcloop,
+	    traceno, link, linktype;
+	uint8_t size; /* bytes of GCtrace read */
+	/* SnapShot: size, mapofs width (2 or 4), field offsets */
+	uint8_t snap_size, mapofs_w, snap_ref, snap_nslots, snap_nent;
+};
+
+/* The candidate layouts (a NULL name ends the list). */
+extern const struct jsf_ljt_layout jsf_ljt_layouts[];
+
+/* What jit.util says about trace tr (the search's key). */
+struct jsf_ljt_known {
+	uint32_t tr, nins, nk, nexit, link; /* traceinfo (nins/nk unbiased) */
+	uintptr_t mcode;		    /* tracemc: addr, #mcode, loop */
+	uint32_t szmcode, mcloop;
+};
+
+/* Search the VM state behind L (a lua_State *) for the trace array, with
+ * trace k->tr as the key. 0 and a bitmask of the layouts that agree with
+ * every field of k; -1 with a reason in why. Call once (it reads
+ * /proc/self/maps). */
+int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
+		     unsigned *layouts, char *why, size_t whylen);
+
+/* The GCtrace of trace tr through the discovered trace array, or NULL when
+ * not discovered or the object there is not trace tr (layout lay). */
+const uint8_t *jsf_ljt_trace(const void *L, uint32_t tr,
+			     const struct jsf_ljt_layout *lay);
+
+/* Field readers (unaligned-safe). */
+static inline uint32_t jsf_ljt_u8(const uint8_t *p, unsigned off)
+{
+	return p[off];
+}
+uint32_t jsf_ljt_u16(const uint8_t *p, unsigned off);
+uint32_t jsf_ljt_u32(const uint8_t *p, unsigned off);
+uint64_t jsf_ljt_u64(const uint8_t *p, unsigned off);
+
+/* Does trace T (layout lay) agree with every field of k? */
+int jsf_ljt_matches(const uint8_t *T, const struct jsf_ljt_layout *lay,
+		    const struct jsf_ljt_known *k);
+
+#endif
