@@ -677,6 +677,63 @@ static uint32_t pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	return 7;
 }
 
+/* The raw reader's hot loops encode straight into the buffer: the bytes
+ * msgpack-c's msgpack_pack_int64 / _array / _map would write (the checks
+ * against the jit.util build, which uses msgpack-c, compare them). */
+static char *mp_room(msgpack_sbuffer *sb, size_t n)
+{
+	if (sb->alloc - sb->size < n) {
+		size_t na = sb->alloc ? sb->alloc * 2 : 8192;
+		while (na - sb->size < n)
+			na *= 2;
+		char *d = realloc(sb->data, na);
+		if (!d)
+			return NULL;
+		sb->data = d;
+		sb->alloc = na;
+	}
+	return sb->data + sb->size;
+}
+
+static char *mp_be(char *p, uint8_t tag, uint64_t v, int bytes)
+{
+	*p++ = (char)tag;
+	for (int i = bytes - 1; i >= 0; i--)
+		*p++ = (char)(v >> (8 * i));
+	return p;
+}
+
+static char *mp_int(char *p, int64_t d)
+{
+	if (d < -(1LL << 5)) {
+		if (d < -(1LL << 15))
+			return d < -(1LL << 31)
+				   ? mp_be(p, 0xd3, (uint64_t)d, 8)
+				   : mp_be(p, 0xd2, (uint64_t)d, 4);
+		return d < -(1LL << 7) ? mp_be(p, 0xd1, (uint64_t)d, 2)
+				       : mp_be(p, 0xd0, (uint64_t)d, 1);
+	}
+	if (d < (1LL << 7)) {
+		*p++ = (char)(int8_t)d;
+		return p;
+	}
+	if (d < (1LL << 16))
+		return d < (1LL << 8) ? mp_be(p, 0xcc, (uint64_t)d, 1)
+				      : mp_be(p, 0xcd, (uint64_t)d, 2);
+	return d < (1LL << 32) ? mp_be(p, 0xce, (uint64_t)d, 4)
+			       : mp_be(p, 0xcf, (uint64_t)d, 8);
+}
+
+static char *mp_head(char *p, uint32_t n, uint8_t fix, uint8_t t16)
+{
+	if (n < 16) {
+		*p++ = (char)(fix | n);
+		return p;
+	}
+	return n < 65536 ? mp_be(p, t16, n, 2)
+			 : mp_be(p, (uint8_t)(t16 + 1), n, 4);
+}
+
 /* The same seven fields from the GCtrace's memory (layout lay). jit.util
  * is still called for what needs a Lua value (a GC constant, a 64-bit
  * integer constant: one tracek each) and once per new IR opcode (its mode,
@@ -720,41 +777,52 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	pstr(pk, "linktype");
 	pstr(pk, g_linkname[lt]);
 
-	pstr(pk, "ir");
-	size_t m = map_begin(sb);
+	/* modes of opcodes not seen before: learnt from traceir, which must
+	 * agree with memory on that instruction */
 	for (uint32_t ref = B; ref < nins; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref;
 		uint32_t o = in[5];
+		if (g_irmode_known[o])
+			continue;
 		int64_t op1 = jsf_ljt_u16(in, 0), op2 = jsf_ljt_u16(in, 2);
-		int64_t ot = jsf_ljt_u16(in, 4), prev = jsf_ljt_u16(in, 6);
-		if (!g_irmode_known[o]) { /* learn, and check this one */
-			lua_pushinteger(L, tr);
-			lua_pushinteger(L, (lua_Integer)(ref - B));
-			call_util(L, c, U_TRACEIR, 2, 5);
-			uint32_t md = (uint32_t)lua_tointeger(L, -5);
-			int ok = !lua_isnil(L, -5) && md < 256 &&
-				 lua_tointeger(L, -4) == ot &&
-				 lua_tointeger(L, -3) ==
-				     op1 - ((md & 3) == 0 ? B : 0) &&
-				 lua_tointeger(L, -2) ==
-				     op2 - (((md >> 2) & 3) == 0 ? B : 0) &&
-				 lua_tointeger(L, -1) == prev;
-			lua_pop(L, 5);
-			if (!ok)
-				return -1;
-			g_irmode[o] = (uint8_t)md;
-			g_irmode_known[o] = 1;
-		}
-		uint32_t md = g_irmode[o];
-		msgpack_pack_int64(pk, (int64_t)(ref - B));
-		msgpack_pack_array(pk, 5);
-		msgpack_pack_int64(pk, md);
-		msgpack_pack_int64(pk, ot);
-		msgpack_pack_int64(pk, op1 - ((md & 3) == 0 ? B : 0));
-		msgpack_pack_int64(pk, op2 - (((md >> 2) & 3) == 0 ? B : 0));
-		/* fault injection for the tests: one wrong register */
-		msgpack_pack_int64(pk, prev ^ (g_raw_fault && ref + 1 == nins));
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, (lua_Integer)(ref - B));
+		call_util(L, c, U_TRACEIR, 2, 5);
+		uint32_t md = (uint32_t)lua_tointeger(L, -5);
+		int ok =
+		    !lua_isnil(L, -5) && md < 256 &&
+		    lua_tointeger(L, -4) == jsf_ljt_u16(in, 4) &&
+		    lua_tointeger(L, -3) == op1 - ((md & 3) == 0 ? B : 0) &&
+		    lua_tointeger(L, -2) ==
+			op2 - (((md >> 2) & 3) == 0 ? B : 0) &&
+		    lua_tointeger(L, -1) == jsf_ljt_u16(in, 6);
+		lua_pop(L, 5);
+		if (!ok)
+			return -1;
+		g_irmode[o] = (uint8_t)md;
+		g_irmode_known[o] = 1;
 	}
+	pstr(pk, "ir");
+	size_t m = map_begin(sb);
+	char *p = mp_room(sb, (size_t)(nins - B) * 24);
+	if (!p)
+		return -1;
+	for (uint32_t ref = B; ref < nins; ref++) {
+		const uint8_t *in = ir + 8 * (size_t)ref;
+		uint32_t md = g_irmode[in[5]];
+		p = mp_int(p, (int64_t)(ref - B));
+		*p++ = (char)0x95; /* array of 5 */
+		p = mp_int(p, md);
+		p = mp_int(p, jsf_ljt_u16(in, 4));
+		p = mp_int(p, (int64_t)jsf_ljt_u16(in, 0) -
+				  ((md & 3) == 0 ? B : 0));
+		p = mp_int(p, (int64_t)jsf_ljt_u16(in, 2) -
+				  (((md >> 2) & 3) == 0 ? B : 0));
+		/* fault injection for the tests: one wrong register */
+		p = mp_int(p, jsf_ljt_u16(in, 6) ^
+				  (g_raw_fault && ref + 1 == nins));
+	}
+	sb->size = (size_t)(p - sb->data);
 	map_end(sb, m, nins - B);
 
 	pstr(pk, "k");
@@ -830,21 +898,22 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		uint32_t ofs =
 		    lay->mapofs_w == 4 ? jsf_ljt_u32(S, 0) : jsf_ljt_u16(S, 0);
 		uint32_t nent = S[lay->snap_nent];
-		msgpack_pack_int64(pk, sn);
-		msgpack_pack_map(pk, nent + 3);
-		msgpack_pack_int64(pk, 0);
-		msgpack_pack_int64(pk,
-				   (int64_t)jsf_ljt_u16(S, lay->snap_ref) - B);
-		msgpack_pack_int64(pk, 1);
-		msgpack_pack_int64(pk, S[lay->snap_nslots]);
+		p = mp_room(sb, 32 + (size_t)nent * 9);
+		if (!p)
+			return -1;
+		p = mp_int(p, sn);
+		p = mp_head(p, nent + 3, 0x80, 0xde); /* map */
+		p = mp_int(p, 0);
+		p = mp_int(p, (int64_t)jsf_ljt_u16(S, lay->snap_ref) - B);
+		p = mp_int(p, 1);
+		p = mp_int(p, S[lay->snap_nslots]);
 		for (uint32_t e = 0; e < nent; e++) {
-			msgpack_pack_int64(pk, e + 2);
-			msgpack_pack_int64(
-			    pk, (int32_t)jsf_ljt_u32(map, 4 * (ofs + e)));
+			p = mp_int(p, e + 2);
+			p = mp_int(p, (int32_t)jsf_ljt_u32(map, 4 * (ofs + e)));
 		}
-		msgpack_pack_int64(pk, nent + 2);
-		msgpack_pack_int64(pk,
-				   (int32_t)0xff000000u); /* SNAP(255,0,0) */
+		p = mp_int(p, nent + 2);
+		p = mp_int(p, (int32_t)0xff000000u); /* SNAP(255,0,0) */
+		sb->size = (size_t)(p - sb->data);
 	}
 	map_end(sb, m, nsnap);
 
