@@ -78,7 +78,6 @@ static unsigned layout_bit(const char *name)
 
 int main(void)
 {
-	/* on the heap: the search trusts anonymous memory only */
 	struct fake *fp = calloc(1, sizeof(*fp));
 	if (!fp)
 		return 1;
@@ -174,10 +173,20 @@ int main(void)
 		}
 	}
 
+	CASE("trace array beyond the first 8 KiB: found")
+	{
+		build(&f, &jsf_ljt_layouts[0], 0x9a08);
+		int r = jsf_ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
+		CHECK(r == 0, "%s", why);
+		CHECK(jsf_ljt_trace(f.L, 7, &jsf_ljt_layouts[0]) == f.T,
+		      "lookup");
+	}
+
 	CASE("two trace arrays: ambiguous, refused")
 	{
 		build(&f, &jsf_ljt_layouts[0], 0x800);
 		put64(f.mem, 0x900, (uint64_t)(uintptr_t)f.arr);
+		put32(f.mem, 0x908, 1);
 		put32(f.mem, 0x90c, 64);
 		int r = jsf_ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
 		CHECK(r == -1, "found");

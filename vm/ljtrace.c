@@ -7,9 +7,12 @@
  */
 #include "ljtrace.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* GCtrace's gct byte: (uint8_t)~LJ_TTRACE, LJ_TTRACE = ~9u */
 #define GCT_TRACE 9u
@@ -51,66 +54,32 @@ uint64_t jsf_ljt_u64(const uint8_t *p, unsigned off)
 
 /* ------------------------------------------------- readable memory */
 
-struct range {
-	uintptr_t lo, hi;
-};
-struct maps {
-	struct range *r;
-	size_t n;
-};
-
-static int load_maps(struct maps *m)
+/* Copy len bytes from src, which may point anywhere: through a pipe, so
+ * that unreadable memory is an EFAULT from write(2), never a signal (the
+ * kernel's own access faults are fixed up, even past the end of a mapped
+ * file). In pieces of one page, which any pipe holds. Returns the bytes
+ * copied: all, or the readable prefix. */
+static size_t copy_safe(const int pfd[2], const void *src, void *dst,
+			size_t len)
 {
-	m->r = NULL;
-	m->n = 0;
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return -1;
-	size_t cap = 0;
-	char line[512];
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off, ino;
-		char perms[8], dev[32];
-		if (sscanf(line, "%lx-%lx %7s %lx %31s %lu", &lo, &hi, perms,
-			   &off, dev, &ino) != 6)
-			continue;
-		/* readable anonymous memory only: a file mapping may end
-		 * before its last page (SIGBUS) */
-		if (perms[0] != 'r' || ino != 0)
-			continue;
-		if (m->n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct range *nr = realloc(m->r, nc * sizeof(*nr));
-			if (!nr)
-				break;
-			m->r = nr;
-			cap = nc;
+	size_t done = 0;
+	while (src && done < len) {
+		size_t want = len - done < 4096 ? len - done : 4096;
+		ssize_t n = write(pfd[1], (const char *)src + done, want);
+		if (n <= 0)
+			break;
+		for (ssize_t got = 0; got < n;) {
+			ssize_t r = read(pfd[0], (char *)dst + done + got,
+					 (size_t)(n - got));
+			if (r <= 0)
+				return done;
+			got += r;
 		}
-		m->r[m->n++] = (struct range){lo, hi};
+		done += (size_t)n;
+		if ((size_t)n < want)
+			break;
 	}
-	fclose(f);
-	return m->n ? 0 : -1;
-}
-
-static int readable(const struct maps *m, uintptr_t p, size_t len)
-{
-	if (!p || p + len < p)
-		return 0;
-	/* ranges are sorted and may be adjacent: walk across joins */
-	for (size_t i = 0; i < m->n; i++) {
-		if (p >= m->r[i].lo && p < m->r[i].hi) {
-			uintptr_t end = p + len;
-			for (size_t j = i; j < m->n; j++) {
-				if (end <= m->r[j].hi)
-					return 1;
-				if (j + 1 < m->n &&
-				    m->r[j + 1].lo != m->r[j].hi)
-					return 0;
-			}
-			return 0;
-		}
-	}
-	return 0;
+	return done;
 }
 
 /* ------------------------------------------------------- discovery */
@@ -139,46 +108,66 @@ static const uint8_t *G_of(const void *L)
 int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
 		     unsigned *layouts, char *why, size_t whylen)
 {
-	struct maps m;
-	int ret = -1;
+	int pfd[2];
 	*layouts = 0;
-	if (load_maps(&m)) {
-		snprintf(why, whylen, "cannot read /proc/self/maps");
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK)) {
+		snprintf(why, whylen, "pipe: %s", strerror(errno));
 		return -1;
 	}
-	if (!k->tr || !k->mcode || !readable(&m, (uintptr_t)L, 24)) {
+	int ret = -1;
+	uint8_t *g = malloc(SCAN_BYTES);
+	uint8_t lbuf[24], T[128];
+	size_t scan;
+	if (!g) {
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	if (!k->tr || !k->mcode || copy_safe(pfd, L, lbuf, 24) != 24) {
 		snprintf(why, whylen, "no trace or no lua_State to start from");
 		goto out;
 	}
-	const uint8_t *G = G_of(L);
-	if (!readable(&m, (uintptr_t)G, 8)) {
+	const uint8_t *G = (const uint8_t *)(uintptr_t)jsf_ljt_u64(lbuf, 16);
+	/* the first 8 KiB (where every known version keeps it), then 64 */
+	scan = copy_safe(pfd, G, g, 8192);
+	if (scan < 16) {
 		snprintf(why, whylen, "global state not readable");
 		goto out;
 	}
 	size_t hits = 0, at = 0;
 	unsigned mask = 0;
-	for (size_t off = 0; off + 16 <= SCAN_BYTES; off += 8) {
-		if (!readable(&m, (uintptr_t)G + off, 16))
-			break;
-		uint64_t arr = jsf_ljt_u64(G, (unsigned)off);
-		uint32_t size = jsf_ljt_u32(G, (unsigned)off + 12);
-		if (!arr || (arr & 7) || size <= k->tr ||
-		    !readable(&m, arr + 8 * (uint64_t)k->tr, 8))
+again:
+	for (size_t off = 0; off + 16 <= scan; off += 8) {
+		/* GCRef *trace; TraceNo freetrace; MSize sizetrace; */
+		uint64_t arr = jsf_ljt_u64(g, (unsigned)off);
+		uint32_t freetr = jsf_ljt_u32(g, (unsigned)off + 8);
+		uint32_t size = jsf_ljt_u32(g, (unsigned)off + 12);
+		uint8_t tb[8];
+		if (!arr || (arr & 7) || arr >> 47 || size <= k->tr ||
+		    size > 65536 || !freetr || freetr > size)
 			continue;
-		uint64_t t =
-		    jsf_ljt_u64((const uint8_t *)(uintptr_t)arr, 8 * k->tr);
-		if (!t || (t & 7) || !readable(&m, t, 128))
+		if (copy_safe(pfd, (const void *)(uintptr_t)(arr + 8 * k->tr),
+			      tb, 8) != 8)
+			continue;
+		uint64_t t = jsf_ljt_u64(tb, 0);
+		if (!t || (t & 7) || t >> 47 ||
+		    copy_safe(pfd, (const void *)(uintptr_t)t, T, sizeof(T)) !=
+			sizeof(T))
 			continue;
 		unsigned mk = 0;
 		for (unsigned i = 0; jsf_ljt_layouts[i].name; i++)
-			if (jsf_ljt_matches((const uint8_t *)(uintptr_t)t,
-					    &jsf_ljt_layouts[i], k))
+			if (jsf_ljt_matches(T, &jsf_ljt_layouts[i], k))
 				mk |= 1u << i;
 		if (mk) {
 			hits++;
 			at = off;
 			mask = mk;
 		}
+	}
+	if (!hits && scan == 8192) {
+		scan = 8192 +
+		       copy_safe(pfd, G + 8192, g + 8192, SCAN_BYTES - 8192);
+		if (scan > 8192)
+			goto again;
 	}
 	if (hits != 1) {
 		snprintf(why, whylen,
@@ -192,7 +181,9 @@ int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
 	*layouts = mask;
 	ret = 0;
 out:
-	free(m.r);
+	free(g);
+	close(pfd[0]);
+	close(pfd[1]);
 	return ret;
 }
 

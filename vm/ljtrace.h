@@ -8,8 +8,8 @@
  * searching the VM's global state for the one pointer through which trace
  * N's object carries exactly what jit.util said about trace N (number,
  * machine-code address and size, loop offset, IR and constant counts,
- * exits); only readable memory (/proc/self/maps) is looked at while
- * searching. The struct layouts come from a short list of LuaJIT's known
+ * exits); while searching, memory is read through a pipe (write(2)
+ * says EFAULT where a load would fault), so no pointer is trusted. The struct layouts come from a short list of LuaJIT's known
  * ones (GC64 x86-64 only); the caller (vm/audit.c) keeps a layout only
  * after the records it builds from it are byte for byte the ones built
  * through jit.util, over several traces, and checks again now and then.
@@ -44,8 +44,8 @@ struct jsf_ljt_known {
 
 /* Search the VM state behind L (a lua_State *) for the trace array, with
  * trace k->tr as the key. 0 and a bitmask of the layouts that agree with
- * every field of k; -1 with a reason in why. Call once (it reads
- * /proc/self/maps). */
+ * every field of k; -1 with a reason in why. Call once (a few dozen
+ * system calls). */
 int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
 		     unsigned *layouts, char *why, size_t whylen);
 
