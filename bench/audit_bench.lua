@@ -21,6 +21,9 @@
 --      the compile spans (full run minus plain run) is added. "%" is that
 --      cost over the VM's compile time per trace (aborted attempts
 --      included) of the plain run. bytes/tr: log bytes per compiled trace.
+--      func, write: the part of "default" spent in func records and in
+--      write(2) (stats().auditlog); raw: % of traces read from memory.
+--      Medians of REPS rounds of the four runs.
 --      The texit records of "full" are not in (a): they are in (b).
 --  (b) whole run: wall time of `luajit W` against the same with
 --      start{auditlog=..., level=...}, median of REPS runs each, the runs
@@ -114,35 +117,53 @@ for _, vm in ipairs(vms) do
   line("Auditlog bench: %s (%s), scale %s, %d whole runs per side", vm.name,
     version:match("^(LuaJIT %S+)") or version, scale, reps)
   line("")
-  line("(a) per compiled trace: auditlog handler cost (audit run minus rows-only run), us and %% of")
-  line("    the VM's compile time (plain run, aborted attempts included); log bytes per trace")
-  line("%-11s %6s %8s | %8s %8s %7s %7s %8s | %8s %7s %9s", "workload", "traces", "compile",
-    "default", "stop", "%", "write", "bytes", "full", "%", "bytes")
-  line("%-11s %6s %8s | %8s %8s %7s %7s %8s | %8s %7s %9s", "", "", "us/tr", "us/tr", "us/tr",
-    "", "us/tr", "/tr", "us/tr", "", "/tr")
+  line("(a) per compiled trace, median of %d rounds: auditlog handler cost (audit run minus rows-only", reps)
+  line("    run), us and %% of the VM's compile time (plain run, aborted attempts included); of it, func")
+  line("    records and write(2); log bytes per trace; %% of traces read raw (docs/AUDITLOG.md)")
+  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s", "workload", "traces", "compile",
+    "default", "stop", "%", "func", "write", "bytes", "raw", "full", "%", "bytes")
+  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s", "", "", "us/tr", "us/tr", "us/tr",
+    "", "us/tr", "us/tr", "/tr", "%", "us/tr", "", "/tr")
   local whole = {}
   for _, w in ipairs(workloads) do
     if not only or w:match(only) then
-      local P, expect = timing_run(vm, w, "plain")
-      local M = timing_run(vm, w, "module")
-      local D, dtext = timing_run(vm, w, "module", "default")
-      local F, ftext = timing_run(vm, w, "module", "full")
-      local ntr = P.compile.n
-      local vmc = (P.compile.sum + P.aborted.sum) / ntr / 1000
-      local dn, fn = D.stop.n, F.stop.n
-      local dcost = (handler_sum(D) - handler_sum(M) * dn / M.stop.n) / dn / 1000
-      local dstop = (D.stop.sum / dn - M.stop.sum / M.stop.n) / 1000
-      local fcost = (handler_sum(F) - handler_sum(M) * fn / M.stop.n) / fn / 1000 +
-        ((F.compile.sum + F.aborted.sum) / fn - (P.compile.sum + P.aborted.sum) / ntr) / 1000
-      local da, fa = D.stats.auditlog, F.stats.auditlog
-      line("%-11s %6d %8.1f | %8.1f %8.1f %6.0f%% %7.1f %8.0f | %8.1f %6.0f%% %9.0f", w, ntr, vmc,
-        dcost, dstop, 100 * dcost / vmc, da.write_ns / dn / 1000, da.bytes / dn,
-        fcost, 100 * fcost / vmc, fa.bytes / fn)
-      if dtext ~= expect or ftext ~= expect then line("%11s ODD: output differs", "") end
-      if da.dropped > 0 or fa.dropped > 0 then
-        line("%11s ODD: dropped records %d/%d: %s", "", da.dropped, fa.dropped,
-          tostring(da.last_error or fa.last_error))
+      -- (a) per trace: REPS rounds of the four timed runs, medians
+      local cols, expect, odd = {}, nil, {}
+      for _ = 1, reps do
+        local P, ex = timing_run(vm, w, "plain")
+        expect = expect or ex
+        local M = timing_run(vm, w, "module")
+        local D, dtext = timing_run(vm, w, "module", "default")
+        local F, ftext = timing_run(vm, w, "module", "full")
+        local ntr = P.compile.n
+        local vmc = (P.compile.sum + P.aborted.sum) / ntr / 1000
+        local dn, fn = D.stop.n, F.stop.n
+        local dcost = (handler_sum(D) - handler_sum(M) * dn / M.stop.n) / dn / 1000
+        local dstop = (D.stop.sum / dn - M.stop.sum / M.stop.n) / 1000
+        local fcost = (handler_sum(F) - handler_sum(M) * fn / M.stop.n) / fn / 1000 +
+          ((F.compile.sum + F.aborted.sum) / fn - (P.compile.sum + P.aborted.sum) / ntr) / 1000
+        local da, fa = D.stats.auditlog, F.stats.auditlog
+        local row = { ntr = ntr, vmc = vmc, dcost = dcost, dstop = dstop, pct = 100 * dcost / vmc,
+          func = da.func_ns / dn / 1000, write = da.write_ns / dn / 1000, bytes = da.bytes / dn,
+          raw = 100 * (da.raw_traces or 0) / dn, fcost = fcost, fpct = 100 * fcost / vmc,
+          fbytes = fa.bytes / fn }
+        for k, v in pairs(row) do cols[k] = cols[k] or {} table.insert(cols[k], v) end
+        if dtext ~= ex or ftext ~= ex then odd.out = true end
+        if da.dropped > 0 or fa.dropped > 0 then
+          odd.drop = ("dropped records %d/%d: %s"):format(da.dropped, fa.dropped,
+            tostring(da.last_error or fa.last_error))
+        end
       end
+      local m = {}
+      for k, v in pairs(cols) do
+        table.sort(v)
+        m[k] = v[math.floor((#v + 1) / 2)]
+      end
+      line("%-11s %6d %8.1f | %8.1f %8.1f %6.0f%% %7.1f %7.1f %8.0f %5.0f | %8.1f %6.0f%% %9.0f", w,
+        m.ntr, m.vmc, m.dcost, m.dstop, m.pct, m.func, m.write, m.bytes, m.raw, m.fcost, m.fpct,
+        m.fbytes)
+      if odd.out then line("%11s ODD: output differs", "") end
+      if odd.drop then line("%11s ODD: %s", "", odd.drop) end
       -- (b) whole runs
       local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " bench/workloads/" .. w .. ".lua " .. scale
       local function startcmd(level)
