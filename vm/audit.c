@@ -529,6 +529,30 @@ static char g_linkname[256][24]; /* linktype index -> traceinfo's name */
 static uint8_t g_linkname_known[256];
 static msgpack_sbuffer g_sbu, g_sbr; /* jit.util and raw builds, to compare */
 
+/* GCstr: gct ~LJ_TSTR, the length at offset 16 (before 2.1's string
+ * hashing rework) or 20 (after: a string id came in), the bytes at 24 (the
+ * header's size either way, GC64). Learnt from the first string constant
+ * whose tracek answer matches exactly one of them; -1: neither. */
+#define IRT_STR 4
+#define GCT_STR 4
+static int g_str_len; /* offset of len, 0 unknown, -1 no raw strings */
+
+static void learn_str(uint64_t p, lua_State *L)
+{
+	size_t n;
+	const char *s = lua_tolstring(L, -3, &n);
+	const uint8_t *gs = (const uint8_t *)(uintptr_t)p;
+	if (!s || !gs || gs[9] != GCT_STR || lua_type(L, -3) != LUA_TSTRING) {
+		g_str_len = -1;
+		return;
+	}
+	int ok16 = jsf_ljt_u32(gs, 16) == n, ok20 = jsf_ljt_u32(gs, 20) == n;
+	if (ok16 == ok20 || memcmp(gs + 24, s, n))
+		g_str_len = n ? -1 : 0; /* "" tells nothing: ask again */
+	else
+		g_str_len = ok16 ? 16 : 20;
+}
+
 static int is_k64(int o)
 {
 	return o == g_kop[K_NUM] || o == g_kop[K_INT64] || o == g_kop[K_GC] ||
@@ -862,6 +886,14 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			pnum(pk, d);
 		} else if (vo == g_kop[K_PTR] || vo == g_kop[K_KPTR]) {
 			pnum(pk, (lua_Number)jsf_ljt_u64(v, 8));
+		} else if (vo == g_kop[K_GC] && t == IRT_STR && g_str_len > 0) {
+			/* a string: its bytes follow the GCstr header */
+			const uint8_t *gs =
+			    (const uint8_t *)(uintptr_t)jsf_ljt_u64(v, 8);
+			if (!gs || gs[9] != GCT_STR)
+				return -1;
+			msgpack_pack_str_with_body(pk, gs + 24,
+						   jsf_ljt_u32(gs, g_str_len));
 		} else { /* a Lua value: ask jit.util */
 			lua_pushinteger(L, tr);
 			lua_pushinteger(L, (lua_Integer)idx);
@@ -871,6 +903,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 				lua_pop(L, 3);
 				return -1;
 			}
+			if (vo == g_kop[K_GC] && t == IRT_STR && !g_str_len)
+				learn_str(jsf_ljt_u64(v, 8), L);
 			g_kbox = t == IRT_I64 || t == IRT_U64;
 			pack_any(L, c, pk, -3, 0, 1);
 			g_kbox = 0;
@@ -1571,6 +1605,8 @@ void jsf_audit_stats(lua_State *L)
 	lua_setfield(L, -2, "raw_traces");
 	lua_pushnumber(L, (lua_Number)g_raw_checks);
 	lua_setfield(L, -2, "raw_checked");
+	lua_pushboolean(L, g_str_len > 0); /* string constants read raw */
+	lua_setfield(L, -2, "raw_strings");
 	if (g_raw_why[0]) {
 		lua_pushstring(L, g_raw_why);
 		lua_setfield(L, -2, "raw_off");

@@ -10,7 +10,7 @@ f(scale)
 local s = jsf.stats()
 local a = s.auditlog
 local fh = assert(io.open(out, "w"))
-for _, k in ipairs { "raw", "raw_traces", "raw_checked", "raw_off", "dropped" } do
+for _, k in ipairs { "raw", "raw_traces", "raw_checked", "raw_strings", "raw_off", "dropped" } do
   fh:write(k, " ", tostring(a[k]), "\n")
 end
 fh:write("stops ", tostring(s.traces), "\n")
