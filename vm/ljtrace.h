@@ -9,8 +9,9 @@
  * N's object carries exactly what jit.util said about trace N (number,
  * machine-code address and size, loop offset, IR and constant counts,
  * exits); while searching, memory is read through a pipe (write(2)
- * says EFAULT where a load would fault), so no pointer is trusted. The struct layouts come from a short list of LuaJIT's known
- * ones (GC64 x86-64 only); the caller (vm/audit.c) keeps a layout only
+ * says EFAULT where a load would fault), so no pointer is trusted. The
+ * struct layouts come from a short list of LuaJIT's known ones (GC64
+ * x86-64 only); the caller (vm/audit.c) keeps a layout only
  * after the records it builds from it are byte for byte the ones built
  * through jit.util, over several traces, and checks again now and then.
  */
