@@ -155,7 +155,7 @@ check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(B)/rel/tests/t_states $(B)/asan/jitsframe \
        $(VMTEST_LIBS) $(B)/tests/x86len_walk \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
-	@scripts/run-tests
+	@TESTS="$(TESTS)" FUZZERS="$(FUZZERS)" scripts/run-tests
 
 # The main job: profile a bundled LuaJIT workload through its traces.
 DEMO_WORKLOAD ?= bench/workloads/numeric.lua
