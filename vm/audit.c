@@ -498,31 +498,50 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
 	msgpack_pack_uint64(&pk, now_ns());
 	pstr(&pk, "id");
 	msgpack_pack_uint64(&pk, id);
-	/* info without currentline/loc (they belong to a pc) */
+	/* info without currentline/loc (they belong to a pc), one pass */
 	pstr(&pk, "info");
 	{
+		size_t im = map_begin(sb);
 		uint32_t k = 0;
 		lua_pushnil(L);
 		while (lua_next(L, info)) {
 			const char *key = lua_type(L, -2) == LUA_TSTRING
 					      ? lua_tostring(L, -2)
 					      : "";
-			if (strcmp(key, "currentline") && strcmp(key, "loc"))
+			if (!strcmp(key, "proto") &&
+			    !strcmp(lua_typename(L, lua_type(L, -1)),
+				    "proto")) {
+				/* as pack_obj writes it, its loc
+				 * (funcinfo(proto) .loc) being ours at pc 0: no
+				 * second funcinfo */
+				pstr(&pk, "proto");
+				msgpack_pack_map(&pk, 4);
+				pstr(&pk, "loc");
+				lua_getfield(L, info, "loc");
+				pack_any(L, c, &pk, -1, 0, 1);
+				lua_pop(L, 1);
+				pstr(&pk, "obj");
+				pstr(&pk, "proto");
+				pstr(&pk, "addr");
+				msgpack_pack_uint64(
+				    &pk,
+				    (uint64_t)(uintptr_t)lua_topointer(L, -1));
+				pstr(&pk, "str");
+				lua_pushvalue(L, c->tostr);
+				lua_pushvalue(L, -2);
+				lua_call(L, 1, 1);
+				pack_any(L, c, &pk, -1, 0, 1);
+				lua_pop(L, 1);
 				k++;
-			lua_pop(L, 1);
-		}
-		msgpack_pack_map(&pk, k);
-		lua_pushnil(L);
-		while (lua_next(L, info)) {
-			const char *key = lua_type(L, -2) == LUA_TSTRING
-					      ? lua_tostring(L, -2)
-					      : "";
-			if (strcmp(key, "currentline") && strcmp(key, "loc")) {
+			} else if (strcmp(key, "currentline") &&
+				   strcmp(key, "loc")) {
 				pack_any(L, c, &pk, -2, 0, 1);
 				pack_any(L, c, &pk, -1, 1, 1);
+				k++;
 			}
 			lua_pop(L, 1);
 		}
+		map_end(sb, im, k);
 	}
 	lua_getfield(L, info, "bytecodes");
 	int nbc = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : -1;
