@@ -1286,6 +1286,11 @@ static int expand_func(lua_State *L, int t, char *err, size_t errlen)
 	}
 	int top = lua_gettop(L); /* the dump string stays here */
 	struct jsf_fproto fp;
+	if (!lua_checkstack(L, 16)) {
+		snprintf(err, errlen, "Lua stack full");
+		lua_pop(L, 1);
+		return -1;
+	}
 	if (jsf_fproto_decode(&fp, d, dl)) {
 		snprintf(err, errlen, "bad bytecode dump: %s", fp.err);
 		jsf_fproto_free(&fp);
