@@ -201,6 +201,12 @@ for _, name in ipairs(order) do
 			check(r.locprefix .. ":" .. r.lines[pc] == li.loc, "loc of pc " .. pc .. ": " .. li.loc)
 		end
 		check(r.lines[nbc] == nil, "no line beyond the bytecodes")
+		-- pc = bytecodes and beyond, as vm/replay.lua's line_of derives
+		-- them from the record (lj_debug_line: the last line if the
+		-- prototype has line info, else 0; 0 past the end)
+		local last = (r.lines[0] == r.info.linedefined) and r.info.lastlinedefined or 0
+		check(jutil.funcinfo(f, nbc).loc == r.locprefix .. ":" .. last, "loc at pc = bytecodes: " .. jutil.funcinfo(f, nbc).loc)
+		check(jutil.funcinfo(f, nbc + 1).loc == r.locprefix .. ":0", "loc past the end: " .. jutil.funcinfo(f, nbc + 1).loc)
 		-- bytecode: instruction and mode, every pc. An instruction the
 		-- VM patched while the log ran (a trace compiled after the
 		-- record was written) may be logged with its value before.
