@@ -20,7 +20,7 @@ CLI_SRC += $(REPORT_SRC)
 CLI_LIBS := -ldw -lelf
 # the auditlog (issue 5): listing/dump and the reader shared with the module
 CLI_SRC += cli/audit_replay.c
-CLI_SRC += cli/audit_cmd.c vm/auditfmt.c
+CLI_SRC += cli/audit_cmd.c vm/auditfmt.c vm/auditfunc.c
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 TESTS   += t_auditdec t_ljtrace
 HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h vm/*.h)
@@ -55,8 +55,8 @@ TEST_LIBS_t_libsframe := -lsframe
 TEST_SRCS_t_ljrows := vm/ljrows.c vm/x86len.c
 TEST_SRCS_t_ljtrace := vm/ljtrace.c
 TEST_LIBS_t_states := -lluajit-5.1
-TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c -lmsgpackc
-AUDIT_FILES := vm/auditfmt.c vm/auditfmt.h vm/auditw.c vm/auditw.h
+TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c vm/auditfunc.c -lmsgpackc
+AUDIT_FILES := vm/auditfmt.c vm/auditfmt.h vm/auditw.c vm/auditw.h vm/auditfunc.c vm/auditfunc.h
 $(B)/rel/tests/t_auditdec $(B)/asan/tests/t_auditdec $(B)/fuzz/fuzz_audit $(B)/jitsframe: $(AUDIT_FILES)
 CPPFLAGS += $(LUAJIT_CFLAGS)
 
@@ -103,7 +103,7 @@ $(B)/asan/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 VM_SRC := vm/module.c vm/ljrows.c vm/x86len.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
-VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c vm/ljtrace.c
+VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c vm/auditfunc.c vm/ljtrace.c
 AUDIT_LIBS := -lmsgpackc
 $(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
 	@mkdir -p $(dir $@)
@@ -134,7 +134,7 @@ $(B)/tests/lib%.so: tests/%.c
 # --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
 FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata
 FUZZERS += fuzz_audit
-FUZZ_EXTRA_fuzz_audit := -Ivm vm/auditfmt.c -lmsgpackc
+FUZZ_EXTRA_fuzz_audit := -Ivm vm/auditfmt.c vm/auditfunc.c -lmsgpackc
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)

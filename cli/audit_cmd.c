@@ -9,6 +9,7 @@
  *                           (cli/audit_replay.c)
  */
 #include "auditfmt.h"
+#include "auditfunc.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -191,13 +192,16 @@ static struct fn *find_fn(struct log *lg, uint64_t id)
 	return NULL;
 }
 
-static void add_fn(struct log *lg, const msgpack_object *r)
+/* 0, or -1 with why in err (a format-2 func record whose bytecode dump
+ * does not decode) */
+static int add_fn(struct log *lg, const msgpack_object *r, char *err,
+		  size_t errlen)
 {
 	if (lg->nfn == lg->cap) {
 		size_t cap = lg->cap ? lg->cap * 2 : 64;
 		struct fn *n = realloc(lg->fns, cap * sizeof(*n));
 		if (!n)
-			return;
+			return 0;
 		lg->fns = n;
 		lg->cap = cap;
 	}
@@ -209,8 +213,29 @@ static void add_fn(struct log *lg, const msgpack_object *r)
 	f->addr = (uint64_t)geti(info, "addr", 0);
 	if (!gets_(jsf_mp_get(r, "locprefix"), f->prefix, sizeof(f->prefix)))
 		f->prefix[0] = 0;
+	uint32_t dl;
+	const char *d = jsf_mp_str(jsf_mp_get(r, "dump"), &dl);
 	const msgpack_object *lines = jsf_mp_get(r, "lines");
-	if (lines && lines->type == MSGPACK_OBJECT_MAP && lines->via.map.size) {
+	if (d) { /* format 2: the lines are in the bytecode dump */
+		struct jsf_fproto fp;
+		if (jsf_fproto_decode(&fp, d, dl)) {
+			snprintf(err, errlen,
+				 "func record %" PRIu64
+				 ": bad bytecode dump: %s",
+				 f->id, fp.err);
+			jsf_fproto_free(&fp);
+			return -1;
+		}
+		f->lines = calloc(fp.sizebc, sizeof(*f->lines));
+		if (f->lines) {
+			f->nlines = fp.sizebc;
+			for (uint32_t pc = 0; pc < fp.sizebc; pc++)
+				f->lines[pc] =
+				    (int32_t)jsf_fproto_line(&fp, pc);
+		}
+		jsf_fproto_free(&fp);
+	} else if (lines && lines->type == MSGPACK_OBJECT_MAP &&
+		   lines->via.map.size) { /* format 1 */
 		uint32_t n = lines->via.map.size;
 		f->lines = calloc(n, sizeof(*f->lines));
 		if (f->lines) {
@@ -227,6 +252,7 @@ static void add_fn(struct log *lg, const msgpack_object *r)
 		}
 	}
 	lg->nfn++;
+	return 0;
 }
 
 /* -jv's fmtfunc: chunk:line, a fast function's name, or C:addr */
@@ -687,8 +713,20 @@ int cmd_audit(int argc, char **argv)
 	while ((ret = jsf_audit_next(&rd, &r)) == 1) {
 		if (ev_is(r, "header"))
 			read_header(&lg, r);
-		else if (ev_is(r, "func"))
-			add_fn(&lg, r);
+		else if (ev_is(r, "func")) {
+			char fe[200];
+			if (add_fn(&lg, r, fe, sizeof(fe))) {
+				/* damage, as the record layer reports it */
+				rd.nrec--;
+				snprintf(rd.msg, sizeof(rd.msg),
+					 "damaged at byte %zu: %.180s; %llu "
+					 "records decoded",
+					 rd.rec_off, fe,
+					 (unsigned long long)rd.nrec);
+				ret = -1;
+				break;
+			}
+		}
 		if (want < 0) {
 			list_event(&lg, r, json, &first);
 		} else {

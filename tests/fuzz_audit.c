@@ -5,6 +5,9 @@
  *
  * Input modes (first byte):
  *  'R': the rest is a whole log file, decoded as is (checksums and all);
+ *  'F': the rest is a LuaJIT bytecode dump, as a func record carries one
+ *       (vm/auditfunc.c): decoded, then every answer read; a failure must
+ *       say why;
  *  anything else: the rest is split into payloads (a length byte, then
  *       that many bytes), each framed with a correct CRC32C after a valid
  *       magic, so that the msgpack layer and the record checks are reached.
@@ -15,6 +18,7 @@
  * returned record is a map; records decoded never exceed the frames given.
  */
 #include "auditfmt.h"
+#include "auditfunc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,10 +79,49 @@ static void check(const uint8_t *buf, size_t len, uint64_t maxrec)
 		abort();
 }
 
+static void check_dump(const uint8_t *buf, size_t len)
+{
+	struct jsf_fproto p;
+	if (jsf_fproto_decode(&p, buf, len)) {
+		if (!p.err[0])
+			abort();
+		jsf_fproto_free(&p);
+		return;
+	}
+	/* everything a reader asks, one past each end too */
+	volatile uint64_t sink = 0;
+	for (uint32_t pc = 0; pc <= p.sizebc + 1; pc++)
+		sink +=
+		    jsf_fproto_ins(&p, pc) + (uint64_t)jsf_fproto_line(&p, pc);
+	for (uint32_t i = 0; i <= p.numuv; i++) {
+		const char *n = jsf_fproto_uvname(&p, i);
+		if (n)
+			sink += strlen(n);
+		else if (i < p.numuv)
+			abort();
+	}
+	for (uint32_t i = 0; i < p.nkgc; i++)
+		if (p.kgc[i].kind == JSF_FK_STR && p.kgc[i].len)
+			sink += (uint8_t)p.kgc[i].s[p.kgc[i].len - 1];
+	for (uint32_t i = 0; i < p.nkn; i++)
+		sink += p.kn[i] == p.kn[i];
+	if (p.head_len > len || p.proto_off + p.proto_len > len)
+		abort();
+	(void)sink;
+	jsf_fproto_free(&p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
+	if (data[0] == 'F') {
+		uint8_t *b = malloc(size - 1 ? size - 1 : 1);
+		memcpy(b, data + 1, size - 1);
+		check_dump(b, size - 1);
+		free(b);
+		return 0;
+	}
 	if (data[0] == 'R') {
 		uint8_t *b = malloc(size - 1 ? size - 1 : 1);
 		memcpy(b, data + 1, size - 1);

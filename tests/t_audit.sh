@@ -119,7 +119,7 @@ for f in "$T/rot.log" "$T/rot.log.1" "$T/rot.log.2"; do
 	luajit tests/lua/audit_count.lua "$f" >"$T/rc" 2>&1
 	[ -e "$f" ] || { good=0; why="$why $f missing"; continue; }
 	first=$(luajit -e "local j=require('jitsframe') for r in j.audit_records('$f') do print(r.ev, r.format, r.level) break end")
-	[ "$first" = "header	1	default" ] || { good=0; why="$why $f first: $first"; }
+	[ "$first" = "header	2	default" ] || { good=0; why="$why $f first: $first"; }
 	grep -q '^status clean' "$T/rc" || { good=0; why="$why $f: $(grep status "$T/rc")"; }
 done
 [ -e "$T/rot.log.3" ] && { good=0; why="$why rot.log.3 kept"; }

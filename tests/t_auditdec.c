@@ -15,6 +15,7 @@
  *    left alone.
  */
 #include "auditfmt.h"
+#include "auditfunc.h"
 #include "auditw.h"
 #include "harness.h"
 
@@ -437,6 +438,121 @@ int main(void)
 		CHECK_EQ(jsf_audit_next(&r, &ob), -1);
 		CHECK(strstr(r.msg, "not one msgpack value"), "%s", r.msg);
 		jsf_audit_reader_free(&r);
+	}
+
+	/* The func records' bytecode dumps (vm/auditfunc.c), on LuaJIT's
+	 * own dump: luajit writes string.dump of a function (children,
+	 * constants of each kind, upvalues, > 255 lines) and what jit.util
+	 * answers for it; the decoder must agree, and every cut and 3000
+	 * random byte changes must give an error or a decoding, never a
+	 * crash (this test also runs under ASan+UBSan). */
+	CASE("bytecode dump decoder: agrees with jit.util on LuaJIT's own "
+	     "dump; every cut fails cleanly, flips never crash")
+	{
+		char dpath[300], apath[300], cmd[2000];
+		snprintf(dpath, sizeof(dpath), "%s/dump", dir);
+		snprintf(apath, sizeof(apath), "%s/answers", dir);
+		snprintf(
+		    cmd, sizeof(cmd),
+		    "luajit -e '"
+		    "local f = loadstring(\"local u1, u2 = 1, 2 return "
+		    "function(a, ...) "
+		    "local t = {1, x = 2} "
+		    "local g = function() return a end "
+		    "\" .. string.rep(\"\\n\", 300) .. \" "
+		    "return u1, u2, 12LL, 3ULL, 1.5, -7, \\\"s\\\", g, t, ... "
+		    "end\", \"@dir/x.lua\")() "
+		    "local ju = require(\"jit.util\") "
+		    "io.open(\"%s\", \"wb\"):write(string.dump(f)) "
+		    "local fi = ju.funcinfo(f) "
+		    "local o = io.open(\"%s\", \"w\") "
+		    "o:write(fi.bytecodes, \" \", fi.nconsts, \" \", "
+		    "fi.gcconsts, \" \", fi.upvalues, \"\\n\") "
+		    "for pc = 0, fi.bytecodes do "
+		    "local ins = ju.funcbc(f, pc) or 0 "
+		    "o:write(pc, \" \", ju.funcinfo(f, pc).currentline or "
+		    "-1, \" \", ins < 0 and ins + 2^32 or ins, \"\\n\") "
+		    "end o:close()' 2>&1",
+		    dpath, apath);
+		if (system(cmd) != 0) {
+			CHECK(0, "luajit failed: %s", cmd);
+			break;
+		}
+		size_t dl = 0, al = 0;
+		uint8_t *d = slurp(dpath, &dl);
+		uint8_t *a = slurp(apath, &al);
+		CHECK(d && a, "no output");
+		if (!d || !a) {
+			free(d);
+			free(a);
+			break;
+		}
+		struct jsf_fproto fp;
+		int rc = jsf_fproto_decode(&fp, d, dl);
+		CHECK_EQ(rc, 0);
+		unsigned nbc = 0, nk = 0, ngc = 0, nuv = 0;
+		char *ap = calloc(1, al + 1);
+		memcpy(ap, a, al);
+		CHECK(sscanf(ap, "%u %u %u %u", &nbc, &nk, &ngc, &nuv) == 4,
+		      "answers");
+		CHECK_EQ(fp.sizebc, nbc);
+		CHECK_EQ(fp.nkn, nk);
+		CHECK_EQ(fp.nkgc, ngc);
+		CHECK_EQ(fp.numuv, nuv);
+		CHECK(fp.numuv == 2 &&
+			  !strcmp(jsf_fproto_uvname(&fp, 0), "u1") &&
+			  !strcmp(jsf_fproto_uvname(&fp, 1), "u2"),
+		      "upvalue names");
+		unsigned lines = 0;
+		for (char *l = strchr(ap, '\n'); l && l[1];
+		     l = strchr(l + 1, '\n')) {
+			unsigned pc;
+			long line;
+			unsigned long ins;
+			if (sscanf(l + 1, "%u %ld %lu", &pc, &line, &ins) != 3)
+				continue;
+			if (pc < nbc) /* currentline exists below bytecodes */
+				CHECK(jsf_fproto_line(&fp, pc) == line,
+				      "line of pc %u: %lld vs %ld", pc,
+				      (long long)jsf_fproto_line(&fp, pc),
+				      line);
+			if (pc > 0 && pc < nbc)
+				CHECK(jsf_fproto_ins(&fp, pc) == ins,
+				      "ins at pc %u", pc);
+			lines++;
+		}
+		CHECK_EQ(lines, nbc + 1);
+		CHECK(nbc > 10 && jsf_fproto_line(&fp, nbc - 1) > 300,
+		      "a function of more than 255 lines");
+		jsf_fproto_free(&fp);
+		for (size_t cut = 0; cut < dl; cut++) {
+			uint8_t *c = malloc(cut ? cut : 1);
+			memcpy(c, d, cut);
+			rc = jsf_fproto_decode(&fp, c, cut);
+			CHECK(rc == -1 && fp.err[0], "cut at %zu", cut);
+			jsf_fproto_free(&fp);
+			free(c);
+		}
+		unsigned bad = 0;
+		for (int i = 0; i < 3000; i++) {
+			uint8_t *c = malloc(dl);
+			memcpy(c, d, dl);
+			c[h_rand() % dl] ^= (uint8_t)(1 + h_rand() % 255);
+			if (jsf_fproto_decode(&fp, c, dl)) {
+				CHECK(fp.err[0], "no message");
+				bad++;
+			} else {
+				for (uint32_t pc = 0; pc <= fp.sizebc; pc++)
+					(void)jsf_fproto_line(&fp, pc);
+			}
+			jsf_fproto_free(&fp);
+			free(c);
+		}
+		printf("# dump %zu bytes; %u of 3000 changed dumps refused\n",
+		       dl, bad);
+		free(d);
+		free(a);
+		free(ap);
 	}
 
 	msgpack_sbuffer_destroy(&h);

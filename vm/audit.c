@@ -8,6 +8,7 @@
  */
 #include "audit.h"
 #include "auditfmt.h"
+#include "auditfunc.h"
 #include "auditw.h"
 #include "ljtrace.h"
 
@@ -301,6 +302,187 @@ static void put_record(msgpack_sbuffer *sb, int defer)
 	}
 }
 
+/* A Lua function's prototype for its func record (format 2): one
+ * lua_dump (LuaJIT's bytecode dump: instructions, constants, line info,
+ * upvalue names) instead of a jit.util call per bytecode and constant,
+ * plus what the dump lacks, read with jit.util:
+ *  live = {[pc] = ins}: funcbc's instruction where it differs from the
+ *         dump's (lua_dump writes loops unpatched: JFORL -> FORL...) and
+ *         always pc 0 (the FUNCF/JFUNCF... header, not in the dump);
+ *         only pc 0 and the pcs of patchable ops (those with an I- or
+ *         J-prefixed variant in jit.vmdef.bcnames) are read;
+ *  bcm  = {[op] = mode} funcbc's second answer for each op used, learned
+ *         once per op per process from a funcbc call;
+ *  kobj = {[i] = value} funck(f, i) for GC constants other than strings
+ *         (tables, child protos, cdata: their address and tostring);
+ *  locprefix = funcinfo(f).loc without ":line".
+ * The dump keeps only the function's own prototype (LuaJIT writes the
+ * children first; their bytes are dropped). Decoded by vm/auditfunc.c. */
+static char *g_dbuf;
+static size_t g_dlen, g_dcap;
+static int32_t g_bcmode[256]; /* mode + 1 of each op, 0: not yet known */
+static uint8_t g_patchable[256];
+static int g_patch_ready;
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud)
+{
+	(void)L;
+	(void)ud;
+	if (g_dlen + sz > g_dcap) {
+		size_t cap = g_dcap ? g_dcap : 4096;
+		while (cap < g_dlen + sz)
+			cap *= 2;
+		char *nb = realloc(g_dbuf, cap);
+		if (!nb)
+			return 1;
+		g_dbuf = nb;
+		g_dcap = cap;
+	}
+	memcpy(g_dbuf + g_dlen, p, sz);
+	g_dlen += sz;
+	return 0;
+}
+
+static int require_mod(lua_State *L, const char *name);
+
+/* ops with an I- or J-prefixed variant: the VM patches them in place */
+static void learn_patchable(lua_State *L)
+{
+	g_patch_ready = 1;
+	size_t n = 0;
+	const char *bn = NULL;
+	if (require_mod(L, "jit.vmdef") == 0 && lua_istable(L, -1)) {
+		lua_getfield(L, -1, "bcnames");
+		bn = lua_tolstring(L, -1, &n);
+		lua_pop(L, 1); /* the string stays alive in vmdef */
+	}
+	if (!bn || n % 6 || n / 6 > 256) { /* unknown: read every pc */
+		memset(g_patchable, 1, sizeof(g_patchable));
+		lua_pop(L, 1);
+		return;
+	}
+	size_t nop = n / 6;
+	for (size_t i = 0; i < nop; i++) {
+		const char *x = bn + 6 * i;
+		size_t xl = 6;
+		while (xl && x[xl - 1] == ' ')
+			xl--;
+		for (size_t j = 0; j < nop && xl < 6; j++) {
+			const char *y = bn + 6 * j;
+			if ((y[0] == 'I' || y[0] == 'J') &&
+			    !memcmp(y + 1, x, xl) &&
+			    (xl + 1 == 6 || y[xl + 1] == ' '))
+				g_patchable[i] = 1;
+		}
+	}
+	lua_pop(L, 1);
+}
+
+static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
+			  int idx, int info, int nbc)
+{
+	msgpack_sbuffer *sb = pk->data;
+	if (!g_patch_ready)
+		learn_patchable(L);
+	/* locprefix: funcinfo(f).loc (pc 0) without ":line" */
+	char prefix[1024] = "";
+	lua_getfield(L, info, "loc");
+	size_t ln;
+	const char *loc = lua_tolstring(L, -1, &ln);
+	if (loc) {
+		const char *colon = strrchr(loc, ':');
+		size_t pl = colon ? (size_t)(colon - loc) : ln;
+		if (pl >= sizeof(prefix))
+			pl = sizeof(prefix) - 1;
+		memcpy(prefix, loc, pl);
+		prefix[pl] = 0;
+	}
+	lua_pop(L, 1);
+	pstr(pk, "locprefix");
+	pstr(pk, prefix);
+
+	g_dlen = 0;
+	lua_pushvalue(L, idx);
+	int derr = lua_dump(L, dump_writer, NULL);
+	lua_pop(L, 1);
+	/* static: a Lua error below (longjmp) leaves it to the next call */
+	static struct jsf_fproto fp;
+	jsf_fproto_free(&fp);
+	if (derr)
+		luaL_error(L, "func record: lua_dump failed");
+	if (jsf_fproto_decode(&fp, g_dbuf, g_dlen))
+		luaL_error(L, "func record: own dump: %s", fp.err);
+	if (fp.sizebc != (uint32_t)nbc)
+		luaL_error(L, "func record: dump has %d bytecodes, not %d",
+			   (int)fp.sizebc, nbc);
+	pstr(pk, "dump");
+	msgpack_pack_bin(pk, fp.head_len + fp.proto_len + 1);
+	msgpack_pack_bin_body(pk, g_dbuf, fp.head_len);
+	msgpack_pack_bin_body(pk, g_dbuf + fp.proto_off, fp.proto_len);
+	msgpack_pack_bin_body(pk, "", 1);
+
+	/* live instructions and modes */
+	uint8_t used[256];
+	memset(used, 0, sizeof(used));
+	pstr(pk, "live");
+	size_t lm = map_begin(sb);
+	uint32_t nl = 0;
+	for (uint32_t pc = 0; pc < fp.sizebc; pc++) {
+		uint32_t ins = jsf_fproto_ins(&fp, pc);
+		uint8_t op = (uint8_t)ins;
+		if (pc && !g_patchable[op] && g_bcmode[op]) {
+			used[op] = 1;
+			continue;
+		}
+		lua_pushvalue(L, idx);
+		lua_pushinteger(L, (lua_Integer)pc);
+		call_util(L, c, U_FUNCBC, 2, 2);
+		if (!lua_isnumber(L, -2) || !lua_isnumber(L, -1))
+			luaL_error(L, "funcbc(f, %d): no instruction", (int)pc);
+		uint32_t lins = (uint32_t)(int32_t)lua_tonumber(L, -2);
+		int mode = (int)lua_tointeger(L, -1);
+		lua_pop(L, 2);
+		if (pc == 0 || lins != ins) {
+			msgpack_pack_int64(pk, pc);
+			msgpack_pack_int64(pk, (int32_t)lins);
+			nl++;
+		}
+		op = (uint8_t)lins;
+		g_bcmode[op] = mode + 1;
+		used[op] = 1;
+	}
+	map_end(sb, lm, nl);
+	uint32_t nm = 0;
+	for (int op = 0; op < 256; op++)
+		nm += used[op];
+	pstr(pk, "bcm");
+	msgpack_pack_map(pk, nm);
+	for (int op = 0; op < 256; op++)
+		if (used[op]) {
+			msgpack_pack_int64(pk, op);
+			msgpack_pack_int64(pk, g_bcmode[op] - 1);
+		}
+
+	/* GC constants the dump cannot stand for */
+	uint32_t nko = 0;
+	for (uint32_t i = 0; i < fp.nkgc; i++)
+		nko += fp.kgc[i].kind != JSF_FK_STR;
+	pstr(pk, "kobj");
+	msgpack_pack_map(pk, nko);
+	for (uint32_t i = 0; i < fp.nkgc; i++) {
+		if (fp.kgc[i].kind == JSF_FK_STR)
+			continue;
+		int k = (int)i - (int)fp.nkgc;
+		lua_pushvalue(L, idx);
+		lua_pushinteger(L, k);
+		call_util(L, c, U_FUNCK, 2, 1);
+		msgpack_pack_int64(pk, k);
+		pack_any(L, c, pk, -1, 0, 1);
+		lua_pop(L, 1);
+	}
+	jsf_fproto_free(&fp);
+}
+
 /* The func record of the function at idx (a new id), written now. */
 /* info: stack index of funcinfo(f) (left there) */
 static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
@@ -320,112 +502,57 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
 	msgpack_pack_uint64(&pk, now_ns());
 	pstr(&pk, "id");
 	msgpack_pack_uint64(&pk, id);
-	/* info without currentline/loc (they belong to a pc) */
+	/* info without currentline/loc (they belong to a pc), one pass */
 	pstr(&pk, "info");
 	{
+		size_t im = map_begin(sb);
 		uint32_t k = 0;
 		lua_pushnil(L);
 		while (lua_next(L, info)) {
 			const char *key = lua_type(L, -2) == LUA_TSTRING
 					      ? lua_tostring(L, -2)
 					      : "";
-			if (strcmp(key, "currentline") && strcmp(key, "loc"))
+			if (!strcmp(key, "proto") &&
+			    !strcmp(lua_typename(L, lua_type(L, -1)),
+				    "proto")) {
+				/* as pack_obj writes it, its loc
+				 * (funcinfo(proto) .loc) being ours at pc 0: no
+				 * second funcinfo */
+				pstr(&pk, "proto");
+				msgpack_pack_map(&pk, 4);
+				pstr(&pk, "loc");
+				lua_getfield(L, info, "loc");
+				pack_any(L, c, &pk, -1, 0, 1);
+				lua_pop(L, 1);
+				pstr(&pk, "obj");
+				pstr(&pk, "proto");
+				pstr(&pk, "addr");
+				msgpack_pack_uint64(
+				    &pk,
+				    (uint64_t)(uintptr_t)lua_topointer(L, -1));
+				pstr(&pk, "str");
+				lua_rawgeti(L, LUA_REGISTRYINDEX,
+					    c->a->tostring_ref);
+				lua_pushvalue(L, -2);
+				lua_call(L, 1, 1);
+				pack_any(L, c, &pk, -1, 0, 1);
+				lua_pop(L, 1);
 				k++;
-			lua_pop(L, 1);
-		}
-		msgpack_pack_map(&pk, k);
-		lua_pushnil(L);
-		while (lua_next(L, info)) {
-			const char *key = lua_type(L, -2) == LUA_TSTRING
-					      ? lua_tostring(L, -2)
-					      : "";
-			if (strcmp(key, "currentline") && strcmp(key, "loc")) {
+			} else if (strcmp(key, "currentline") &&
+				   strcmp(key, "loc")) {
 				pack_any(L, c, &pk, -2, 0, 1);
 				pack_any(L, c, &pk, -1, 1, 1);
+				k++;
 			}
 			lua_pop(L, 1);
 		}
+		map_end(sb, im, k);
 	}
 	lua_getfield(L, info, "bytecodes");
 	int nbc = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : -1;
 	lua_pop(L, 1);
 	if (nbc >= 0) { /* a Lua function */
-		lua_getfield(L, info, "nconsts");
-		int nk = (int)lua_tointeger(L, -1);
-		lua_getfield(L, info, "gcconsts");
-		int ngc = (int)lua_tointeger(L, -1);
-		lua_getfield(L, info, "upvalues");
-		int nuv = (int)lua_tointeger(L, -1);
-		lua_pop(L, 3);
-		/* locprefix and lines from funcinfo(f, pc) */
-		msgpack_pack_str_with_body(&pk, "lines", 5);
-		msgpack_pack_map(&pk, (uint32_t)nbc);
-		char prefix[1024] = "";
-		for (int pc = 0; pc < nbc; pc++) {
-			lua_pushvalue(L, idx);
-			lua_pushinteger(L, pc);
-			call_util(L, c, U_FUNCINFO, 2, 1);
-			lua_getfield(L, -1, "currentline");
-			msgpack_pack_int64(&pk, pc);
-			pnum(&pk, lua_tonumber(L, -1));
-			if (pc == 0) {
-				lua_getfield(L, -2, "loc");
-				size_t ln;
-				const char *loc = lua_tolstring(L, -1, &ln);
-				if (loc) {
-					const char *colon = strrchr(loc, ':');
-					size_t pl =
-					    colon ? (size_t)(colon - loc) : ln;
-					if (pl >= sizeof(prefix))
-						pl = sizeof(prefix) - 1;
-					memcpy(prefix, loc, pl);
-					prefix[pl] = 0;
-				}
-				lua_pop(L, 1);
-			}
-			lua_pop(L, 2);
-		}
-		pstr(&pk, "locprefix");
-		pstr(&pk, prefix);
-		/* bc: funcbc(f, pc) for pc 0..bytecodes (the last may be nil)
-		 */
-		pstr(&pk, "bc");
-		size_t bm = map_begin(sb);
-		uint32_t nb = 0;
-		for (int pc = 0; pc <= nbc; pc++) {
-			lua_pushvalue(L, idx);
-			lua_pushinteger(L, pc);
-			call_util(L, c, U_FUNCBC, 2, 2);
-			if (!lua_isnil(L, -2)) {
-				msgpack_pack_int64(&pk, pc);
-				msgpack_pack_array(&pk, 2);
-				pack_any(L, c, &pk, -2, 0, 1);
-				pack_any(L, c, &pk, -1, 0, 1);
-				nb++;
-			}
-			lua_pop(L, 2);
-		}
-		map_end(sb, bm, nb);
-		pstr(&pk, "k");
-		msgpack_pack_map(&pk, (uint32_t)(nk + ngc));
-		for (int i = -ngc; i < nk; i++) {
-			lua_pushvalue(L, idx);
-			lua_pushinteger(L, i);
-			call_util(L, c, U_FUNCK, 2, 1);
-			msgpack_pack_int64(&pk, i);
-			pack_any(L, c, &pk, -1, 0, 1);
-			lua_pop(L, 1);
-		}
-		pstr(&pk, "uv");
-		msgpack_pack_map(&pk, (uint32_t)(nuv > 0 ? nuv : 0));
-		for (int i = 0; i < nuv; i++) {
-			lua_pushvalue(L, idx);
-			lua_pushinteger(L, i);
-			call_util(L, c, U_FUNCUVNAME, 2, 1);
-			msgpack_pack_int64(&pk, i);
-			pack_any(L, c, &pk, -1, 0, 1);
-			lua_pop(L, 1);
-		}
+		pack_lua_func(L, c, &pk, idx, info, nbc);
 		n += 5;
 	}
 	map_end(sb, m, n);
@@ -1409,7 +1536,7 @@ static int build_header(lua_State *L)
 	msgpack_pack_map(pk, 12);
 	rec_head(pk, "header");
 	pstr(pk, "format");
-	msgpack_pack_int(pk, 1);
+	msgpack_pack_int(pk, 2); /* 2: func records carry a bytecode dump */
 	pstr(pk, "producer");
 	pstr(pk, PRODUCER);
 	pstr(pk, "level");
@@ -1681,6 +1808,153 @@ static void push_obj(lua_State *L, const msgpack_object *o, int depth)
 	}
 }
 
+/* A format-2 func record (table at t) gets the format-1 fields the
+ * replay reads (lines, bc, k, uv: jit.util's answers) from its bytecode
+ * dump and live/bcm/kobj. 0, or -1 with err. A record without a dump
+ * (format 1, or a C function) is left as it is. */
+static int expand_func(lua_State *L, int t, char *err, size_t errlen)
+{
+	lua_getfield(L, t, "ev");
+	int isf = lua_type(L, -1) == LUA_TSTRING &&
+		  !strcmp(lua_tostring(L, -1), "func");
+	lua_pop(L, 1);
+	if (!isf)
+		return 0;
+	lua_getfield(L, t, "dump");
+	size_t dl;
+	const char *d =
+	    lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &dl) : NULL;
+	if (!d) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	int top = lua_gettop(L); /* the dump string stays here */
+	struct jsf_fproto fp;
+	if (!lua_checkstack(L, 16)) {
+		snprintf(err, errlen, "Lua stack full");
+		lua_pop(L, 1);
+		return -1;
+	}
+	if (jsf_fproto_decode(&fp, d, dl)) {
+		snprintf(err, errlen, "bad bytecode dump: %s", fp.err);
+		jsf_fproto_free(&fp);
+		lua_settop(L, top - 1);
+		return -1;
+	}
+	const char *why = NULL;
+	static const char *const names[4] = {"bytecodes", "nconsts", "gcconsts",
+					     "upvalues"};
+	uint32_t want[4] = {fp.sizebc, fp.nkn, fp.nkgc, fp.numuv};
+	lua_getfield(L, t, "info");
+	int info = lua_gettop(L);
+	for (int i = 0; i < 4 && !why; i++) {
+		lua_getfield(L, info, names[i]);
+		if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) != want[i])
+			why = names[i];
+		lua_pop(L, 1);
+	}
+	if (why) {
+		snprintf(err, errlen, "info.%s does not match the dump", why);
+		goto bad;
+	}
+	lua_getfield(L, t, "live");
+	lua_getfield(L, t, "bcm");
+	lua_getfield(L, t, "kobj");
+	int live = top + 2, bcm = top + 3, kobj = top + 4;
+	if (!lua_istable(L, live) || !lua_istable(L, bcm) ||
+	    !lua_istable(L, kobj)) {
+		snprintf(err, errlen, "live, bcm or kobj missing");
+		goto bad;
+	}
+	lua_createtable(L, 0, (int)fp.sizebc); /* lines */
+	lua_createtable(L, 0, (int)fp.sizebc); /* bc */
+	int lines = top + 5, bc = top + 6;
+	for (uint32_t pc = 0; pc < fp.sizebc; pc++) {
+		lua_pushnumber(L, (lua_Number)jsf_fproto_line(&fp, pc));
+		lua_rawseti(L, lines, (int)pc);
+		lua_rawgeti(L, live, (int)pc);
+		lua_Number ins;
+		if (lua_isnumber(L, -1)) {
+			ins = lua_tonumber(L, -1);
+			if (ins != (int32_t)ins) {
+				snprintf(err, errlen,
+					 "live[%u] is not an "
+					 "instruction",
+					 pc);
+				goto bad;
+			}
+		} else if (pc == 0) {
+			snprintf(err, errlen, "live[0] missing");
+			goto bad;
+		} else {
+			ins = (int32_t)jsf_fproto_ins(&fp, pc);
+		}
+		lua_pop(L, 1);
+		lua_rawgeti(L, bcm, (int)((uint32_t)(int32_t)ins & 0xff));
+		if (!lua_isnumber(L, -1)) {
+			snprintf(err, errlen, "no mode for opcode %u",
+				 (uint32_t)(int32_t)ins & 0xff);
+			goto bad;
+		}
+		lua_createtable(L, 2, 0);
+		lua_pushnumber(L, ins);
+		lua_rawseti(L, -2, 1);
+		lua_pushvalue(L, -2);
+		lua_rawseti(L, -2, 2);
+		lua_rawseti(L, bc, (int)pc);
+		lua_pop(L, 1);
+	}
+	lua_createtable(L, (int)fp.nkn, (int)fp.nkgc); /* k */
+	int k = top + 7;
+	for (uint32_t i = 0; i < fp.nkn; i++) {
+		lua_pushnumber(L, fp.kn[i]);
+		lua_rawseti(L, k, (int)i);
+	}
+	for (uint32_t i = 0; i < fp.nkgc; i++) {
+		int ki = (int)i - (int)fp.nkgc;
+		if (fp.kgc[i].kind == JSF_FK_STR) {
+			lua_pushlstring(L, fp.kgc[i].s, fp.kgc[i].len);
+		} else {
+			lua_rawgeti(L, kobj, ki);
+			if (lua_isnil(L, -1)) {
+				snprintf(err, errlen, "kobj[%d] missing", ki);
+				goto bad;
+			}
+		}
+		lua_rawseti(L, k, ki);
+	}
+	lua_createtable(L, 0, fp.numuv); /* uv */
+	for (uint32_t i = 0; i < fp.numuv; i++) {
+		lua_pushstring(L, jsf_fproto_uvname(&fp, i));
+		lua_rawseti(L, -2, (int)i);
+	}
+	lua_setfield(L, t, "uv");
+	lua_setfield(L, t, "k");
+	lua_setfield(L, t, "bc");
+	lua_setfield(L, t, "lines");
+	jsf_fproto_free(&fp);
+	lua_settop(L, top - 1);
+	return 0;
+bad:
+	jsf_fproto_free(&fp);
+	lua_settop(L, top - 1);
+	return -1;
+}
+
+/* jsf.audit_func_expand(rec) -> rec, or nil and why (a test hook) */
+static int l_audit_func_expand(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	char err[256];
+	lua_settop(L, 1);
+	if (expand_func(L, 1, err, sizeof(err))) {
+		lua_pushnil(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	return 1;
+}
+
 static void set_status(lua_State *L, const char *msg)
 {
 	lua_pushlightuserdata(L, (void *)&STATUS_KEY);
@@ -1708,6 +1982,20 @@ static int reader_next(lua_State *L)
 	int ret = jsf_audit_next(r, &o);
 	if (ret == 1) {
 		push_obj(L, o, 0);
+		char err[256], msg[400];
+		if (o->type == MSGPACK_OBJECT_MAP &&
+		    expand_func(L, lua_gettop(L), err, sizeof(err))) {
+			/* a damaged func record ends the log like any damage */
+			snprintf(msg, sizeof(msg),
+				 "damaged at byte %zu: func record: %s; %llu "
+				 "records decoded",
+				 r->rec_off, err,
+				 (unsigned long long)(r->nrec - 1));
+			set_status(L, msg);
+			r->state = -1;
+			jsf_audit_reader_free(r);
+			return 0;
+		}
 		return 1;
 	}
 	set_status(L, ret < 0 ? r->msg : NULL);
@@ -1749,4 +2037,6 @@ void jsf_audit_register(lua_State *L)
 	lua_setfield(L, -2, "audit_records");
 	lua_pushcfunction(L, l_audit_status);
 	lua_setfield(L, -2, "audit_status");
+	lua_pushcfunction(L, l_audit_func_expand);
+	lua_setfield(L, -2, "audit_func_expand");
 }
