@@ -751,6 +751,9 @@ int cmd_audit(int argc, char **argv)
 	if (ret < 0) {
 		fprintf(stderr, "jitsframe audit: %s: %s\n", path, rd.msg);
 		rc = EX_FAIL;
+	} else if (rd.msg[0]) { /* a clean end with a note */
+		fprintf(stderr, "jitsframe audit: %s: note: %s\n", path,
+			rd.msg);
 	}
 	if (want >= 0) {
 		if (!found) {

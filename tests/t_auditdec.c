@@ -67,6 +67,14 @@ static uint8_t *slurp(const char *path, size_t *len)
 
 /* Decode buf[0..len) (an exact-size copy, so ASan sees any overread):
  * returns records decoded, *tr_ok = all records' tr as written. */
+static int g_nomap; /* the writer's cases: 1 = write(2), not the mapping */
+static const char *mode(const char *name)
+{
+	static char b[200];
+	snprintf(b, sizeof(b), "%s%s", name, g_nomap ? " (write(2))" : "");
+	return b;
+}
+
 static uint64_t decode(const uint8_t *buf, size_t len, int *state, char *msg,
 		       size_t msglen, int *tr_ok)
 {
@@ -103,7 +111,7 @@ int main(void)
 	/* a log: header + NREC records, offsets known */
 	size_t off[NREC + 2];
 	msgpack_sbuffer h = payload("header", -1, 10);
-	struct jsf_auditw_opts o = {path, 0, 0, 0};
+	struct jsf_auditw_opts o = {path, 0, 0, 0, 0};
 	struct jsf_auditw *w;
 	int err = jsf_auditw_open(&w, &o, h.data, h.size);
 	off[0] = JSF_AUDIT_MAGIC_LEN;
@@ -249,155 +257,270 @@ int main(void)
 		free(b);
 	}
 
-	CASE("rotation: header first in every file, N files kept, bounded")
-	{
-		char rp[300];
-		snprintf(rp, sizeof(rp), "%s/rot", dir);
-		struct jsf_auditw_opts ro = {rp, 8192, 2, 0};
-		struct jsf_auditw *rw;
-		CHECK_EQ(jsf_auditw_open(&rw, &ro, h.data, h.size), 0);
-		size_t maxrec = 0;
-		for (int i = 0; i < 400; i++) {
-			jsf_auditw_begin(rw);
-			msgpack_sbuffer p = payload("stop", i, h_below(700));
-			if (p.size > maxrec)
-				maxrec = p.size;
-			CHECK_EQ(jsf_auditw_write(rw, p.data, p.size), 0);
-			msgpack_sbuffer_destroy(&p);
-		}
-		CHECK(jsf_auditw_gen(rw) >= 10, "rotated %u times",
-		      jsf_auditw_gen(rw));
-		jsf_auditw_close(rw, "end");
-		for (int f = 0; f <= 3; f++) {
-			char fp[320];
-			if (f)
-				snprintf(fp, sizeof(fp), "%s.%d", rp, f);
-			else
-				snprintf(fp, sizeof(fp), "%s", rp);
-			struct stat st;
-			if (f == 3) {
-				CHECK(stat(fp, &st) < 0, "%s should not exist",
-				      fp);
-				break;
+	/* the writer's cases: through the shared mapping, then write(2) */
+	for (g_nomap = 0; g_nomap < 2; g_nomap++) {
+		CASE(mode("rotation: header first in every file, N files kept, "
+			  "bounded"))
+		{
+			char rp[300];
+			snprintf(rp, sizeof(rp), "%s/rot%d", dir, g_nomap);
+			struct jsf_auditw_opts ro = {rp, 8192, 2, 0, g_nomap};
+			struct jsf_auditw *rw;
+			CHECK_EQ(jsf_auditw_open(&rw, &ro, h.data, h.size), 0);
+			size_t maxrec = 0;
+			for (int i = 0; i < 400; i++) {
+				jsf_auditw_begin(rw);
+				msgpack_sbuffer p =
+				    payload("stop", i, h_below(700));
+				if (p.size > maxrec)
+					maxrec = p.size;
+				CHECK_EQ(jsf_auditw_write(rw, p.data, p.size),
+					 0);
+				msgpack_sbuffer_destroy(&p);
 			}
-			CHECK(stat(fp, &st) == 0, "%s missing", fp);
-			CHECK((uint64_t)st.st_size <=
-				  8192 + JSF_AUDIT_FRAME + maxrec,
-			      "%s: %lld bytes", fp, (long long)st.st_size);
+			CHECK(jsf_auditw_gen(rw) >= 10, "rotated %u times",
+			      jsf_auditw_gen(rw));
+			jsf_auditw_close(rw, "end");
+			for (int f = 0; f <= 3; f++) {
+				char fp[320];
+				if (f)
+					snprintf(fp, sizeof(fp), "%s.%d", rp,
+						 f);
+				else
+					snprintf(fp, sizeof(fp), "%s", rp);
+				struct stat st;
+				if (f == 3) {
+					CHECK(stat(fp, &st) < 0,
+					      "%s should not exist", fp);
+					break;
+				}
+				CHECK(stat(fp, &st) == 0, "%s missing", fp);
+				CHECK((uint64_t)st.st_size <=
+					  8192 + JSF_AUDIT_FRAME + maxrec,
+				      "%s: %lld bytes", fp,
+				      (long long)st.st_size);
+				struct jsf_audit_reader r;
+				CHECK_EQ(jsf_audit_read_file(&r, fp), 0);
+				const msgpack_object *ob;
+				int ret, first = 1;
+				while ((ret = jsf_audit_next(&r, &ob)) == 1) {
+					uint32_t n;
+					const char *ev = jsf_mp_str(
+					    jsf_mp_get(ob, "ev"), &n);
+					if (first)
+						CHECK(ev && n == 6 &&
+							  !memcmp(ev, "header",
+								  6),
+						      "%s: first record", fp);
+					first = 0;
+				}
+				CHECK(ret == 0, "%s: %s", fp, r.msg);
+				CHECK(r.nrec > 3, "%s: %llu records", fp,
+				      (unsigned long long)r.nrec);
+				jsf_audit_reader_free(&r);
+			}
+		}
+
+		CASE(mode(
+		    "deferred records: written with the next record, in order"))
+		{
+			char dp[300];
+			snprintf(dp, sizeof(dp), "%s/defer%d", dir, g_nomap);
+			struct jsf_auditw_opts dop = {dp, 0, 0, 0, g_nomap};
+			struct jsf_auditw *dw;
+			CHECK_EQ(jsf_auditw_open(&dw, &dop, h.data, h.size), 0);
+			uint64_t b0 = jsf_auditw_bytes(dw);
+			msgpack_sbuffer a = payload("start", 0, 100),
+					b = payload("func", 1, 100),
+					c = payload("stop", 2, 100);
+			CHECK_EQ(jsf_auditw_defer(dw, a.data, a.size), 0);
+			CHECK_EQ(jsf_auditw_defer(dw, b.data, b.size), 0);
+			/* the live file (zeros after the last record while the
+			 * writer has it mapped): only the header so far */
+			size_t dl;
+			uint8_t *d = slurp(dp, &dl);
+			CHECK_EQ(decode(d, dl, &state, msg, sizeof(msg), &trok),
+				 1);
+			CHECK(state == 0 && !msg[0], "live, clean: %s", msg);
+			free(d);
+			CHECK_EQ(jsf_auditw_bytes(dw), b0);
+			CHECK_EQ(jsf_auditw_write(dw, c.data, c.size), 0);
+			CHECK_EQ(jsf_auditw_bytes(dw),
+				 b0 + 3 * JSF_AUDIT_FRAME + a.size + b.size +
+				     c.size);
+			CHECK_EQ(jsf_auditw_records(dw), 4);
+			d = slurp(dp, &dl);
+			CHECK_EQ(decode(d, dl, &state, msg, sizeof(msg), &trok),
+				 4);
+			CHECK(trok && state == 0 && !msg[0], "live: %s", msg);
+			free(d);
+			jsf_auditw_close(dw, NULL);
+			d = slurp(dp, &dl);
+			CHECK_EQ(dl,
+				 b0 + 3 * JSF_AUDIT_FRAME + a.size + b.size +
+				     c.size); /* the unwritten tail is gone */
+			uint64_t n =
+			    decode(d, dl, &state, msg, sizeof(msg), &trok);
+			CHECK_EQ(n, 4);
+			CHECK(trok && state == 0, "in order (tr 0, 1, 2): %s",
+			      msg);
+			free(d);
+			msgpack_sbuffer_destroy(&a);
+			msgpack_sbuffer_destroy(&b);
+			msgpack_sbuffer_destroy(&c);
+		}
+
+		if (!g_nomap)
+			CASE("a record being written when its writer died: "
+			     "clean end, noted")
+			{
+				/* the writer puts each record's frame in last:
+				 * a SIGKILL mid-copy leaves zeros where the
+				 * frame goes, some payload, then the zeros of
+				 * the allocated space */
+				char up[300];
+				snprintf(up, sizeof(up), "%s/unfinished", dir);
+				struct jsf_auditw_opts uo = {up, 0, 0, 0, 0};
+				struct jsf_auditw *uw;
+				CHECK_EQ(
+				    jsf_auditw_open(&uw, &uo, h.data, h.size),
+				    0);
+				msgpack_sbuffer a = payload("start", 0, 300);
+				CHECK_EQ(jsf_auditw_write(uw, a.data, a.size),
+					 0);
+				jsf_auditw_close(uw, NULL);
+				size_t ul;
+				uint8_t *u = slurp(up, &ul);
+				uint8_t *big = calloc(1, ul + 4096);
+				memcpy(big, u, ul);
+				memcpy(big + ul + JSF_AUDIT_FRAME, a.data,
+				       a.size); /* its payload, no frame yet */
+				uint64_t n = decode(big, ul + 4096, &state, msg,
+						    sizeof(msg), &trok);
+				CHECK_EQ(n, 2);
+				CHECK(state == 0 &&
+					  strstr(msg,
+						 "unfinished record at byte"),
+				      "%s", msg);
+				/* and zeros alone: clean, nothing to say */
+				n = decode(big, ul + 4, &state, msg,
+					   sizeof(msg), &trok);
+				CHECK(n == 2 && state == 0 && !msg[0], "%s",
+				      msg);
+				/* fewer than a frame's zeros at the end: clean
+				 * too */
+				n = decode(big, ul + 3, &state, msg,
+					   sizeof(msg), &trok);
+				CHECK(n == 2 && state == 0, "%s", msg);
+				free(big);
+				free(u);
+				msgpack_sbuffer_destroy(&a);
+			}
+
+		if (!g_nomap)
+			CASE("the file cut short under the writer: it stops, "
+			     "no SIGBUS")
+			{
+				char cp[300];
+				snprintf(cp, sizeof(cp), "%s/cut", dir);
+				struct jsf_auditw_opts co = {cp, 0, 0, 0, 0};
+				struct jsf_auditw *cw;
+				CHECK_EQ(
+				    jsf_auditw_open(&cw, &co, h.data, h.size),
+				    0);
+				msgpack_sbuffer a = payload("start", 0, 300);
+				CHECK_EQ(jsf_auditw_write(cw, a.data, a.size),
+					 0);
+				/* `logrotate copytruncate`: someone else
+				 * empties it */
+				CHECK_EQ(truncate(cp, 0), 0);
+				int e = 0;
+				for (int i = 0; i < 50 && !e; i++)
+					e = jsf_auditw_write(cw, a.data,
+							     a.size);
+				CHECK_EQ(e, -EIO);
+				const char *why = jsf_auditw_error(cw);
+				CHECK(why && strstr(why, "cut short"), "%s",
+				      why ? why : "(none)");
+				CHECK(jsf_auditw_write(cw, a.data, a.size) != 0,
+				      "stopped");
+				jsf_auditw_close(cw, NULL);
+				struct stat st;
+				CHECK(stat(cp, &st) == 0 && st.st_size == 0,
+				      "left alone: %lld bytes",
+				      (long long)st.st_size);
+				msgpack_sbuffer_destroy(&a);
+			}
+
+		CASE(
+		    mode("RLIMIT_FSIZE: stops before the limit, lives on, ends "
+			 "with the note"))
+		{
+			char fp[300];
+			snprintf(fp, sizeof(fp), "%s/full%d", dir, g_nomap);
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				/* SIGXFSZ keeps its default action (death): we
+				 * must never write past the limit */
+				struct rlimit rl = {50000, 50000};
+				setrlimit(RLIMIT_FSIZE, &rl);
+				struct jsf_auditw_opts fo = {fp, 0, 0, 0,
+							     g_nomap};
+				struct jsf_auditw *fw;
+				if (jsf_auditw_open(&fw, &fo, h.data, h.size))
+					_exit(3);
+				int i, e = 0;
+				for (i = 0; i < 1000 && !e; i++) {
+					msgpack_sbuffer p =
+					    payload("stop", i, 1500);
+					e = jsf_auditw_write(fw, p.data,
+							     p.size);
+					msgpack_sbuffer_destroy(&p);
+				}
+				if (!e || !jsf_auditw_error(fw))
+					_exit(4);
+				if (jsf_auditw_write(fw, "x", 1) ==
+				    0) /* stays stopped */
+					_exit(5);
+				jsf_auditw_close(fw, "never written");
+				_exit(0);
+			}
+			int st = 0;
+			waitpid(pid, &st, 0);
+			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "child status %#x", st);
 			struct jsf_audit_reader r;
 			CHECK_EQ(jsf_audit_read_file(&r, fp), 0);
 			const msgpack_object *ob;
-			int ret, first = 1;
+			int ret;
+			char last[300] = "";
 			while ((ret = jsf_audit_next(&r, &ob)) == 1) {
 				uint32_t n;
-				const char *ev =
-				    jsf_mp_str(jsf_mp_get(ob, "ev"), &n);
-				if (first)
-					CHECK(ev && n == 6 &&
-						  !memcmp(ev, "header", 6),
-					      "%s: first record", fp);
-				first = 0;
+				const char *t =
+				    jsf_mp_str(jsf_mp_get(ob, "text"), &n);
+				snprintf(last, sizeof(last), "%.*s",
+					 t ? (int)n : 0, t ? t : "");
 			}
-			CHECK(ret == 0, "%s: %s", fp, r.msg);
-			CHECK(r.nrec > 3, "%s: %llu records", fp,
+			CHECK(ret == 0, "%s", r.msg);
+			CHECK(r.nrec > 20, "%llu records",
 			      (unsigned long long)r.nrec);
+			CHECK(!strncmp(last,
+				       "log stopped: writing: File too large",
+				       36),
+			      "last note: '%s'", last);
+			printf(
+			    "# RLIMIT_FSIZE 50000: %llu records then \"%s\"\n",
+			    (unsigned long long)r.nrec, last);
 			jsf_audit_reader_free(&r);
 		}
-	}
-
-	CASE("deferred records: written with the next record, in order")
-	{
-		char dp[300];
-		snprintf(dp, sizeof(dp), "%s/defer", dir);
-		struct jsf_auditw_opts dop = {dp, 0, 0, 0};
-		struct jsf_auditw *dw;
-		CHECK_EQ(jsf_auditw_open(&dw, &dop, h.data, h.size), 0);
-		struct stat st0, st1, st2;
-		stat(dp, &st0);
-		msgpack_sbuffer a = payload("start", 0, 100),
-				b = payload("func", 1, 100),
-				c = payload("stop", 2, 100);
-		CHECK_EQ(jsf_auditw_defer(dw, a.data, a.size), 0);
-		CHECK_EQ(jsf_auditw_defer(dw, b.data, b.size), 0);
-		stat(dp, &st1);
-		CHECK(st1.st_size == st0.st_size, "nothing written yet");
-		CHECK_EQ(jsf_auditw_write(dw, c.data, c.size), 0);
-		stat(dp, &st2);
-		CHECK_EQ(st2.st_size, st0.st_size + 3 * JSF_AUDIT_FRAME +
-					  a.size + b.size + c.size);
-		CHECK_EQ(jsf_auditw_records(dw), 4);
-		jsf_auditw_close(dw, NULL);
-		size_t dl;
-		uint8_t *d = slurp(dp, &dl);
-		uint64_t n = decode(d, dl, &state, msg, sizeof(msg), &trok);
-		CHECK_EQ(n, 4);
-		CHECK(trok && state == 0, "in order (tr 0, 1, 2): %s", msg);
-		free(d);
-		msgpack_sbuffer_destroy(&a);
-		msgpack_sbuffer_destroy(&b);
-		msgpack_sbuffer_destroy(&c);
-	}
-
-	CASE("RLIMIT_FSIZE: stops before the limit, lives on, ends with the "
-	     "note")
-	{
-		char fp[300];
-		snprintf(fp, sizeof(fp), "%s/full", dir);
-		fflush(stdout);
-		pid_t pid = fork();
-		if (pid == 0) {
-			/* SIGXFSZ keeps its default action (death): we must
-			 * never write past the limit */
-			struct rlimit rl = {50000, 50000};
-			setrlimit(RLIMIT_FSIZE, &rl);
-			struct jsf_auditw_opts fo = {fp, 0, 0, 0};
-			struct jsf_auditw *fw;
-			if (jsf_auditw_open(&fw, &fo, h.data, h.size))
-				_exit(3);
-			int i, e = 0;
-			for (i = 0; i < 1000 && !e; i++) {
-				msgpack_sbuffer p = payload("stop", i, 1500);
-				e = jsf_auditw_write(fw, p.data, p.size);
-				msgpack_sbuffer_destroy(&p);
-			}
-			if (!e || !jsf_auditw_error(fw))
-				_exit(4);
-			if (jsf_auditw_write(fw, "x", 1) ==
-			    0) /* stays stopped */
-				_exit(5);
-			jsf_auditw_close(fw, "never written");
-			_exit(0);
-		}
-		int st = 0;
-		waitpid(pid, &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x",
-		      st);
-		struct jsf_audit_reader r;
-		CHECK_EQ(jsf_audit_read_file(&r, fp), 0);
-		const msgpack_object *ob;
-		int ret;
-		char last[300] = "";
-		while ((ret = jsf_audit_next(&r, &ob)) == 1) {
-			uint32_t n;
-			const char *t = jsf_mp_str(jsf_mp_get(ob, "text"), &n);
-			snprintf(last, sizeof(last), "%.*s", t ? (int)n : 0,
-				 t ? t : "");
-		}
-		CHECK(ret == 0, "%s", r.msg);
-		CHECK(r.nrec > 20, "%llu records", (unsigned long long)r.nrec);
-		CHECK(
-		    !strncmp(last, "log stopped: writing: File too large", 36),
-		    "last note: '%s'", last);
-		printf("# RLIMIT_FSIZE 50000: %llu records then \"%s\"\n",
-		       (unsigned long long)r.nrec, last);
-		jsf_audit_reader_free(&r);
 	}
 
 	CASE("a log that cannot be created: a clean error")
 	{
 		char fp[300];
 		snprintf(fp, sizeof(fp), "%s/no/such/dir", dir);
-		struct jsf_auditw_opts fo = {fp, 0, 0, 1};
+		struct jsf_auditw_opts fo = {fp, 0, 0, 1, 0};
 		struct jsf_auditw *fw = NULL;
 		CHECK_EQ(jsf_auditw_open(&fw, &fo, h.data, h.size), -ENOENT);
 		CHECK(fw == NULL, "no writer");

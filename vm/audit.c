@@ -642,7 +642,7 @@ static int g_x64_gc64; /* the VM is x64 with GC64: raw reads possible */
 
 /* Raw trace reads (ljtrace.h): not tried yet, checking, on, off. */
 enum { RAW_UNTRIED, RAW_CHECKING, RAW_ON, RAW_OFF };
-#define RAW_CHECK_TRACES 4 /* traces checked before raw reads alone */
+#define RAW_CHECK_TRACES 2 /* traces checked before raw reads alone */
 #define RAW_RECHECK 128	   /* then one trace in this many (default) */
 static int g_raw;
 static unsigned g_raw_recheck = RAW_RECHECK; /* JITSFRAME_AUDIT_RAWCHECK */
@@ -1675,8 +1675,9 @@ int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
 		g_in_func = 0;
 		return -EINVAL;
 	}
+	const char *nm = getenv("JITSFRAME_AUDITLOG_NOMAP");
 	struct jsf_auditw_opts o = {cfg->path, cfg->max_bytes, cfg->keep,
-				    cfg->replace};
+				    cfg->replace, nm && *nm && strcmp(nm, "0")};
 	int e = jsf_auditw_open(&g_w, &o, g_sb.data, g_sb.size);
 	if (e) {
 		snprintf(err, errlen, "%s: %s", cfg->path, strerror(-e));

@@ -324,6 +324,26 @@ int jsf_audit_next(struct jsf_audit_reader *r, const msgpack_object **obj)
 		return 0;
 	}
 	r->rec_off = at;
+	/* Zeros where a frame should be: the end of the written data. The
+	 * writer allocates the file ahead and writes each record's length
+	 * last, so what follows is zeros, or a record that was being written
+	 * when its writer stopped: noted, not damage. */
+	size_t z = at;
+	while (z < r->len && z < at + JSF_AUDIT_FRAME && !r->buf[z])
+		z++;
+	if (z == r->len || z == at + JSF_AUDIT_FRAME) {
+		r->state = 1;
+		r->msg[0] = 0;
+		while (z < r->len && !r->buf[z])
+			z++;
+		if (z < r->len)
+			snprintf(r->msg, sizeof(r->msg),
+				 "unfinished record at byte %zu (its writer "
+				 "stopped while writing it); %llu records "
+				 "decoded",
+				 at, (unsigned long long)r->nrec);
+		return 0;
+	}
 	if (r->len - at < JSF_AUDIT_FRAME)
 		return damaged(r, at, "truncated record frame");
 	uint32_t len = get32(r->buf + at), crc = get32(r->buf + at + 4);

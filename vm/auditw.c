@@ -5,9 +5,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -18,8 +21,22 @@
  * the limit, so the host never gets SIGXFSZ from us. */
 #define NOTE_ROOM 512
 
+/* A regular file is written through a shared mapping of a window of it
+ * (MAP_WINDOW bytes, fallocated ahead): a record is a memcpy, in the page
+ * cache as soon as it is copied (a SIGKILL does not lose it). Anything
+ * else (a device, a pipe) or a file system without fallocate gets
+ * write(2). */
+#define MAP_WINDOW (1u << 20)
+
 struct jsf_auditw {
 	int fd;
+	int reg;       /* a regular file: positional writes, mapping */
+	int nomap;     /* no mapping (not possible or given up): pwritev */
+	int nomap_opt; /* asked for: never map */
+	uint8_t *map;  /* window [mbase, mbase + mlen) of the file */
+	uint64_t mbase;
+	size_t mlen;
+	uint64_t fsize; /* the file's size: off, or the fallocated end */
 	char *path;
 	uint64_t max_bytes, limit; /* limit: RLIMIT_FSIZE (or ~0) */
 	unsigned keep, gen;
@@ -61,8 +78,172 @@ size_t jsf_audit_note_payload(char *buf, size_t cap, const char *text)
 	return n;
 }
 
-/* The pending records, then one record (len 0: none), with one writev;
- * a short write continues; 0 or -errno. */
+/* ------------------------------------------------- the shared mapping */
+
+/* A SIGBUS while copying into the mapping (the file was truncated under
+ * us, by `logrotate copytruncate` for instance, or an I/O error) must not
+ * kill the host: a handler, installed with the first mapping, jumps back
+ * out of the copy when the fault is ours and leaves every other SIGBUS to
+ * the handler that was there before (or the default action). */
+static __thread sigjmp_buf *volatile t_bus_jb;
+static struct sigaction g_old_bus;
+static int g_bus_installed;
+
+static void on_bus(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *jb = t_bus_jb;
+	if (jb) {
+		t_bus_jb = NULL;
+		siglongjmp(*jb, 1);
+	}
+	if (g_old_bus.sa_flags & SA_SIGINFO) {
+		g_old_bus.sa_sigaction(sig, si, uc);
+	} else if (g_old_bus.sa_handler != SIG_IGN &&
+		   g_old_bus.sa_handler != SIG_DFL) {
+		g_old_bus.sa_handler(sig);
+	} else {
+		/* the default action: the faulting access runs again */
+		sigaction(SIGBUS, &g_old_bus, NULL);
+	}
+}
+
+static void install_bus(void)
+{
+	if (g_bus_installed)
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_bus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &g_old_bus) == 0)
+		g_bus_installed = 1;
+}
+
+/* memcpy into the mapping; -EIO if that faulted */
+static int copy_in(void *dst, const void *src, size_t n)
+{
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 0))
+		return -EIO;
+	t_bus_jb = &jb;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy stays inside */
+	memcpy(dst, src, n);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t_bus_jb = NULL;
+	return 0;
+}
+
+/* one 8-byte store into the mapping (a signal comes before or after it);
+ * -EIO if that faulted */
+static int store8(uint8_t *dst, uint64_t v)
+{
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 0))
+		return -EIO;
+	t_bus_jb = &jb;
+	/* after everything before it; one (unaligned) mov on x86-64 */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(dst, &v, sizeof(v));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t_bus_jb = NULL;
+	return 0;
+}
+
+static void unmap(struct jsf_auditw *w)
+{
+	if (w->map)
+		munmap(w->map, w->mlen);
+	w->map = NULL;
+	w->mlen = 0;
+}
+
+/* Map a window holding [off, off + want), allocating the file to its end.
+ * 0; 1 when mapping is not possible here (use write(2)); -errno. */
+static int remap(struct jsf_auditw *w, size_t want)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t base = w->off & ~(uint64_t)(pg - 1);
+	uint64_t end = base + ((w->off - base + want + MAP_WINDOW - 1) /
+			       MAP_WINDOW * MAP_WINDOW);
+	if (w->limit != UINT64_MAX) { /* never allocate into the note's room */
+		uint64_t cap = w->limit - NOTE_ROOM;
+		if (end > cap)
+			end = cap;
+		if (end < w->off + want)
+			return -EFBIG;
+	}
+	unmap(w);
+	if (end > w->fsize) {
+		if (fallocate(w->fd, 0, (off_t)w->fsize,
+			      (off_t)(end - w->fsize))) {
+			int e = errno;
+			if (e == EOPNOTSUPP || e == ENOSYS || e == EINVAL)
+				return 1;
+			return -e;
+		}
+		w->fsize = end;
+	}
+	void *m = mmap(NULL, (size_t)(end - base), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, w->fd, (off_t)base);
+	if (m == MAP_FAILED)
+		return 1;
+#ifdef MADV_POPULATE_WRITE
+	/* the page faults now, in one call, not one per page as records come
+	 * (a kernel without it says EINVAL: the faults come later) */
+	(void)madvise(m, (size_t)(end - base), MADV_POPULATE_WRITE);
+#endif
+	install_bus();
+	w->map = m;
+	w->mbase = base;
+	w->mlen = (size_t)(end - base);
+	return 0;
+}
+
+/* Copy the iovecs to the file at off through the mapping. The first
+ * record's frame (length and checksum) goes in last, in one 8-byte store:
+ * a reader, or a SIGKILL, never leaves a record whose bytes are not all
+ * there, only the zeros of unwritten space where its frame would be
+ * (docs/AUDITLOG.md). 0; 1: not mapped (use write(2)); -errno. */
+static int map_put(struct jsf_auditw *w, const struct iovec *iov, int n,
+		   size_t want)
+{
+	if (want < JSF_AUDIT_FRAME)
+		return -EINVAL;
+	if (!w->map || w->off < w->mbase ||
+	    w->off + want > w->mbase + w->mlen) {
+		int r = remap(w, want);
+		if (r)
+			return r;
+	}
+	uint8_t *dst = w->map + (w->off - w->mbase);
+	uint8_t head[JSF_AUDIT_FRAME];
+	size_t at = 0;
+	for (int i = 0; i < n; i++) {
+		const uint8_t *src = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+		if (at < sizeof(head) && len) { /* the first frame: last */
+			size_t k =
+			    sizeof(head) - at < len ? sizeof(head) - at : len;
+			memcpy(head + at, src, k);
+			at += k;
+			src += k;
+			len -= k;
+		}
+		if (len && copy_in(dst + at, src, len))
+			return -EIO;
+		at += len;
+	}
+	uint64_t frame;
+	memcpy(&frame, head, sizeof(frame));
+	return store8(dst, frame);
+}
+
+/* ------------------------------------------------------------ writing */
+
+/* The pending records, then one record (len 0: none), in one go (one
+ * copy into the mapping, or one writev; a short write continues); 0 or
+ * -errno. */
 static int put(struct jsf_auditw *w, const void *payload, size_t len)
 {
 	uint8_t fr[JSF_AUDIT_FRAME];
@@ -75,8 +256,19 @@ static int put(struct jsf_auditw *w, const void *payload, size_t len)
 	uint64_t nrec = w->pnrec + (len != 0);
 	w->plen = 0; /* written or lost: never twice */
 	w->pnrec = 0;
+	if (w->reg && !w->nomap) {
+		int r = map_put(w, iov, 3, want);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			done = want;
+		else
+			w->nomap = 1;
+	}
 	while (done < want) {
-		ssize_t n = writev(w->fd, iov, 3);
+		ssize_t n = w->reg
+				? pwritev(w->fd, iov, 3, (off_t)(w->off + done))
+				: writev(w->fd, iov, 3);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -95,13 +287,16 @@ static int put(struct jsf_auditw *w, const void *payload, size_t len)
 	w->off += want;
 	w->total += want;
 	w->nrec += nrec;
+	if (w->fsize < w->off)
+		w->fsize = w->off;
 	return 0;
 }
 
 static int put_raw(struct jsf_auditw *w, const void *p, size_t len)
 {
 	while (len) {
-		ssize_t n = write(w->fd, p, len);
+		ssize_t n = w->reg ? pwrite(w->fd, p, len, (off_t)w->off)
+				   : write(w->fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -111,18 +306,35 @@ static int put_raw(struct jsf_auditw *w, const void *p, size_t len)
 		w->off += (size_t)n;
 		w->total += (size_t)n;
 	}
+	if (w->fsize < w->off)
+		w->fsize = w->off;
 	return 0;
+}
+
+/* Back to write(2) with the file cut to its last whole record (the
+ * unwritten tail of the window goes). */
+static void unmap_cut(struct jsf_auditw *w)
+{
+	unmap(w);
+	if (w->reg && w->fsize > w->off && ftruncate(w->fd, (off_t)w->off) == 0)
+		w->fsize = w->off;
 }
 
 static int create_file(struct jsf_auditw *w, int replace)
 {
-	int fl = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_APPEND;
+	/* read-write: a shared writable mapping needs it */
+	int fl = O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
 	fl |= replace ? O_TRUNC : O_EXCL;
 	w->fd = open(w->path, fl, 0600);
 	if (w->fd < 0)
 		return -errno;
 	/* a character device (/dev/full...) cannot be truncated: fine */
-	w->off = 0;
+	struct stat st;
+	w->reg = fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode);
+	w->nomap = w->nomap_opt;
+	w->off = w->fsize = 0;
+	w->map = NULL;
+	w->mlen = 0;
 	uint8_t m[JSF_AUDIT_MAGIC_LEN];
 	jsf_audit_magic(m);
 	if (w->limit <
@@ -143,7 +355,16 @@ static void stop(struct jsf_auditw *w, int err, const char *what)
 	snprintf(w->err, sizeof(w->err), "%s: %s", what, strerror(-err));
 	w->plen = 0; /* the records waiting are lost with the failed one */
 	w->pnrec = 0;
-	if (ftruncate(w->fd, (off_t)w->off) == 0 || errno == EINVAL) {
+	unmap(w);
+	w->nomap = 1;
+	struct stat st;
+	if (err == -EIO && w->reg &&
+	    (fstat(w->fd, &st) < 0 || (uint64_t)st.st_size < w->off)) {
+		/* cut short under us: leave the file alone */
+		snprintf(w->err, sizeof(w->err),
+			 "%s: the file was cut short by someone else", what);
+	} else if (ftruncate(w->fd, (off_t)w->off) == 0 || errno == EINVAL) {
+		w->fsize = w->off;
 		char note[512], buf[640];
 		snprintf(note, sizeof(note),
 			 "log stopped: %s; the program went on without it",
@@ -178,6 +399,7 @@ int jsf_auditw_open(struct jsf_auditw **out, const struct jsf_auditw_opts *o,
 	w->hlen = len;
 	w->max_bytes = o->max_bytes;
 	w->keep = o->keep;
+	w->nomap_opt = o->nomap;
 	struct rlimit rl;
 	w->limit = UINT64_MAX;
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -225,6 +447,7 @@ static void rotate(struct jsf_auditw *w)
 		stop(w, err, "rotating");
 		return;
 	}
+	unmap_cut(w);
 	close(w->fd);
 	w->fd = -1;
 	w->gen++;
@@ -346,9 +569,12 @@ void jsf_auditw_close(struct jsf_auditw *w, const char *final_note)
 	if (w->fd >= 0 && final_note) {
 		char buf[640];
 		size_t n = jsf_audit_note_payload(buf, sizeof(buf), final_note);
-		if (n && w->off + JSF_AUDIT_FRAME + n <= w->limit)
-			(void)put(w, buf, n);
+		if (n && w->off + JSF_AUDIT_FRAME + n <= w->limit &&
+		    put(w, buf, n) == -EIO)
+			unmap(w); /* cut short under us: leave it */
 	}
+	if (w->fd >= 0)
+		unmap_cut(w);
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
@@ -359,6 +585,7 @@ void jsf_auditw_forget(struct jsf_auditw *w)
 {
 	if (!w)
 		return;
+	unmap(w);
 	if (w->fd >= 0)
 		close(w->fd);
 	free(w->path);

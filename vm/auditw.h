@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The auditlog file writer (no Lua): framing, one write(2) per record (a
- * returned record survives SIGKILL: it is in the page cache), a size bound
+ * The auditlog file writer (no Lua): framing, each record copied into a
+ * shared mapping of the (preallocated) file, or written with write(2)
+ * where that is not possible (a returned record survives SIGKILL either
+ * way: it is in the page cache), a size bound
  * with rotation that repeats the header, and a clean stop on any write
  * error (the file is cut back to its last whole record and ends, when
  * there is room, with a note record). See docs/AUDITLOG.md.
@@ -17,6 +19,7 @@ struct jsf_auditw_opts {
 	uint64_t max_bytes; /* rotate when a file reaches this (0: never) */
 	unsigned keep;	    /* rotated files kept: PATH.1 .. PATH.keep */
 	int replace;	    /* else an existing PATH is an error (EEXIST) */
+	int nomap;	    /* write(2) every record, never a shared mapping */
 };
 
 struct jsf_auditw;
