@@ -642,7 +642,7 @@ static int g_x64_gc64; /* the VM is x64 with GC64: raw reads possible */
 
 /* Raw trace reads (ljtrace.h): not tried yet, checking, on, off. */
 enum { RAW_UNTRIED, RAW_CHECKING, RAW_ON, RAW_OFF };
-#define RAW_CHECK_TRACES 2 /* traces checked before raw reads alone */
+#define RAW_CHECK_TRACES 1 /* traces checked before raw reads alone */
 #define RAW_RECHECK 128	   /* then one trace in this many (default) */
 static int g_raw;
 static unsigned g_raw_recheck = RAW_RECHECK; /* JITSFRAME_AUDIT_RAWCHECK */
