@@ -158,5 +158,18 @@ if [ "$codes" = " 2 2 2 3 1 0 1" ] && grep -qE 'damaged at byte [0-9]+: truncate
 	ok "CLI: exit codes$codes; a log cut at 2/3 lists its first $cut_lines of $full_lines lines, then: $(cut -d: -f2- "$T/cut.err" | head -1)"
 else notok "CLI bad input" "codes$codes" "$(head -2 "$T/cut.err")" "lines $cut_lines of $full_lines"; fi
 
+# 8. the zeros a writer leaves ahead of its records (a live or killed log):
+# the end of the data; a record cut off by the writer's death in them
+# (zero frame, some payload): a note, exit 0, the whole listing
+{ cat "$L"; head -c 4096 /dev/zero; } >"$T/z.log"
+{ cat "$L"; head -c 8 /dev/zero; head -c 300 "$L" | tail -c 200; head -c 4096 /dev/zero; } >"$T/u.log"
+"$J" audit "$T/z.log" >"$T/z.out" 2>"$T/z.err"; zc=$?
+"$J" audit "$T/u.log" >"$T/u.out" 2>"$T/u.err"; uc=$?
+if [ $zc = 0 ] && [ ! -s "$T/z.err" ] && cmp -s "$T/z.out" "$T/sidetraces.l" &&
+	[ $uc = 0 ] && grep -qE "note: unfinished record at byte $(stat -c %s "$L") " "$T/u.err" &&
+	cmp -s "$T/u.out" "$T/sidetraces.l"; then
+	ok "CLI: zeros after the last record are its end (exit 0, full listing); an unfinished record in them: $(cut -d: -f3- "$T/u.err" | cut -c1-60)..."
+else notok "CLI on a zero tail" "exit $zc $uc" "$(head -2 "$T/z.err" "$T/u.err")"; fi
+
 echo "1..$n"
 [ $fails -eq 0 ]
