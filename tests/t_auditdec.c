@@ -67,6 +67,21 @@ static uint8_t *slurp(const char *path, size_t *len)
 
 /* Decode buf[0..len) (an exact-size copy, so ASan sees any overread):
  * returns records decoded, *tr_ok = all records' tr as written. */
+/* A mapped log DIR/NAME (path in p, 300 bytes) with one 300-byte record
+ * (*a) written: its writer, still open. */
+static struct jsf_auditw *one_record(char *p, const char *name,
+				     const msgpack_sbuffer *h,
+				     msgpack_sbuffer *a)
+{
+	snprintf(p, 300, "%s/%s", dir, name);
+	struct jsf_auditw_opts o = {p, 0, 0, 0, 0};
+	struct jsf_auditw *w;
+	CHECK_EQ(jsf_auditw_open(&w, &o, h->data, h->size), 0);
+	*a = payload("start", 0, 300);
+	CHECK_EQ(jsf_auditw_write(w, a->data, a->size), 0);
+	return w;
+}
+
 static int g_nomap; /* the writer's cases: 1 = write(2), not the mapping */
 static const char *mode(const char *name)
 {
@@ -379,15 +394,9 @@ int main(void)
 				 * frame goes, some payload, then the zeros of
 				 * the allocated space */
 				char up[300];
-				snprintf(up, sizeof(up), "%s/unfinished", dir);
-				struct jsf_auditw_opts uo = {up, 0, 0, 0, 0};
-				struct jsf_auditw *uw;
-				CHECK_EQ(
-				    jsf_auditw_open(&uw, &uo, h.data, h.size),
-				    0);
-				msgpack_sbuffer a = payload("start", 0, 300);
-				CHECK_EQ(jsf_auditw_write(uw, a.data, a.size),
-					 0);
+				msgpack_sbuffer a;
+				struct jsf_auditw *uw =
+				    one_record(up, "unfinished", &h, &a);
 				jsf_auditw_close(uw, NULL);
 				size_t ul;
 				uint8_t *u = slurp(up, &ul);
@@ -422,15 +431,9 @@ int main(void)
 			     "no SIGBUS")
 			{
 				char cp[300];
-				snprintf(cp, sizeof(cp), "%s/cut", dir);
-				struct jsf_auditw_opts co = {cp, 0, 0, 0, 0};
-				struct jsf_auditw *cw;
-				CHECK_EQ(
-				    jsf_auditw_open(&cw, &co, h.data, h.size),
-				    0);
-				msgpack_sbuffer a = payload("start", 0, 300);
-				CHECK_EQ(jsf_auditw_write(cw, a.data, a.size),
-					 0);
+				msgpack_sbuffer a;
+				struct jsf_auditw *cw =
+				    one_record(cp, "cut", &h, &a);
 				/* `logrotate copytruncate`: someone else
 				 * empties it */
 				CHECK_EQ(truncate(cp, 0), 0);

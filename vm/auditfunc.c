@@ -33,8 +33,8 @@ static size_t left(const struct cur *c)
 	return (size_t)(c->end - c->p);
 }
 
-/* An unsigned LEB128 of at most 32 bits (5 bytes). */
-static int uleb(struct cur *c, uint32_t *out, const char *what)
+/* A LEB128 of at most 5 bytes (35 bits). */
+static int leb5(struct cur *c, uint64_t *out, const char *what)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 5; i++) {
@@ -43,31 +43,37 @@ static int uleb(struct cur *c, uint32_t *out, const char *what)
 		uint8_t b = *c->p++;
 		v |= (uint64_t)(b & 0x7f) << (7 * i);
 		if (!(b & 0x80)) {
-			if (v > 0xffffffffu)
-				return fail(c, "%s: too large", what);
-			*out = (uint32_t)v;
+			*out = v;
 			return 0;
 		}
 	}
 	return fail(c, "%s: LEB128 longer than 5 bytes", what);
 }
 
+/* An unsigned LEB128 of at most 32 bits. */
+static int uleb(struct cur *c, uint32_t *out, const char *what)
+{
+	uint64_t v;
+	*out = 0;
+	if (leb5(c, &v, what))
+		return -1;
+	if (v > 0xffffffffu)
+		return fail(c, "%s: too large", what);
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* A 33-bit LEB128 (flag in bit 0): the number constants. */
 static int uleb33(struct cur *c, uint32_t *out, int *flag, const char *what)
 {
-	uint64_t v = 0;
-	for (int i = 0; i < 5; i++) {
-		if (c->p >= c->end)
-			return fail(c, "%s: cut short", what);
-		uint8_t b = *c->p++;
-		v |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80)) {
-			*flag = (int)(v & 1);
-			*out = (uint32_t)(v >> 1);
-			return 0;
-		}
-	}
-	return fail(c, "%s: LEB128 longer than 5 bytes", what);
+	uint64_t v;
+	*out = 0;
+	*flag = 0;
+	if (leb5(c, &v, what))
+		return -1;
+	*flag = (int)(v & 1);
+	*out = (uint32_t)(v >> 1);
+	return 0;
 }
 
 static int byte(struct cur *c, uint8_t *out, const char *what)
