@@ -31,27 +31,6 @@ const struct jsf_ljt_layout jsf_ljt_layouts[] = {
     {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 
-uint32_t jsf_ljt_u16(const uint8_t *p, unsigned off)
-{
-	uint16_t v;
-	memcpy(&v, p + off, 2);
-	return v;
-}
-
-uint32_t jsf_ljt_u32(const uint8_t *p, unsigned off)
-{
-	uint32_t v;
-	memcpy(&v, p + off, 4);
-	return v;
-}
-
-uint64_t jsf_ljt_u64(const uint8_t *p, unsigned off)
-{
-	uint64_t v;
-	memcpy(&v, p + off, 8);
-	return v;
-}
-
 /* ------------------------------------------------- readable memory */
 
 /* Copy len bytes from src, which may point anywhere: through a pipe, so

@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define JSF_LJT_REF_BIAS 0x8000u
 
@@ -55,14 +56,30 @@ int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
 const uint8_t *jsf_ljt_trace(const void *L, uint32_t tr,
 			     const struct jsf_ljt_layout *lay);
 
-/* Field readers (unaligned-safe). */
+/* Field readers (unaligned-safe; inline: the raw reader calls them for
+ * every IR field). */
 static inline uint32_t jsf_ljt_u8(const uint8_t *p, unsigned off)
 {
 	return p[off];
 }
-uint32_t jsf_ljt_u16(const uint8_t *p, unsigned off);
-uint32_t jsf_ljt_u32(const uint8_t *p, unsigned off);
-uint64_t jsf_ljt_u64(const uint8_t *p, unsigned off);
+static inline uint32_t jsf_ljt_u16(const uint8_t *p, unsigned off)
+{
+	uint16_t v;
+	memcpy(&v, p + off, 2);
+	return v;
+}
+static inline uint32_t jsf_ljt_u32(const uint8_t *p, unsigned off)
+{
+	uint32_t v;
+	memcpy(&v, p + off, 4);
+	return v;
+}
+static inline uint64_t jsf_ljt_u64(const uint8_t *p, unsigned off)
+{
+	uint64_t v;
+	memcpy(&v, p + off, 8);
+	return v;
+}
 
 /* Does trace T (layout lay) agree with every field of k? */
 int jsf_ljt_matches(const uint8_t *T, const struct jsf_ljt_layout *lay,
