@@ -1,151 +1,197 @@
-# jitsframe — top-level build. `make` builds the library and the CLI,
-# `make check` runs every test (plain, ASan+UBSan, TSan, fuzz), `make bench`.
+# jitsframe — top-level build. `make` builds the libraries, the CLI and the
+# Lua module; `make check` runs every test (plain, ASan+UBSan, TSan, fuzz);
+# `make install` / `make uninstall` (PREFIX, DESTDIR); `make bench`;
+# `make lint` (clang-tidy, cppcheck). docs/ARCHITECTURE.md has the picture.
 CC      ?= cc
 CLANG   ?= clang
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
-CPPFLAGS += -Isframe -Ivm
 LDLIBS  += -lpthread
 B       := build
 
-LIB_SRC := sframe/sfenc.c sframe/region.c sframe/snap.c sframe/view.c \
-           sframe/validate.c sframe/export.c
-CLI_SRC := cli/main.c cli/region_cmd.c cli/run_cmd.c cli/record_cmd.c \
-           cli/folded.c cli/flame.c perfmap/jdread.c
-# jitsframe report (issue 6): perf.data reader, unwinder, symbols (the
-# profile writers, cli/profile.c, are added below)
-REPORT_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
-           cli/elfsframe.c cli/ksyms.c cli/report_cmd.c
-CLI_SRC += $(REPORT_SRC)
-CLI_LIBS := -ldw -lelf
-# the auditlog (issue 5): listing/dump and the reader shared with the module
-CLI_SRC += cli/audit_replay.c
-CLI_SRC += cli/audit_cmd.c vm/auditfmt.c vm/auditfunc.c
-TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
-TESTS   += t_auditdec t_ljtrace
-HDRS    := $(wildcard sframe/*.h cli/*.h tests/*.h vm/*.h)
+# The version, from the one place it is written (sframe/jitsframe.h).
+ver = $(shell sed -n 's/^\#define JSF_VERSION_$(1) \([0-9]*\).*/\1/p' sframe/jitsframe.h)
+VERSION := $(call ver,MAJOR).$(call ver,MINOR).$(call ver,PATCH)
+SOMAJOR := $(call ver,MAJOR)
 
-.PHONY: all check bench clean format deps demo
+# --- the libraries, bottom first. Each directory is one static library
+# with one header as its face; DIR_DEPS are the directories it may include
+# (those below it: tests/t_layers.sh checks the include graph against
+# this). The sframe/ library is libjitsframe, the installed one. ---
+LIBDIRS := sframe perfmap lj audit unwind profile
+common_DEPS  :=
+sframe_DEPS  :=
+perfmap_DEPS := sframe
+lj_DEPS      := sframe
+audit_DEPS   := common
+unwind_DEPS  := sframe perfmap
+profile_DEPS := common
+vm_DEPS      := sframe perfmap lj audit common
+cli_DEPS     := sframe perfmap audit unwind profile common
+# what each links (beyond its DEPS' own libraries)
+unwind_LIBS  := -ldw -lelf
+profile_LIBS := -lprotobuf-c -lz
+audit_LIBS   := -lmsgpackc
+sframe_SRC  := $(wildcard sframe/*.c)
+perfmap_SRC := $(wildcard perfmap/*.c)
+lj_SRC      := $(wildcard lj/*.c)
+audit_SRC   := $(wildcard audit/*.c)
+unwind_SRC  := $(wildcard unwind/*.c)
+profile_SRC := $(wildcard profile/*.c) $(B)/gen/pprof.pb-c.c
+vm_SRC      := $(wildcard vm/*.c)
+cli_SRC     := $(wildcard cli/*.c)
+
+LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
+profile_CPPFLAGS := -I$(B)/gen
+vm_CPPFLAGS      := $(LUAJIT_CFLAGS)
+# the tests may look inside every library (not into vm/ or cli/)
+tests_CPPFLAGS   := $(addprefix -I,$(LIBDIRS) common) -I$(B)/gen
+bench_CPPFLAGS   := $(tests_CPPFLAGS)
+# -I flags of a source file, from its top directory
+top = $(firstword $(subst /, ,$(1)))
+dirflags = $(addprefix -I,$(call top,$(1)) $($(call top,$(1))_DEPS)) $($(call top,$(1))_CPPFLAGS)
+
+# library file of directory $(2) in flavour $(1)
+libfile = $(B)/$(1)/$(if $(filter sframe,$(2)),libjitsframe,libjsf_$(2)).a
+# the libraries directory $(2) links (itself, if a library, and its DEPS),
+# in link order (top first), and their system libraries
+LINKORDER := profile unwind audit lj perfmap sframe
+closure = $(foreach d,$(filter $(2) $($(2)_DEPS),$(LINKORDER)),$(call libfile,$(1),$(d)))
+syslibs = $(foreach d,$(1) $($(1)_DEPS),$($(d)_LIBS))
+
+.PHONY: all check bench clean format deps demo install uninstall lint
 all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
-all: $(B)/lua/jitsframe_replay.lua
+all: $(B)/lua/jitsframe_replay.lua $(B)/libjitsframe.so.$(SOMAJOR)
 
-# --- one object set per flavour: build/<flavour>/... ---
-define flavour
-$(1)_OBJ := $$(patsubst %.c,$(B)/$(1)/%.o,$$(LIB_SRC))
-$(B)/$(1)/%.o: %.c $$(HDRS)
-	@mkdir -p $$(dir $$@)
-	$$($(1)_CC) $$(WARN) $$(CPPFLAGS) $$($(1)_CFLAGS) -c $$< -o $$@
-$(B)/$(1)/libjitsframe.a: $$($(1)_OBJ)
-	@rm -f $$@; ar rcs $$@ $$^
-$(B)/$(1)/tests/%: tests/%.c tests/harness.h $(B)/$(1)/libjitsframe.a
-	@mkdir -p $$(dir $$@)
-	$$($(1)_CC) $$(WARN) $$(CPPFLAGS) $$($(1)_CFLAGS) $$< $$(TEST_SRCS_$$*) $(B)/$(1)/libjitsframe.a -o $$@ $$(LDLIBS) $$(TEST_LIBS_$$*)
-endef
-rel_CC     := $(CC)
-rel_CFLAGS := $(CFLAGS) -fPIC -fvisibility=default
+# --- flavours: rel (the product; -fPIC for the shared objects), asan
+# (ASan+UBSan), tsan, fuzz (clang, coverage for libFuzzer) ---
+rel_CC      := $(CC)
+rel_CFLAGS  := $(CFLAGS) -fPIC -fvisibility=hidden
 asan_CC     := $(CC)
 asan_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 tsan_CC     := $(CC)
 tsan_CFLAGS := -O1 -g -fsanitize=thread
-$(eval $(call flavour,rel))
-$(eval $(call flavour,asan))
-$(eval $(call flavour,tsan))
+fuzz_CC     := $(CLANG)
+fuzz_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FLAVOURS    := rel asan tsan fuzz
 
-TEST_LIBS_t_libsframe := -lsframe
-TEST_SRCS_t_ljrows := vm/ljrows.c vm/x86len.c
-TEST_SRCS_t_ljtrace := vm/ljtrace.c
-TEST_LIBS_t_states := -lluajit-5.1
-TEST_LIBS_t_auditdec := -Ivm vm/auditfmt.c vm/auditw.c vm/auditfunc.c -lmsgpackc
-AUDIT_FILES := vm/auditfmt.c vm/auditfmt.h vm/auditw.c vm/auditw.h vm/auditfunc.c vm/auditfunc.h
-$(B)/rel/tests/t_auditdec $(B)/asan/tests/t_auditdec $(B)/fuzz/fuzz_audit $(B)/jitsframe: $(AUDIT_FILES)
-CPPFLAGS += $(LUAJIT_CFLAGS)
+# one object per source, with its dependency file (-MMD)
+define flavour
+$(B)/$(1)/%.o: %.c | $(B)/gen/pprof.pb-c.h
+	@mkdir -p $$(dir $$@)
+	$$($(1)_CC) $$(WARN) -MMD -MP $$(call dirflags,$$<) $$($(1)_CFLAGS) -c $$< -o $$@
+$(B)/$(1)/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $$(dir $$@)
+	$$($(1)_CC) $$(WARN) -MMD -MP -I$(B)/gen $$($(1)_CFLAGS) -c $$< -o $$@
+$(foreach d,$(LIBDIRS),$(call libfile,$(1),$(d))): $(B)/$(1)/lib%.a:
+	@rm -f $$@; ar rcs $$@ $$^
+$(foreach d,$(LIBDIRS),$(eval $(call libfile,$(1),$(d)): $(patsubst $(B)/gen/%.c,$(B)/$(1)/gen/%.o,$(patsubst %.c,$(B)/$(1)/%.o,$($(d)_SRC)))))
+endef
+$(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
+-include $(wildcard $(B)/*/*/*.d $(B)/*/*/*/*.d)
 
+# --- profiles: pprof through protobuf-c (C generated from
+# profile/pprof.proto by protoc-c), gzip through zlib ---
+$(B)/gen/pprof.pb-c.c: profile/pprof.proto
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(B)/gen -Iprofile profile/pprof.proto
+$(B)/gen/pprof.pb-c.h: $(B)/gen/pprof.pb-c.c
+
+# --- libjitsframe, as installed: libjitsframe.so.VERSION (soname
+# libjitsframe.so.MAJOR, symbols versioned by sframe/libjitsframe.map),
+# the dev link libjitsframe.so, libjitsframe.a, jitsframe.pc ---
+rel_sframe_OBJ := $(patsubst %.c,$(B)/rel/%.o,$(sframe_SRC))
 $(B)/libjitsframe.a: $(B)/rel/libjitsframe.a
 	cp $< $@
-$(B)/libjitsframe.so: $(rel_OBJ)
-	$(CC) -shared -Wl,-soname,libjitsframe.so.1 -o $@ $^ $(LDLIBS)
-$(B)/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/rel/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap -Ivm $(CFLAGS) $(CLI_SRC) $(B)/rel/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS) $(AUDIT_LIBS)
+$(B)/libjitsframe.so.$(VERSION): $(rel_sframe_OBJ) sframe/libjitsframe.map
+	$(CC) -shared -Wl,-soname,libjitsframe.so.$(SOMAJOR) \
+		-Wl,--version-script=sframe/libjitsframe.map -Wl,-z,defs \
+		-o $@ $(rel_sframe_OBJ) $(LDLIBS)
+$(B)/libjitsframe.so.$(SOMAJOR) $(B)/libjitsframe.so: $(B)/libjitsframe.so.$(VERSION)
+	ln -sf $(notdir $<) $@
 
-# --- profiles (cli/profile.c): pprof through protobuf-c (C generated from
-# cli/pprof.proto by protoc-c), gzip through zlib; the HTML flame graph's
-# viewer (d3-flame-graph + d3, and the tests' pprof decoder pprof-format)
-# installed from viewer/package-lock.json into build/viewer by npm ci ---
-PROFILE_SRC := cli/profile.c cli/folded.c cli/flame.c $(B)/gen/pprof.pb-c.c
-PROFILE_LIBS := -lprotobuf-c -lz
-CLI_SRC += $(filter-out $(CLI_SRC),cli/profile.c) $(B)/gen/pprof.pb-c.c
-$(B)/jitsframe: CPPFLAGS += -I$(B)/gen
-$(B)/jitsframe: LDLIBS += $(PROFILE_LIBS)
-$(B)/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
-$(B)/gen/pprof.pb-c.c: cli/pprof.proto
-	@mkdir -p $(dir $@)
-	protoc-c --c_out=$(B)/gen -Icli cli/pprof.proto
-$(B)/gen/pprof.pb-c.h: $(B)/gen/pprof.pb-c.c
-TESTS += t_profile
-TEST_LIBS_t_profile := $(PROFILE_SRC) $(PROFILE_LIBS)
-$(B)/rel/tests/t_profile $(B)/asan/tests/t_profile: CPPFLAGS += -I$(B)/gen -Icli
-$(B)/rel/tests/t_profile $(B)/asan/tests/t_profile: $(PROFILE_SRC) cli/pprof.proto
-all: $(B)/viewer/.installed
-$(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
-	@command -v npm >/dev/null || { echo "npm missing: make deps" >&2; exit 1; }
-	@rm -rf $(B)/viewer && mkdir -p $(B)/viewer
-	cp viewer/package.json viewer/package-lock.json $(B)/viewer/
-	cd $(B)/viewer && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
-	@touch $@
-
+# --- the CLI: commands only, on the libraries ---
+define program
+# $(1) flavour, $(2) output
+$(2): $(patsubst %.c,$(B)/$(1)/%.o,$(cli_SRC)) $(call closure,$(1),cli)
+	$$($(1)_CC) $$($(1)_CFLAGS) $$^ -o $$@ $(call syslibs,cli) $$(LDLIBS)
+endef
+$(eval $(call program,rel,$(B)/jitsframe))
 # the CLI under ASan+UBSan (tests/t_report.sh feeds it damaged perf.data)
-$(B)/asan/jitsframe: $(CLI_SRC) $(HDRS) $(wildcard perfmap/*.h) $(B)/asan/libjitsframe.a
-	$(CC) $(WARN) $(CPPFLAGS) -Iperfmap -Ivm $(asan_CFLAGS) $(CLI_SRC) $(B)/asan/libjitsframe.a -o $@ $(CLI_LIBS) $(LDLIBS) $(AUDIT_LIBS)
-$(B)/asan/jitsframe: CPPFLAGS += -I$(B)/gen
-$(B)/asan/jitsframe: LDLIBS += $(PROFILE_LIBS)
-$(B)/asan/jitsframe: $(B)/gen/pprof.pb-c.c cli/profile.c
+$(eval $(call program,asan,$(B)/asan/jitsframe))
 
-# --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API ---
-LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
-VM_SRC := vm/module.c vm/ljrows.c vm/x86len.c vm/vmcheck.c perfmap/jitdump.c perfmap/ehframe.c
-VM_SRC += vm/audit.c vm/auditw.c vm/auditfmt.c vm/auditfunc.c vm/ljtrace.c
-AUDIT_LIBS := -lmsgpackc
-$(B)/lua/jitsframe.so: $(VM_SRC) $(HDRS) $(wildcard vm/*.h perfmap/*.h) $(rel_OBJ)
+# --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API;
+# it exports luaopen_jitsframe alone (vm/jitsframe.map) ---
+$(B)/lua/jitsframe.so: $(patsubst %.c,$(B)/rel/%.o,$(vm_SRC)) $(call closure,rel,vm) vm/jitsframe.map
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CPPFLAGS) -Ivm -Iperfmap $(LUAJIT_CFLAGS) $(CFLAGS) -fPIC -shared \
-		-fvisibility=hidden -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
-		$(VM_SRC) $(rel_OBJ) -o $@ -lgcc_s $(LDLIBS) $(AUDIT_LIBS)
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,--version-script=vm/jitsframe.map \
+		-Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
+		$(filter %.o %.a,$^) -o $@ -lgcc_s $(call syslibs,vm) $(LDLIBS)
 
 # `jitsframe audit replay` runs this driver (found beside the CLI, in lua/)
 $(B)/lua/jitsframe_replay.lua: vm/replay.lua
 	@mkdir -p $(dir $@)
 	cp $< $@
 
+# --- the HTML flame graph's viewer (d3-flame-graph + d3, and the tests'
+# pprof decoder pprof-format) installed from viewer/package-lock.json into
+# build/viewer by npm ci. Without npm or without the registry the build
+# goes on: the HTML writer then says the viewer is unavailable ---
+all: $(B)/viewer/.installed
+$(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
+	@rm -rf $(B)/viewer && mkdir -p $(B)/viewer
+	@cp viewer/package.json viewer/package-lock.json $(B)/viewer/
+	@if ! command -v npm >/dev/null; then \
+		echo "make: npm missing (make deps): the HTML flame graph's viewer is not vendored;" \
+		     "flamegraph.html will say so" >&2; \
+	elif ! (cd $(B)/viewer && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error); then \
+		echo "make: npm ci failed (no registry?): the HTML flame graph's viewer is not vendored;" \
+		     "flamegraph.html will say so" >&2; \
+	else touch $@; fi
+
+# --- tests: each links the libraries it tests ---
+TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
+TESTS   += t_auditdec t_ljtrace t_profile
+TEST_DIR_t_ljrows   := lj
+TEST_DIR_t_ljtrace  := lj
+TEST_DIR_t_auditdec := audit
+TEST_DIR_t_profile  := profile
+TEST_DIR_t_unwind   := unwind
+TEST_LIBS_t_libsframe := -lsframe
+TEST_LIBS_t_states := -lluajit-5.1
+TEST_CPPFLAGS_t_states := $(LUAJIT_CFLAGS)
+testdir = $(or $(TEST_DIR_$(1)),sframe)
+define test
+$(B)/$(1)/tests/$(2): $(B)/$(1)/tests/$(2).o $(call closure,$(1),$(call testdir,$(2)))
+	$$($(1)_CC) $$($(1)_CFLAGS) $$^ -o $$@ $(call syslibs,$(call testdir,$(2))) $$(TEST_LIBS_$(2)) $$(LDLIBS)
+endef
+$(foreach f,rel asan tsan,$(foreach t,$(TESTS) t_states,$(eval $(call test,$(f),$(t)))))
+$(B)/rel/tests/t_states.o: tests_CPPFLAGS += $(LUAJIT_CFLAGS)
+
 # --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
 # through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode
 # placement steered so that flushed trace addresses come back) ---
 VMTEST_LIBS := $(B)/tests/libprobe.so $(B)/tests/libfakefde.so $(B)/tests/libmcreuse.so
-$(B)/tests/libprobe.so: tests/probe.c $(HDRS) $(rel_OBJ)
+$(B)/tests/libprobe.so: tests/probe.c $(B)/rel/libjitsframe.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CPPFLAGS) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
-		tests/probe.c $(rel_OBJ) -o $@ -ldl $(LDLIBS)
-$(B)/tests/x86len_walk: tests/x86len_walk.c vm/x86len.c vm/x86len.h
-	@mkdir -p $(dir $@)
-	$(CC) $(WARN) -Ivm -O1 -g $< vm/x86len.c -o $@
+	$(CC) $(WARN) $(tests_CPPFLAGS) $(LUAJIT_CFLAGS) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
+		$^ -o $@ -ldl $(LDLIBS)
+$(B)/tests/x86len_walk: $(B)/rel/tests/x86len_walk.o $(B)/rel/libjsf_lj.a
+	$(CC) $^ -o $@
 $(B)/tests/lib%.so: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
 
-# --- fuzzing (clang libFuzzer, with ASan+UBSan) ---
-FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata
-FUZZERS += fuzz_audit
-FUZZ_EXTRA_fuzz_audit := -Ivm vm/auditfmt.c vm/auditfunc.c -lmsgpackc
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-$(B)/fuzz/%: tests/%.c $(LIB_SRC) $(HDRS)
-	@mkdir -p $(dir $@)
-	$(CLANG) $(WARN) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(LIB_SRC) -o $@ $(LDLIBS) $(FUZZ_EXTRA_$*)
-
-# the perf.data reader and the unwinder (cli/): their own sources and libdw
-PD_FUZZ_SRC := cli/perfdata.c cli/unwind.c cli/elfcfi.c cli/symbolize.c \
-	cli/elfsframe.c perfmap/jdread.c
-$(B)/fuzz/fuzz_perfdata: tests/fuzz_perfdata.c $(PD_FUZZ_SRC) $(LIB_SRC) $(HDRS)
-	@mkdir -p $(dir $@)
-	$(CLANG) $(WARN) $(CPPFLAGS) -Icli -Iperfmap $(FUZZ_CFLAGS) $< $(PD_FUZZ_SRC) $(LIB_SRC) -o $@ -ldw -lelf $(LDLIBS)
+# --- fuzzing (clang libFuzzer, with ASan+UBSan); each fuzzer's corpus of
+# found crashes and interesting inputs is kept in tests/corpus/NAME ---
+FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit
+FUZZ_DIR_fuzz_perfdata := unwind
+FUZZ_DIR_fuzz_audit    := audit
+define fuzzer
+$(B)/fuzz/$(1): $(B)/fuzz/tests/$(1).o $(call closure,fuzz,$(or $(FUZZ_DIR_$(1)),sframe))
+	$(CLANG) -g -fsanitize=fuzzer,address,undefined $$^ -o $$@ $(call syslibs,$(or $(FUZZ_DIR_$(1)),sframe)) $$(LDLIBS)
+endef
+$(foreach z,$(FUZZERS),$(eval $(call fuzzer,$(z))))
 
 deps:
 	@scripts/install-deps
@@ -171,9 +217,45 @@ demo: deps all
 bench: all
 	@$(MAKE) --no-print-directory -C bench
 
+# --- install: PREFIX (default /usr/local) and DESTDIR, as usual ---
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share/jitsframe
+LUA_CMOD   ?= $(LIBDIR)/lua/5.1
+LUA_LMOD   ?= $(PREFIX)/share/lua/5.1
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(LUA_CMOD) $(DESTDIR)$(LUA_LMOD) $(DESTDIR)$(DATADIR)
+	install -m 755 $(B)/jitsframe $(DESTDIR)$(BINDIR)/jitsframe
+	install -m 644 sframe/jitsframe.h $(DESTDIR)$(INCLUDEDIR)/jitsframe.h
+	install -m 644 $(B)/libjitsframe.a $(DESTDIR)$(LIBDIR)/libjitsframe.a
+	install -m 755 $(B)/libjitsframe.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libjitsframe.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libjitsframe.so.$(SOMAJOR)
+	ln -sf libjitsframe.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libjitsframe.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' sframe/jitsframe.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/jitsframe.pc
+	install -m 755 $(B)/lua/jitsframe.so $(DESTDIR)$(LUA_CMOD)/jitsframe.so
+	install -m 644 vm/replay.lua $(DESTDIR)$(LUA_LMOD)/jitsframe_replay.lua
+	install -m 644 docs/jitsframe.1 $(DESTDIR)$(MANDIR)/man1/jitsframe.1
+	install -m 644 docs/jitsframe.3 $(DESTDIR)$(MANDIR)/man3/jitsframe.3
+	if [ -e $(B)/viewer/.installed ]; then cp -r $(B)/viewer/node_modules $(DESTDIR)$(DATADIR)/viewer; fi
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/jitsframe $(DESTDIR)$(INCLUDEDIR)/jitsframe.h \
+		$(DESTDIR)$(LIBDIR)/libjitsframe.a $(DESTDIR)$(LIBDIR)/libjitsframe.so \
+		$(DESTDIR)$(LIBDIR)/libjitsframe.so.$(SOMAJOR) \
+		$(DESTDIR)$(LIBDIR)/libjitsframe.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/jitsframe.pc \
+		$(DESTDIR)$(LUA_CMOD)/jitsframe.so $(DESTDIR)$(LUA_LMOD)/jitsframe_replay.lua \
+		$(DESTDIR)$(MANDIR)/man1/jitsframe.1 $(DESTDIR)$(MANDIR)/man3/jitsframe.3
+	rm -rf $(DESTDIR)$(DATADIR)
+
+SRC_DIRS := sframe perfmap lj audit unwind profile vm cli common
 format:
-	clang-format -i sframe/*.[ch] cli/*.[ch] vm/*.[ch] perfmap/*.[ch] \
-		tests/*.[ch] bench/*.c
+	clang-format -i $(wildcard $(addsuffix /*.[ch],$(SRC_DIRS))) tests/*.[ch] bench/*.c
 
 clean:
 	rm -rf $(B)

@@ -12,11 +12,11 @@
  *            request has not completed is NOT safe from a SIGKILL
  *   uring+w  io_uring, waiting for each completion (what SIGKILL safety
  *            costs with io_uring)
- *   writer   vm/auditw.c as shipped: memcpy into a shared mapping of a
+ *   writer   audit/auditw.c as shipped: memcpy into a shared mapping of a
  *            window of the file, fallocated and populated 1 MiB at a time,
  *            the frame stored last (what the auditlog does)
  *
- * All of them frame the payload (CRC32C) the same way as vm/auditw.c.
+ * All of them frame the payload (CRC32C) the same way as audit/auditw.c.
  * Output: ns per record, median of 5 runs of N records each, and the ratio
  * to write. Usage: audit_wbench [N] [DIR]
  */

@@ -8,8 +8,7 @@
  *   audit replay FILE ...   LuaJIT's own jit.dump / jit.v on the log
  *                           (cli/audit_replay.c)
  */
-#include "auditfmt.h"
-#include "auditfunc.h"
+#include "auditlog.h"
 #include "cli.h"
 
 #include <errno.h>

@@ -15,8 +15,6 @@ enum {
 	EX_INPUT = 3, /* cannot read the input or write the output */
 };
 
-#define JSF_VERSION "0.1.0"
-
 /* Parse an unsigned number (decimal or 0x hex); false if malformed. */
 bool cli_u64(const char *s, uint64_t *out);
 

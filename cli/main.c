@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* jitsframe: the command-line tool. One file per command family. */
 #include "cli.h"
+#include "jitsframe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
 		return EX_OK;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("jitsframe %s\n", JSF_VERSION);
+		printf("jitsframe %s\n", JSF_VERSION_STRING);
 		return EX_OK;
 	}
 	if (!strcmp(cmd, "record"))

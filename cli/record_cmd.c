@@ -6,8 +6,8 @@
  * script  ->  folded stacks and a flame graph, and one summary line.
  */
 #include "cli.h"
-#include "folded.h"
 #include "jitdump.h"
+#include "profile.h"
 
 #include <dirent.h>
 

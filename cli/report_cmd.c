@@ -5,8 +5,6 @@
  * region at each sample's time, and write the profiles (profile.h).
  */
 #include "cli.h"
-#include "elfobj.h"
-#include "ksyms.h"
 #include "profile.h"
 #include "unwind.h"
 

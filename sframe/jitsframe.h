@@ -24,7 +24,23 @@
 extern "C" {
 #endif
 
+/* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
+ * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
+#define JSF_VERSION_MAJOR 1
+#define JSF_VERSION_MINOR 0
+#define JSF_VERSION_PATCH 0
+#define JSF_STR_(x) #x
+#define JSF_STR(x) JSF_STR_(x)
+#define JSF_VERSION_STRING         \
+	JSF_STR(JSF_VERSION_MAJOR) \
+	"." JSF_STR(JSF_VERSION_MINOR) "." JSF_STR(JSF_VERSION_PATCH)
+
 #define JSF_ABI_VERSION 1 /* region format version, see docs/ABI.md */
+
+/* Marks the public API: libjitsframe is built with -fvisibility=hidden. */
+#ifndef JSF_API
+#define JSF_API __attribute__((visibility("default")))
+#endif
 
 /* CFA base register of a row. */
 enum { JSF_SP = 1, JSF_FP = 2 };
@@ -49,11 +65,17 @@ struct jsf_row {
 	bool outermost;
 };
 
+/* The version of the library actually loaded (it may be newer than the
+ * header a program was built with): JSF_VERSION_MAJOR << 16 | MINOR << 8 |
+ * PATCH, and as "MAJOR.MINOR.PATCH". */
+JSF_API uint32_t jsf_version(void);
+JSF_API const char *jsf_version_string(void);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t jsf_now_ns(void);
+JSF_API uint64_t jsf_now_ns(void);
 
 /* Human-readable text for a negative errno returned by this library. */
-const char *jsf_strerror(int err);
+JSF_API const char *jsf_strerror(int err);
 
 /* ---------------------------------------------------------------- producer */
 
@@ -81,8 +103,8 @@ struct jsf_region_opts {
  * through /proc/PID/fd/N, see jsf_region_path()). The file is created with
  * O_EXCL|O_NOFOLLOW. The calling process is "the producer" until destroy.
  */
-int jsf_region_create(struct jsf_region **out, const char *path,
-		      const struct jsf_region_opts *opts);
+JSF_API int jsf_region_create(struct jsf_region **out, const char *path,
+			      const struct jsf_region_opts *opts);
 
 /*
  * Publish a function [start, start+size) with `nrows` rows sorted by
@@ -91,20 +113,22 @@ int jsf_region_create(struct jsf_region **out, const char *path,
  * -ENOSPC: max_size reached even after dropping all history.
  * Functions may be added in any address order.
  */
-int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
-		   const struct jsf_row *rows, uint32_t nrows, uint64_t now_ns);
+JSF_API int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
+			   const struct jsf_row *rows, uint32_t nrows,
+			   uint64_t now_ns);
 
 /* Tombstone the live function starting at `start` (-ENOENT if none). */
-int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns);
+JSF_API int jsf_region_remove(struct jsf_region *r, uint64_t start,
+			      uint64_t now_ns);
 
 /* Tombstone every live function (a JIT that frees all its code at once). */
-int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns);
+JSF_API int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns);
 
 /*
  * Rewrite the region into a fresh section: reclaims the space of dropped
  * history and re-centres the index. Done automatically when space runs out.
  */
-int jsf_region_compact(struct jsf_region *r);
+JSF_API int jsf_region_compact(struct jsf_region *r);
 
 struct jsf_region_stats {
 	size_t sz;
@@ -115,27 +139,28 @@ struct jsf_region_stats {
 	uint64_t dropped_history;
 	uint64_t seq; /* the region's generation counter */
 };
-int jsf_region_stats(const struct jsf_region *r, struct jsf_region_stats *st);
+JSF_API int jsf_region_stats(const struct jsf_region *r,
+			     struct jsf_region_stats *st);
 
 /*
  * The live SFrame V3 section inside the region, for registration with a
  * kernel-side unwinder: valid only under the protocol of docs/ABI.md, and
  * moved by compaction (re-query after each call that changed the region).
  */
-int jsf_region_section(const struct jsf_region *r, const void **addr,
-		       size_t *len);
+JSF_API int jsf_region_section(const struct jsf_region *r, const void **addr,
+			       size_t *len);
 
 /* Path of the region file ("/proc/self/fd/N" for a memfd). */
-const char *jsf_region_path(const struct jsf_region *r);
+JSF_API const char *jsf_region_path(const struct jsf_region *r);
 
 /* Unmap and close: the file stays, marked closed. */
-void jsf_region_destroy(struct jsf_region *r);
+JSF_API void jsf_region_destroy(struct jsf_region *r);
 
 /*
  * In a child after fork(): drop this process's copy of the parent's region
  * without touching the file (the parent still owns and publishes it).
  */
-void jsf_region_detach(struct jsf_region *r);
+JSF_API void jsf_region_detach(struct jsf_region *r);
 
 /* ------------------------------------------------------------------ reader */
 
@@ -146,10 +171,10 @@ struct jsf_view;
  * post-mortem. Hostile or damaged files fail with -EBADMSG (never a crash);
  * jsf_view_error() then says what was wrong.
  */
-int jsf_view_open(struct jsf_view **out, const char *path);
+JSF_API int jsf_view_open(struct jsf_view **out, const char *path);
 
 /* Why the last jsf_view_open on this thread failed (static buffer). */
-const char *jsf_view_error(void);
+JSF_API const char *jsf_view_error(void);
 
 /*
  * Which function covered `pc`, and its row there, at time `at_ns`
@@ -157,9 +182,9 @@ const char *jsf_view_error(void);
  * -ENOENT: none; -EAGAIN: the producer kept rewriting the table during
  * every bounded retry (live regions only).  Outputs may be NULL.
  */
-int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
-		    uint64_t *func_start, uint32_t *func_size,
-		    struct jsf_row *row);
+JSF_API int jsf_view_lookup(const struct jsf_view *v, uint64_t pc,
+			    uint64_t at_ns, uint64_t *func_start,
+			    uint32_t *func_size, struct jsf_row *row);
 
 struct jsf_view_info {
 	size_t sz;
@@ -176,7 +201,7 @@ struct jsf_view_info {
 	uint32_t live_funcs;
 	uint32_t logged_funcs;
 };
-int jsf_view_info(const struct jsf_view *v, struct jsf_view_info *info);
+JSF_API int jsf_view_info(const struct jsf_view *v, struct jsf_view_info *info);
 
 /* One function as iterated. remove_ns 0: still live. */
 struct jsf_func {
@@ -194,10 +219,11 @@ struct jsf_func {
  * A non-zero return from cb stops the walk and is returned.
  */
 #define JSF_ALL UINT64_MAX
-int jsf_view_foreach(const struct jsf_view *v, uint64_t at_ns,
-		     int (*cb)(const struct jsf_func *f, void *ctx), void *ctx);
+JSF_API int jsf_view_foreach(const struct jsf_view *v, uint64_t at_ns,
+			     int (*cb)(const struct jsf_func *f, void *ctx),
+			     void *ctx);
 
-void jsf_view_close(struct jsf_view *v);
+JSF_API void jsf_view_close(struct jsf_view *v);
 
 /* ------------------------------------------------------------------ export */
 
@@ -217,8 +243,9 @@ struct jsf_export_opts {
  * receives the base used. -ENOENT when no function is selected, -ERANGE when
  * a V1 export cannot reach every function with 32-bit starts.
  */
-int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
-		    void **out, size_t *out_len, uint64_t *out_base);
+JSF_API int jsf_view_export(const struct jsf_view *v,
+			    const struct jsf_export_opts *o, void **out,
+			    size_t *out_len, uint64_t *out_base);
 
 /* --------------------------------------------------------------- validator */
 
@@ -227,16 +254,16 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
  * plus the region's own invariants. 0 if valid, else -EBADMSG with the first
  * violation in msg.
  */
-int jsf_validate_region(const char *path, char *msg, size_t msglen);
+JSF_API int jsf_validate_region(const char *path, char *msg, size_t msglen);
 
 /*
  * Check a raw SFrame V3 section of `len` bytes, loaded at address
  * `sec_addr`, against the rules the proposed kernel unwinder applies, for
  * text [text_start, text_start+text_size) (text_size 0: any address).
  */
-int jsf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
-			uint64_t text_start, uint64_t text_size, char *msg,
-			size_t msglen);
+JSF_API int jsf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
+				uint64_t text_start, uint64_t text_size,
+				char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,17 @@
 #include <string.h>
 #include <time.h>
 
+uint32_t jsf_version(void)
+{
+	return (uint32_t)JSF_VERSION_MAJOR << 16 | JSF_VERSION_MINOR << 8 |
+	       JSF_VERSION_PATCH;
+}
+
+const char *jsf_version_string(void)
+{
+	return JSF_VERSION_STRING;
+}
+
 uint64_t jsf_now_ns(void)
 {
 	struct timespec ts;

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the auditlog decoder (vm/auditfmt.c) and the CLI's
+ * libFuzzer target for the auditlog decoder (audit/auditfmt.c) and the CLI's
  * way of reading records.
  *
  * Input modes (first byte):
  *  'R': the rest is a whole log file, decoded as is (checksums and all);
  *  'F': the rest is a LuaJIT bytecode dump, as a func record carries one
- *       (vm/auditfunc.c): decoded, then every answer read; a failure must
+ *       (audit/auditfunc.c): decoded, then every answer read; a failure must
  *       say why;
  *  anything else: the rest is split into payloads (a length byte, then
  *       that many bytes), each framed with a correct CRC32C after a valid

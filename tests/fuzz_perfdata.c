@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the perf.data reader (cli/perfdata.c) and the
- * unwinder's bookkeeping and walk (cli/unwind.c) on hostile input.
+ * libFuzzer target for the perf.data reader (unwind/perfdata.c) and the
+ * unwinder's bookkeeping and walk (unwind/unwind.c) on hostile input.
  *
  * Input modes:
  *  - starts with "SFRM": the rest is an ELF .sframe section (elfsframe.c),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The auditlog's func records (format 2: one LuaJIT bytecode dump per
-# prototype, decoded by the reader, vm/auditfunc.c) answer what jit.util
+# prototype, decoded by the reader, audit/auditfunc.c) answer what jit.util
 # answers live: tests/lua/audit_func_check.lua compares, for a set of
 # functions (stripped, vararg, child protos, int64/uint64/complex and table
 # constants, 60 upvalues, > 255 and > 65535 lines, every chunk-name kind,

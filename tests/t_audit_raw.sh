@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The auditlog's raw trace reader (vm/ljtrace.c, TAP). Ground truth is
+# The auditlog's raw trace reader (lj/ljtrace.c, TAP). Ground truth is
 # jit.util: with JITSFRAME_AUDIT_RAWCHECK=1 every stopped trace of every
 # workload is built twice, through jit.util and from the GCtrace's memory,
 # and the two encodings must be the same bytes (a difference turns the raw

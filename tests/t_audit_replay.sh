@@ -35,7 +35,7 @@ LJ2=build/luajit2/usr/bin/luajit
 LJ2PATH="$PWD/$(ls -d build/luajit2/usr/share/luajit-2.1* 2>/dev/null | head -n 1)/?.lua;;"
 INIT="assert(require('jitsframe').start{auditlog=os.getenv('AUDIT_LOG'), level=os.getenv('AUDIT_LEVEL') or 'full', quiet=true, region=os.getenv('AUDIT_REGION')})"
 # ... and at exit, how many stopped traces the raw reader built from the
-# VM's memory (vm/ljtrace.c) rather than through jit.util: the replays
+# VM's memory (lj/ljtrace.c) rather than through jit.util: the replays
 # below must cover that path (tests/t_audit_raw.sh checks it against
 # jit.util trace by trace)
 INIT="$INIT; local p = newproxy(true); getmetatable(p).__gc = function() local f = io.open(os.getenv('AUDIT_LOG') .. '.raw', 'w'); f:write(require('jitsframe').stats().auditlog.raw_traces); f:close() end; _G.__t_audit_replay = p"

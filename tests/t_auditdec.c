@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The auditlog's framing, writer and decoder (vm/auditfmt.c, vm/auditw.c),
- * run plain and under ASan+UBSan:
+ * The auditlog's framing, writer and decoder (audit/auditfmt.c,
+ * audit/auditw.c), run plain and under ASan+UBSan:
  *  - a log cut at random byte offsets, or with random bytes flipped,
  *    decodes exactly the records before the damage and says where it
  *    stopped ("damaged at byte N: <why>; K records decoded"); the expected
@@ -566,7 +566,7 @@ int main(void)
 		jsf_audit_reader_free(&r);
 	}
 
-	/* The func records' bytecode dumps (vm/auditfunc.c), on LuaJIT's
+	/* The func records' bytecode dumps (audit/auditfunc.c), on LuaJIT's
 	 * own dump: luajit writes string.dump of a function (children,
 	 * constants of each kind, upvalues, > 255 lines) and what jit.util
 	 * answers for it; the decoder must agree, and every cut and 3000

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vm/ljrows.c on hand-assembled trace code: the head and tail patterns of
+ * lj/ljrows.c on hand-assembled trace code: the head and tail patterns of
  * docs/VM.md, and the looping side trace whose head add is confirmed only
- * by decoding the head (vm/x86len.c): bytes that merely look like an add
+ * by decoding the head (lj/x86len.c): bytes that merely look like an add
  * (inside another instruction) or an instruction outside the decoded
  * subset must be refused.
  */

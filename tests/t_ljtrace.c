@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vm/ljtrace.c on hand-built VM memory: a fake lua_State -> global state ->
+ * lj/ljtrace.c on hand-built VM memory: a fake lua_State -> global state ->
  * trace array -> GCtrace, in each known layout. The search must find the
  * trace array only when every field agrees with what jit.util said, name
  * exactly the layouts that agree, refuse two candidates, survive pointers

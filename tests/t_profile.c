@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The profile writers (cli/profile.c): folded stacks checked against this
+ * The profile writers (profile/profile.c): folded stacks checked against this
  * test's own re-aggregation of what it added; atomic writes; bad
  * arguments; 0 samples, very deep stacks, names with ';', newlines, quotes,
  * HTML specials, unicode and invalid UTF-8.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# vm/x86len.c against objdump (TAP). The module decodes a looping side
-# trace's head with it before it trusts the head's rsp add (vm/ljrows.c), so
+# lj/x86len.c against objdump (TAP). The module decodes a looping side
+# trace's head with it before it trusts the head's rsp add (lj/ljrows.c), so
 # every length it gives must be objdump's: on whole binaries' .text, and on
 # every trace the workload set compiles on both VMs (which must decode in
 # full: LuaJIT emits nothing outside the subset).

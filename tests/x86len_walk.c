@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* x86len_walk FILE...: decode each file of raw x86-64 code from offset 0
- * with vm/x86len.c and print "FILE OFFSET LENGTH" per instruction, then
+ * with lj/x86len.c and print "FILE OFFSET LENGTH" per instruction, then
  * "FILE END OFFSET" where decoding stopped (the file's size, or the first
  * instruction outside the subset).
  * x86len_walk -a FILE: read offsets from stdin, print "OFFSET LENGTH" for

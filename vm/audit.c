@@ -7,10 +7,9 @@
  * that record (counted) and never reaches the host program.
  */
 #include "audit.h"
-#include "auditfmt.h"
-#include "auditfunc.h"
-#include "auditw.h"
-#include "ljtrace.h"
+#include "auditlog.h"
+#include "jitsframe.h"
+#include "lj.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -22,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PRODUCER "jitsframe 0.1.0"
+#define PRODUCER "jitsframe " JSF_VERSION_STRING
 
 /* ------------------------------------------------------ process state */
 
@@ -317,7 +316,7 @@ static void put_record(msgpack_sbuffer *sb, int defer)
  *         (tables, child protos, cdata: their address and tostring);
  *  locprefix = funcinfo(f).loc without ":line".
  * The dump keeps only the function's own prototype (LuaJIT writes the
- * children first; their bytes are dropped). Decoded by vm/auditfunc.c. */
+ * children first; their bytes are dropped). Decoded by audit/auditfunc.c. */
 static char *g_dbuf;
 static size_t g_dlen, g_dcap;
 static int32_t g_bcmode[256]; /* mode + 1 of each op, 0: not yet known */

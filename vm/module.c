@@ -13,7 +13,7 @@
 #include "audit.h"
 #include "jitdump.h"
 #include "jitsframe.h"
-#include "ljrows.h"
+#include "lj.h"
 #include "vmcheck.h"
 
 #include <errno.h>
@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MOD_VERSION "0.1.0"
+#define MOD_VERSION JSF_VERSION_STRING
 
 /* ------------------------------------------------------- process state */
 

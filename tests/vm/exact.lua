@@ -457,7 +457,7 @@ function S.side_loop()
 	end), "no looping side trace")
 	-- A looping side trace whose head adds to rsp has no tail add to
 	-- confirm that reading by: the module decodes its head instruction by
-	-- instruction (vm/x86len.c) to exactly that add and the store. Such a
+	-- instruction (lj/x86len.c) to exactly that add and the store. Such a
 	-- trace must exist here, be published with its own frame after the
 	-- add, and every probe call from it must match the real stack.
 	local headadd

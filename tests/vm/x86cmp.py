@@ -1,4 +1,4 @@
-# x86cmp.py WALKER MODE FILES...: compare vm/x86len.c's instruction lengths
+# x86cmp.py WALKER MODE FILES...: compare lj/x86len.c's instruction lengths
 # (through tests/x86len_walk) with objdump's decoding of the same bytes.
 #   MODE walk: each FILE is one trace's machine code, decoded from offset 0;
 #              every length must equal objdump's, and the whole trace must

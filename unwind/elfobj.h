@@ -55,8 +55,6 @@ struct elfobj {
  * vaddr: 1 found (r filled), 0 not covered, -1 damaged. */
 int sframe_row(const unsigned char *s, size_t len, uint64_t sec_vaddr,
 	       uint64_t vaddr, struct crow *r);
-/* How many rows came from .sframe sections and from CFI (libdw). */
-void elfobj_row_stats(uint64_t *sframe, uint64_t *cfi);
 
 Elf *elfobj_debug(struct elfobj *o);
 

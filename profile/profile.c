@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Profiles (cli/profile.h): unwound samples aggregated by identical stack,
+ * Profiles (profile/profile.h): unwound samples aggregated by identical stack,
  * and their writers.
  *
  * Storage: every string is interned once (invalid UTF-8 replaced by U+FFFD,
@@ -13,13 +13,12 @@
  *   folded  "comm;root;...;leaf N", sorted, trace frames suffixed "_[j]",
  *           ';' and control characters in names replaced by '_', unnamed
  *           frames "[0xADDR]"
- *   SVG     cli/flame.c's static flame graph of those folded lines
+ *   SVG     profile/flame.c's static flame graph of those folded lines
  *   HTML    d3-flame-graph (npm, vendored by the build into build/viewer)
  *           inlined with the profile as JSON: works offline from file://
- *   pprof   profile.pb.gz: protobuf-c (cli/pprof.proto) + zlib's gzip
+ *   pprof   profile.pb.gz: protobuf-c (profile/pprof.proto) + zlib's gzip
  */
 #include "profile.h"
-#include "folded.h"
 #include "pprof.pb-c.h"
 
 #include <errno.h>

@@ -5,6 +5,7 @@
 #ifndef JSF_UNWIND_H
 #define JSF_UNWIND_H
 
+#include "ksyms.h"
 #include "perfdata.h"
 
 #include <stdbool.h>
@@ -52,6 +53,8 @@ const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr);
 const char *elfobj_build_id(const struct elfobj *o); /* hex or NULL */
 const char *elfobj_path(const struct elfobj *o);
 void elfobj_free_all(void);
+/* How many rows came from .sframe sections and from CFI (libdw). */
+void elfobj_row_stats(uint64_t *sframe, uint64_t *cfi);
 
 /* Evaluate a CFA expression with rsp, rbp, rip; false if unsupported. */
 bool crow_eval(const struct crow *r, uint64_t sp, uint64_t bp, uint64_t ip,

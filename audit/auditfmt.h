@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The auditlog's byte format (docs/AUDITLOG.md), shared by the writer
- * (vm/auditw.c), the Lua module's reader and the CLI:
+ * (audit/auditw.c), the Lua module's reader and the CLI:
  *
  *   file   := magic record*
  *   magic  := "JSFAUDIT" u8 version(1) u8[7] zero     (16 bytes)

@@ -11,7 +11,7 @@
  * store.  Non-looping tail: [add rsp,+spadj] jmp (the last 5 bytes).
  * Looping traces (root or side) never readjust rsp after the head; a
  * looping side trace's head add is confirmed by decoding the head
- * (vm/x86len.c) instead of by a tail.
+ * (lj/x86len.c) instead of by a tail.
  */
 #include "ljrows.h"
 #include "x86len.h"

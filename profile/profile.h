@@ -3,6 +3,9 @@
  * SVG and HTML flame graphs, and pprof. */
 #ifndef JSF_PROFILE_H
 #define JSF_PROFILE_H
+
+#include "folded.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The auditlog library (audit/): the log's framing, CRC32C and record
+ * reader (auditfmt.h), the file writer (auditw.h) and the decoder of the
+ * func records' bytecode dumps (auditfunc.h). docs/AUDITLOG.md is the
+ * format. Used by the Lua module (vm/) and the CLI (cli/); this header is
+ * the library's face: nothing outside audit/ includes the others.
+ */
+#ifndef JSF_AUDITLOG_H
+#define JSF_AUDITLOG_H
+
+#include "auditfmt.h"
+#include "auditfunc.h"
+#include "auditw.h"
+
+#endif
