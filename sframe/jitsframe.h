@@ -45,16 +45,36 @@ extern "C" {
 /* CFA base register of a row. */
 enum { JSF_SP = 1, JSF_FP = 2 };
 
-/* Architectures (the SFrame ABI/arch identifiers). */
-enum { JSF_ARCH_X86_64 = 3 };
+/*
+ * Architectures (the SFrame ABI/arch identifiers). A region has one, chosen
+ * by jsf_region_opts.arch; only JSF_ARCH_X86_64 is implemented (others
+ * fail with -EOPNOTSUPP). AArch64 will be an addition: its identifier and
+ * its return-address rules below are already part of the row model.
+ */
+enum { JSF_ARCH_AARCH64 = 2, JSF_ARCH_X86_64 = 3 };
+
+/* Where a row's return address is (jsf_row.ra_rule). */
+enum {
+	JSF_RA_DEFAULT = 0, /* the architecture's usual rule: x86-64 at
+			       CFA - 8; AArch64 in the link register */
+	JSF_RA_CFA = 1,	    /* saved at CFA + ra_offset */
+	JSF_RA_REG = 2,	    /* still in the link register (AArch64) */
+};
 
 /*
  * One unwind row: from instruction `offset` (bytes from the function start)
  * until the next row's offset,
  *   CFA = (cfa_base == JSF_SP ? SP : FP) + cfa_offset
- *   RA  at CFA - 8 (x86-64)
+ *   RA  by ra_rule: JSF_RA_CFA: at CFA + ra_offset; JSF_RA_REG: in the
+ *       link register; JSF_RA_DEFAULT: the architecture's rule
  *   saved FP at CFA + fp_offset when has_fp
  * An `outermost` row says: no caller (the other fields are ignored).
+ *
+ * A producer may leave ra_rule 0 (JSF_RA_DEFAULT) or state the rule; a rule
+ * the region's architecture cannot express is refused (-EINVAL; on x86-64
+ * the return address is always at CFA - 8). Rows read back from a region
+ * (jsf_view_lookup, jsf_view_foreach) always state it: on x86-64,
+ * ra_rule = JSF_RA_CFA, ra_offset = -8.
  */
 struct jsf_row {
 	uint32_t offset;
@@ -63,6 +83,8 @@ struct jsf_row {
 	bool has_fp;
 	int32_t fp_offset;
 	bool outermost;
+	uint8_t ra_rule;   /* JSF_RA_* */
+	int32_t ra_offset; /* JSF_RA_CFA: RA at CFA + ra_offset */
 };
 
 /* The version of the library actually loaded (it may be newer than the
