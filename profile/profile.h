@@ -44,8 +44,9 @@ int prof_write_html(const struct prof *p, const char *path, const char *title);
  * and how to get it, and names the other profile files. */
 int prof_write_html_unavailable(const struct prof *p, const char *path,
 				const char *title);
-/* Where prof_write_html looks for the viewer, as text for a message
- * ("FILE in DIR and DIR"); 0 when found, else -ENOENT. */
+/* Where prof_write_html finds the viewer: 0 and its directory in buf, or
+ * -ENOENT and where it looked, as text for a message ("FILE in DIR and
+ * DIR"). */
 int prof_viewer_where(char *buf, size_t size);
 int prof_write_pprof(const struct prof *p, const char *path);
 void prof_free(struct prof *p);
