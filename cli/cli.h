@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared by the jitsframe CLI's commands: exit codes and small helpers. */
+/* Shared by the jitsframe CLI's commands: exit codes, small helpers
+ * (util.c), and the commands' entry points. */
 #ifndef JSF_CLI_H
 #define JSF_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,10 +23,6 @@ bool cli_u64(const char *s, uint64_t *out);
 /* Print s as a JSON string literal. */
 void json_str(FILE *f, const char *s);
 
-/* Write buf to path atomically (temp file in the same directory, then
- * rename); returns 0 or a negative errno. */
-int cli_write_file(const char *path, const void *buf, size_t len);
-
 /* The directory of this program (readlink /proc/self/exe); 0 or -1. */
 int cli_exe_dir(char *buf, size_t len);
 
@@ -41,6 +39,20 @@ int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+
+/* `jitsframe report`'s work, for `report` and `record`: unwind the record
+ * directory's samples, write its profiles, print the summary line.
+ * Returns an exit code. */
+struct report_opts {
+	size_t sz;	    /* sizeof(struct report_opts) */
+	const char *dir;    /* the record directory */
+	const char *input;  /* perf.data; NULL: DIR/perf.data.raw, else
+			       DIR/perf.data */
+	const char *region; /* the region; NULL: DIR/region if there */
+	const char *dump;   /* write every sample's frames here, or NULL */
+	bool no_write;	    /* unwind and summarise only */
+};
+int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */
 int audit_replay_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);

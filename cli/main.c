@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* jitsframe: the command-line tool. One file per command family. */
+/* jitsframe: the command-line tool. main() dispatches to the commands,
+ * one file per command family; their helpers are in util.c. */
 #include "cli.h"
 #include "jitsframe.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char usage[] =
     "Usage: jitsframe <command> [options]\n"
@@ -38,96 +36,6 @@ static const char usage[] =
     "  1  the check failed, or nothing matched\n"
     "  2  bad command line\n"
     "  3  cannot read the input or write the output\n";
-
-bool cli_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
-void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-int cli_exe_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	if (n <= 0 || (size_t)n >= len - 1)
-		return -1;
-	buf[n] = 0;
-	char *slash = strrchr(buf, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	return 0;
-}
-
-int cli_prepend_cpath(const char *dir)
-{
-	const char *old = getenv("LUA_CPATH");
-	size_t need = strlen(dir) + (old ? strlen(old) : 2) + 16;
-	char *cpath = malloc(need);
-	if (!cpath)
-		return -ENOMEM;
-	snprintf(cpath, need, "%s/?.so;%s", dir, old ? old : ";");
-	int err = setenv("LUA_CPATH", cpath, 1) ? -errno : 0;
-	free(cpath);
-	return err;
-}
-
-int cli_write_file(const char *path, const void *buf, size_t len)
-{
-	size_t n = strlen(path);
-	char *tmp = malloc(n + 16);
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = errno;
-		free(tmp);
-		return -e;
-	}
-	const char *p = buf;
-	int err = 0;
-	while (len && !err) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno != EINTR)
-			err = -errno;
-		else if (w > 0) {
-			p += w;
-			len -= (size_t)w;
-		}
-	}
-	if (!err && fsync(fd) < 0)
-		err = -errno;
-	if (close(fd) < 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
-}
 
 int main(int argc, char **argv)
 {

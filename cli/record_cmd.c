@@ -333,9 +333,9 @@ int cmd_record(int argc, char **argv)
 		/* 3. jitsframe's own unwinder over the raw samples */
 		if (lfd >= 0)
 			close(lfd);
-		char *rav[] = {"report", adir, NULL};
+		struct report_opts ro = {.sz = sizeof(ro), .dir = adir};
 		fflush(stdout);
-		int rrc = cmd_report(2, rav);
+		int rrc = report_run(&ro);
 		if (rrc != EX_OK)
 			return rrc == EX_INPUT ? EX_FAIL : rrc;
 		if (cmd_note) {

@@ -2,6 +2,7 @@
 /* `jitsframe region dump | validate | export`. */
 #include "cli.h"
 #include "jitsframe.h"
+#include "profile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -355,7 +356,7 @@ static int do_export(const char *path, const struct ropts *o)
 				 ((uint8_t *)buf)[10] << 16 |
 				 (unsigned)((uint8_t *)buf)[11] << 24
 			   : 0);
-	err = cli_write_file(o->out, buf, len);
+	err = prof_write_file(o->out, buf, len);
 	free(buf);
 	if (err) {
 		fprintf(stderr, "jitsframe: cannot write %s: %s\n", o->out,

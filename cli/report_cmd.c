@@ -38,13 +38,13 @@ static const char usage[] =
 
 struct rep {
 	struct uwstate *u;
-	struct jsf_profile *prof;
+	struct prof *prof;
 	FILE *dump;
 	uint64_t samples, with_user, through, through_main, complete, unpub;
 	uint64_t why[STOP__N], why_through[STOP__N];
 	struct uframe fr[UW_MAX];
-	struct jsf_pframe pf[UW_MAX];
-	struct jsf_pframe all[KMAX + UW_MAX]; /* kernel frames, then pf */
+	struct pframe pf[UW_MAX];
+	struct pframe all[KMAX + UW_MAX]; /* kernel frames, then pf */
 	int err;
 };
 
@@ -60,7 +60,7 @@ static int on_event(const struct pd_event *e, void *ctx)
 	bool trace = false, main_ = false, anon = false;
 	for (int i = 0; i < n; i++) {
 		struct uframe *f = &r->fr[i];
-		struct jsf_pframe *p = &r->pf[i];
+		struct pframe *p = &r->pf[i];
 		memset(p, 0, sizeof(*p));
 		trace |= f->is_trace;
 		anon |= f->jit_area && !f->is_trace;
@@ -68,9 +68,7 @@ static int on_event(const struct pd_event *e, void *ctx)
 			main_ = true;
 		p->name = f->name;
 		p->addr = i ? f->pc - 1 : f->pc;
-		p->kind = f->is_trace ? JSF_PF_JIT
-			  : f->elf    ? JSF_PF_ELF
-				      : JSF_PF_UNKNOWN;
+		p->kind = f->is_trace ? PF_JIT : f->elf ? PF_ELF : PF_UNKNOWN;
 		p->mapping = f->map_name;
 		p->map_start = f->map_start;
 		p->map_end = f->map_end;
@@ -116,21 +114,20 @@ static int on_event(const struct pd_event *e, void *ctx)
 			}
 			if (!kern)
 				continue;
-			struct jsf_pframe *k = &r->all[nk++];
+			struct pframe *k = &r->all[nk++];
 			memset(k, 0, sizeof(*k));
 			k->name = ksym_name(ip);
 			k->addr = nk > 1 ? ip - 1 : ip;
 			k->mapping = "[kernel.kallsyms]";
-			k->kind = JSF_PF_ELF;
+			k->kind = PF_ELF;
 		}
-		const struct jsf_pframe *fs = r->pf;
+		const struct pframe *fs = r->pf;
 		if (nk) {
 			memcpy(r->all + nk, r->pf, (size_t)n * sizeof(*r->pf));
 			fs = r->all;
 		}
 		if (nk + (uint32_t)n > 0 &&
-		    jsf_profile_add(r->prof, fs, nk + (uint32_t)n, 1, comm) &&
-		    !r->err)
+		    prof_add(r->prof, fs, nk + (uint32_t)n, 1, comm) && !r->err)
 			r->err = -ENOMEM;
 	}
 	if (r->dump) {
@@ -150,6 +147,29 @@ static int on_event(const struct pd_event *e, void *ctx)
 		}
 	}
 	return 0;
+}
+
+/* The HTML flame graph; without the viewer's files (a build without npm
+ * or the npm registry) the page that says so, and one note. */
+static int write_html(const struct prof *prof, const char *path)
+{
+	int w = prof_write_html(prof, path, "jitsframe report");
+	if (w != -ENOENT)
+		return w;
+	char where[3 * PATH_MAX + 128];
+	prof_viewer_where(where, sizeof(where));
+	w = prof_write_html_unavailable(prof, path, "jitsframe report");
+	if (!w)
+		fprintf(
+		    stderr,
+		    "jitsframe report: note: the HTML flame graph's viewer "
+		    "(d3-flame-graph) is missing (looked for %s), so %s "
+		    "says the interactive viewer is unavailable; the other "
+		    "files hold the profile. To get it, run `make` with npm "
+		    "installed and the npm registry reachable, or set "
+		    "JITSFRAME_VIEWER=DIR.\n",
+		    where, path);
+	return w;
 }
 
 static void path_in(char *out, size_t n, const char *dir, const char *f)
@@ -186,54 +206,17 @@ static void use_recorded_kallsyms(const char *dir)
 		ksym_use_file(found);
 }
 
-int cmd_report(int argc, char **argv)
+int report_run(const struct report_opts *opts)
 {
-	static const struct option lo[] = {
-	    {"input", required_argument, 0, 'i'},
-	    {"region", required_argument, 0, 'r'},
-	    {"dump", required_argument, 0, 'd'},
-	    {"no-write", no_argument, 0, 'n'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	const char *input = NULL, *region = NULL, *dumpp = NULL;
-	bool write = true;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+i:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			input = optarg;
-			break;
-		case 'r':
-			region = optarg;
-			break;
-		case 'd':
-			dumpp = optarg;
-			break;
-		case 'n':
-			write = false;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return EX_OK;
-		default:
-			fprintf(
-			    stderr,
-			    "jitsframe report: unknown or incomplete option "
-			    "'%s'\nTry 'jitsframe report --help'.\n",
-			    argv[optind - 1]);
-			return EX_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "jitsframe report: give one directory (made by "
-				"`jitsframe record`)\nTry 'jitsframe report "
-				"--help'.\n");
+	struct report_opts o = {0};
+	/* an older, smaller opts: the fields it lacks are zero */
+	if (opts)
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (!o.dir)
 		return EX_USAGE;
-	}
-	const char *dir = argv[optind];
+	const char *dir = o.dir, *input = o.input, *region = o.region,
+		   *dumpp = o.dump;
+	bool write = !o.no_write;
 	char in[PATH_MAX], reg[PATH_MAX], p[PATH_MAX];
 	struct stat sb;
 	if (input) {
@@ -279,7 +262,7 @@ int cmd_report(int argc, char **argv)
 		return EX_INPUT;
 	}
 	if (write)
-		r->prof = jsf_profile_new(pd_sample_period_ns(pd));
+		r->prof = prof_new(pd_sample_period_ns(pd));
 	if (dumpp && !(r->dump = fopen(dumpp, "w"))) {
 		fprintf(stderr, "jitsframe report: %s: %s\n", dumpp,
 			strerror(errno));
@@ -309,12 +292,11 @@ int cmd_report(int argc, char **argv)
 		size_t wl = 0;
 		for (int k = 0; k < 4; k++) {
 			path_in(p, sizeof(p), dir, files[k]);
-			int w = k == 0	 ? jsf_profile_write_folded(r->prof, p)
-				: k == 1 ? jsf_profile_write_svg(
-					       r->prof, p, "jitsframe report")
-				: k == 2 ? jsf_profile_write_html(
-					       r->prof, p, "jitsframe report")
-					 : jsf_profile_write_pprof(r->prof, p);
+			int w = k == 0	 ? prof_write_folded(r->prof, p)
+				: k == 1 ? prof_write_svg(r->prof, p,
+							  "jitsframe report")
+				: k == 2 ? write_html(r->prof, p)
+					 : prof_write_pprof(r->prof, p);
 			if (w == -ENOSYS)
 				continue;
 			if (w) {
@@ -357,7 +339,7 @@ out:
 	if (r->dump)
 		fclose(r->dump);
 	if (r->prof)
-		jsf_profile_free(r->prof);
+		prof_free(r->prof);
 	uw_free(r->u);
 	free(r);
 	traces_free(t);
@@ -365,4 +347,54 @@ out:
 	ksym_free();
 	pd_close(pd);
 	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"input", required_argument, 0, 'i'},
+	    {"region", required_argument, 0, 'r'},
+	    {"dump", required_argument, 0, 'd'},
+	    {"no-write", no_argument, 0, 'n'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	struct report_opts o = {.sz = sizeof(o)};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+i:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o.input = optarg;
+			break;
+		case 'r':
+			o.region = optarg;
+			break;
+		case 'd':
+			o.dump = optarg;
+			break;
+		case 'n':
+			o.no_write = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return EX_OK;
+		default:
+			fprintf(
+			    stderr,
+			    "jitsframe report: unknown or incomplete option "
+			    "'%s'\nTry 'jitsframe report --help'.\n",
+			    argv[optind - 1]);
+			return EX_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "jitsframe report: give one directory (made by "
+				"`jitsframe record`)\nTry 'jitsframe report "
+				"--help'.\n");
+		return EX_USAGE;
+	}
+	o.dir = argv[optind];
+	return report_run(&o);
 }

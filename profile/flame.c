@@ -5,7 +5,7 @@
  * frame (hover shows name and count). Trace frames (`_[j]`) are blue-green,
  * kernel frames (`_[k]`) orange, the rest warm.
  */
-#include "folded.h"
+#include "profint.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -75,7 +75,7 @@ static size_t chars(const char *s)
 
 /* s as XML/HTML text, at most max characters (UTF-8 sequences kept
  * whole); markup characters escaped, control characters dropped. */
-void markup_text(FILE *o, const char *s, size_t max)
+void pf_markup_text(FILE *o, const char *s, size_t max)
 {
 	for (size_t i = 0, n = 0; s[i]; i++) {
 		if (((unsigned char)s[i] & 0xc0) != 0x80 && n++ == max)
@@ -143,7 +143,7 @@ static void draw(struct draw *d, const struct node *n, double x, int depth)
 			unsigned r, g, b;
 			color(c->name, &r, &g, &b);
 			fprintf(d->o, "<g><title>");
-			markup_text(d->o, c->name, 4096);
+			pf_markup_text(d->o, c->name, 4096);
 			fprintf(d->o, " (%llu samples, %.2f%%)</title>",
 				(unsigned long long)c->count,
 				100.0 * (double)c->count / (double)d->total);
@@ -157,8 +157,8 @@ static void draw(struct draw *d, const struct node *n, double x, int depth)
 				fprintf(d->o, "<text x=\"%.1f\" y=\"%d\">",
 					x + 3, y + ROW - 4);
 				size_t len = chars(c->name);
-				markup_text(d->o, c->name,
-					    fit - (len > fit ? 2 : 0));
+				pf_markup_text(d->o, c->name,
+					       fit - (len > fit ? 2 : 0));
 				if (len > fit)
 					fputs("..", d->o);
 				fputs("</text>", d->o);
@@ -201,7 +201,7 @@ int flame_svg(const struct folded *f, FILE *o, const char *title)
 	    "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f8\"/>\n"
 	    "<text x=\"%d\" y=\"24\" style=\"font-size:16px\">",
 	    W, height, W, height, W / 2 - 200);
-	markup_text(o, title, 200);
+	pf_markup_text(o, title, 200);
 	fprintf(o, " (%llu samples)</text>\n",
 		(unsigned long long)b.root.count);
 	struct draw d = {

@@ -4,7 +4,7 @@
  * trace code (perf inject's jitted-*.so) gets `_[j]`, the kernel `_[k]`,
  * unknown symbols `[dso]`. The process name is the root frame.
  */
-#include "folded.h"
+#include "profint.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,8 +22,9 @@ struct jload {
 };
 
 struct folded {
-	struct entry *t;
+	struct entry *t; /* in the order added, indexed by ix */
 	size_t cap, n;
+	struct itab ix;
 	struct jload *loads;
 	size_t nloads, caploads;
 };
@@ -72,61 +73,38 @@ static const char *jitted_name(const struct folded *f, const char *base,
 	return best ? best->name : self->name;
 }
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-	return h;
-}
-
 struct folded *folded_new(void)
 {
-	struct folded *f = calloc(1, sizeof(*f));
-	if (f) {
-		f->cap = 1024;
-		f->t = calloc(f->cap, sizeof(*f->t));
-		if (!f->t) {
-			free(f);
-			return NULL;
-		}
-	}
-	return f;
+	return calloc(1, sizeof(struct folded));
 }
 
-static int grow(struct folded *f)
+static int key_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t cap = f->cap * 2;
-	struct entry *t = calloc(cap, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < f->cap; i++) {
-		if (!f->t[i].key)
-			continue;
-		size_t j = hash(f->t[i].key) & (cap - 1);
-		while (t[j].key)
-			j = (j + 1) & (cap - 1);
-		t[j] = f->t[i];
-	}
-	free(f->t);
-	f->t = t;
-	f->cap = cap;
-	return 0;
+	const struct folded *f = ctx;
+	return !strcmp(f->t[idx].key, key);
 }
 
 int folded_add(struct folded *f, const char *stack, uint64_t count)
 {
-	if (2 * (f->n + 1) > f->cap && grow(f))
+	uint64_t h = pf_hash_bytes(stack, strlen(stack));
+	struct slot *sl = pf_itab_find(&f->ix, h, key_eq, f, stack);
+	if (!sl)
 		return -ENOMEM;
-	size_t j = hash(stack) & (f->cap - 1);
-	while (f->t[j].key && strcmp(f->t[j].key, stack))
-		j = (j + 1) & (f->cap - 1);
-	if (!f->t[j].key) {
-		if (!(f->t[j].key = strdup(stack)))
+	if (!sl->idx1) {
+		if (f->n >= UINT32_MAX - 1)
+			return -E2BIG;
+		if (pf_grow_array((void **)&f->t, &f->cap, f->n + 1,
+				  sizeof(*f->t)))
 			return -ENOMEM;
-		f->n++;
+		char *key = strdup(stack);
+		if (!key)
+			return -ENOMEM;
+		f->t[f->n++] = (struct entry){key, 0};
+		sl->h = h;
+		sl->idx1 = (uint32_t)f->n;
+		f->ix.n++;
 	}
-	f->t[j].count += count;
+	f->t[sl->idx1 - 1].count += count;
 	return 0;
 }
 
@@ -142,12 +120,11 @@ void folded_each(const struct folded *f,
 {
 	/* sorted, so that outputs are deterministic */
 	struct entry *s = malloc((f->n ? f->n : 1) * sizeof(*s));
-	size_t k = 0;
+	size_t k = f->n;
 	if (!s)
 		return;
-	for (size_t i = 0; i < f->cap; i++)
-		if (f->t[i].key)
-			s[k++] = f->t[i];
+	if (k)
+		memcpy(s, f->t, k * sizeof(*s));
 	qsort(s, k, sizeof(*s), cmp_entry);
 	for (size_t i = 0; i < k; i++)
 		cb(s[i].key, s[i].count, ctx);
@@ -192,8 +169,9 @@ void folded_free(struct folded *f)
 {
 	if (!f)
 		return;
-	for (size_t i = 0; i < f->cap; i++)
+	for (size_t i = 0; i < f->n; i++)
 		free(f->t[i].key);
+	free(f->ix.s);
 	for (size_t i = 0; i < f->nloads; i++)
 		free(f->loads[i].name);
 	free(f->loads);

@@ -38,9 +38,6 @@ int folded_add_load(struct folded *f, uint32_t pid, uint64_t index, uint64_t ts,
 		    uint64_t code_addr, uint64_t lo, uint64_t hi,
 		    const char *name);
 
-/* s escaped as XML/HTML text, at most max characters (flame.c). */
-void markup_text(FILE *o, const char *s, size_t max);
-
 /* An SVG flame graph of the stacks; 0 or -errno. */
 int flame_svg(const struct folded *f, FILE *out, const char *title);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Profiles: unwound samples aggregated by stack, written as folded stacks,
- * SVG and HTML flame graphs, and pprof. */
+ * SVG and HTML flame graphs, and pprof; every file written atomically (a
+ * temp file in the destination's directory, renamed over it). */
 #ifndef JSF_PROFILE_H
 #define JSF_PROFILE_H
 
@@ -9,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum jsf_pframe_kind { JSF_PF_ELF = 0, JSF_PF_JIT = 1, JSF_PF_UNKNOWN = 2 };
+enum pframe_kind { PF_ELF = 0, PF_JIT = 1, PF_UNKNOWN = 2 };
 
-struct jsf_pframe {
+struct pframe {
 	const char *name; /* symbol, "TRACE_n::chunk:line", or NULL -> [addr] */
 	const char *file; /* source file of the line, or NULL */
 	uint32_t line;	  /* source line, 0 unknown */
@@ -19,22 +20,38 @@ struct jsf_pframe {
 	const char *mapping;  /* ELF path, "[jit]" for traces, or NULL */
 	const char *build_id; /* hex build-id of the mapping, or NULL */
 	uint64_t map_start, map_end, map_pgoff; /* the mapping, 0 if unknown */
-	enum jsf_pframe_kind kind;
+	enum pframe_kind kind;
 };
 
-struct jsf_profile;
+struct prof;
 /* period_ns: sampling period (1e9 / freq), for pprof's period and values */
-struct jsf_profile *jsf_profile_new(uint64_t period_ns);
+struct prof *prof_new(uint64_t period_ns);
 /* One sample (or count identical ones): frames[0] is the LEAF, frames[n-1]
  * the root (e.g. main / _start). Strings are copied. 0 or -errno. */
-int jsf_profile_add(struct jsf_profile *p, const struct jsf_pframe *frames,
-		    uint32_t n, uint64_t count, const char *comm);
+int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
+	     uint64_t count, const char *comm);
 /* Folded stacks: "comm;root;...;leaf count", trace frames suffixed "_[j]". */
-int jsf_profile_write_folded(const struct jsf_profile *p, const char *path);
-int jsf_profile_write_svg(const struct jsf_profile *p, const char *path,
-			  const char *title);
-int jsf_profile_write_html(const struct jsf_profile *p, const char *path,
-			   const char *title);
-int jsf_profile_write_pprof(const struct jsf_profile *p, const char *path);
-void jsf_profile_free(struct jsf_profile *p);
+int prof_write_folded(const struct prof *p, const char *path);
+int prof_write_svg(const struct prof *p, const char *path, const char *title);
+/* The HTML flame graph, d3-flame-graph inlined with the profile (works
+ * offline). The viewer's files are read from $JITSFRAME_VIEWER, else from
+ * viewer/ next to the running executable, else ../share/jitsframe/viewer
+ * from it; -ENOENT, and no file, when they are not there: write
+ * prof_write_html_unavailable's page instead. */
+int prof_write_html(const struct prof *p, const char *path, const char *title);
+/* The HTML page for when the viewer is missing: it says that the
+ * interactive flame graph is unavailable, where the viewer was looked for
+ * and how to get it, and names the other profile files. */
+int prof_write_html_unavailable(const struct prof *p, const char *path,
+				const char *title);
+/* Where prof_write_html finds the viewer: 0 and its directory in buf, or
+ * -ENOENT and where it looked, as text for a message ("FILE in DIR and
+ * DIR"). */
+int prof_viewer_where(char *buf, size_t size);
+int prof_write_pprof(const struct prof *p, const char *path);
+void prof_free(struct prof *p);
+
+/* Write buf to path atomically (the writer above, fsync'ed before the
+ * rename; mode 0600); 0 or -errno. */
+int prof_write_file(const char *path, const void *buf, size_t len);
 #endif

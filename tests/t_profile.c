@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The profile writers (profile/profile.c): folded stacks checked against this
+ * The profile writers (profile/): folded stacks checked against this
  * test's own re-aggregation of what it added; atomic writes; bad
  * arguments; 0 samples, very deep stacks, names with ';', newlines, quotes,
  * HTML specials, unicode and invalid UTF-8.
@@ -24,7 +24,7 @@ static int keep;
 
 /* A frame as added, and what each output must call it. */
 struct tf {
-	struct jsf_pframe f;
+	struct pframe f;
 	const char *folded; /* name in folded stacks / flame graphs */
 	const char *pname;  /* function name in pprof */
 };
@@ -38,53 +38,50 @@ struct tf {
 static char long_name[1024], long_folded[1024];
 
 static struct tf pool[] = {
-    {{"_start", NULL, 0, 0x401000, LUAJIT, JSF_PF_ELF}, "_start", "_start"},
-    {{"main", "luajit.c", 550, 0x402010, LUAJIT, JSF_PF_ELF}, "main", "main"},
-    {{"lua_pcall", "lj_api.c", 1100, 0x7f0000001234, LIBLJ, JSF_PF_ELF},
+    {{"_start", NULL, 0, 0x401000, LUAJIT, PF_ELF}, "_start", "_start"},
+    {{"main", "luajit.c", 550, 0x402010, LUAJIT, PF_ELF}, "main", "main"},
+    {{"lua_pcall", "lj_api.c", 1100, 0x7f0000001234, LIBLJ, PF_ELF},
      "lua_pcall",
      "lua_pcall"},
-    {{"TRACE_1::bench.lua:10", "bench.lua", 10, 0x7f1000000100, JIT,
-      JSF_PF_JIT},
+    {{"TRACE_1::bench.lua:10", "bench.lua", 10, 0x7f1000000100, JIT, PF_JIT},
      "TRACE_1::bench.lua:10_[j]",
      "TRACE_1::bench.lua:10"},
-    {{"TRACE_2::bench.lua:20", "bench.lua", 20, 0x7f1000000200, JIT,
-      JSF_PF_JIT},
+    {{"TRACE_2::bench.lua:20", "bench.lua", 20, 0x7f1000000200, JIT, PF_JIT},
      "TRACE_2::bench.lua:20_[j]",
      "TRACE_2::bench.lua:20"},
     /* same trace, another pc: one folded frame, two pprof locations */
-    {{"TRACE_2::bench.lua:20", "bench.lua", 21, 0x7f1000000280, JIT,
-      JSF_PF_JIT},
+    {{"TRACE_2::bench.lua:20", "bench.lua", 21, 0x7f1000000280, JIT, PF_JIT},
      "TRACE_2::bench.lua:20_[j]",
      "TRACE_2::bench.lua:20"},
-    {{"a;b\nc", NULL, 0, 0x7f0000002000, LIBLJ, JSF_PF_ELF}, "a_b_c", "a;b\nc"},
-    {{"q\"'<b>&amp;</script>", "x<y>.c", 7, 0x7f0000003000, LIBLJ, JSF_PF_ELF},
+    {{"a;b\nc", NULL, 0, 0x7f0000002000, LIBLJ, PF_ELF}, "a_b_c", "a;b\nc"},
+    {{"q\"'<b>&amp;</script>", "x<y>.c", 7, 0x7f0000003000, LIBLJ, PF_ELF},
      "q\"'<b>&amp_</script>",
      "q\"'<b>&amp;</script>"},
-    {{"λ_функция_🔥", "ünï.lua", 3, 0x7f1000000300, JIT, JSF_PF_JIT},
+    {{"λ_функция_🔥", "ünï.lua", 3, 0x7f1000000300, JIT, PF_JIT},
      "λ_функция_🔥_[j]",
      "λ_функция_🔥"},
     {{"bad\xff\xfe"
       "end",
-      NULL, 0, 0x7f0000004000, LIBLJ, JSF_PF_ELF},
+      NULL, 0, 0x7f0000004000, LIBLJ, PF_ELF},
      "bad\xef\xbf\xbd\xef\xbf\xbd"
      "end",
      "bad\xef\xbf\xbd\xef\xbf\xbd"
      "end"},
-    {{NULL, NULL, 0, 0xdeadbeef, NULL, NULL, 0, 0, 0, JSF_PF_UNKNOWN},
+    {{NULL, NULL, 0, 0xdeadbeef, NULL, NULL, 0, 0, 0, PF_UNKNOWN},
      "[0xdeadbeef]",
      "[0xdeadbeef]"},
-    {{NULL, NULL, 0, 0x7f1000000abc, JIT, JSF_PF_JIT},
+    {{NULL, NULL, 0, 0x7f1000000abc, JIT, PF_JIT},
      "[0x7f1000000abc]_[j]",
      "[0x7f1000000abc]"},
-    {{long_name, NULL, 0, 0x7f0000005000, LIBLJ, JSF_PF_ELF},
+    {{long_name, NULL, 0, 0x7f0000005000, LIBLJ, PF_ELF},
      long_folded,
      long_name},
     /* a trace frame without file and line: pprof takes them from the name
      * (see derived[]) */
-    {{"TRACE_9::@chunk:x.lua:42", NULL, 0, 0x7f1000000400, JIT, JSF_PF_JIT},
+    {{"TRACE_9::@chunk:x.lua:42", NULL, 0, 0x7f1000000400, JIT, PF_JIT},
      "TRACE_9::@chunk:x.lua:42_[j]",
      "TRACE_9::@chunk:x.lua:42"},
-    {{"", NULL, 0, 0, NULL, NULL, 0, 0, 0, JSF_PF_UNKNOWN}, "[0x0]", "[0x0]"},
+    {{"", NULL, 0, 0, NULL, NULL, 0, 0, 0, PF_UNKNOWN}, "[0x0]", "[0x0]"},
 };
 enum { NPOOL = sizeof(pool) / sizeof(pool[0]) };
 
@@ -116,13 +113,13 @@ struct log {
 	uint64_t period;
 };
 
-static int add(struct jsf_profile *p, struct log *l, const struct tf **fr,
-	       uint32_t n, uint64_t count, int comm)
+static int add(struct prof *p, struct log *l, const struct tf **fr, uint32_t n,
+	       uint64_t count, int comm)
 {
-	struct jsf_pframe *f = calloc(n + 1, sizeof(*f));
+	struct pframe *f = calloc(n + 1, sizeof(*f));
 	for (uint32_t i = 0; i < n; i++)
 		f[i] = fr[i]->f;
-	int err = jsf_profile_add(p, f, n, count, comms[comm][0]);
+	int err = prof_add(p, f, n, count, comms[comm][0]);
 	free(f);
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;
@@ -334,18 +331,17 @@ static int temp_files(void)
 	return n;
 }
 
-static int write_all(const struct jsf_profile *p, const char *base,
-		     const char *title)
+static int write_all(const struct prof *p, const char *base, const char *title)
 {
 	char f[256], s[256], h[256], g[256];
 	snprintf(f, sizeof(f), "%s.folded", base);
 	snprintf(s, sizeof(s), "%s.svg", base);
 	snprintf(h, sizeof(h), "%s.html", base);
 	snprintf(g, sizeof(g), "%s.pb.gz", base);
-	int e1 = jsf_profile_write_folded(p, path_of(f));
-	int e2 = jsf_profile_write_svg(p, path_of(s), title);
-	int e3 = jsf_profile_write_html(p, path_of(h), title);
-	int e4 = jsf_profile_write_pprof(p, path_of(g));
+	int e1 = prof_write_folded(p, path_of(f));
+	int e2 = prof_write_svg(p, path_of(s), title);
+	int e3 = prof_write_html(p, path_of(h), title);
+	int e4 = prof_write_pprof(p, path_of(g));
 	CHECK(!e1 && !e2 && !e3 && !e4, "%s: folded %d svg %d html %d pprof %d",
 	      base, e1, e2, e3, e4);
 	return e1 || e2 || e3 || e4;
@@ -427,7 +423,7 @@ int main(int argc, char **argv)
 	     "random samples")
 	{
 		struct log l = {.period = 1001001};
-		struct jsf_profile *p = jsf_profile_new(l.period);
+		struct prof *p = prof_new(l.period);
 		int err = 0;
 		for (int i = 0; i < 400; i++) {
 			const struct tf *fr[16];
@@ -447,7 +443,7 @@ int main(int argc, char **argv)
 			expect_pprof(&l, path_of("main.expect-pprof"));
 		}
 		CHECK_EQ(temp_files(), 0);
-		jsf_profile_free(p);
+		prof_free(p);
 		log_free(&l);
 	}
 
@@ -456,12 +452,12 @@ int main(int argc, char **argv)
 	{
 		/* one sample per pool frame: each line shows one name */
 		struct log l = {.period = 1000000};
-		struct jsf_profile *p = jsf_profile_new(l.period);
+		struct prof *p = prof_new(l.period);
 		for (int i = 0; i < NPOOL; i++) {
 			const struct tf *fr[1] = {&pool[i]};
 			CHECK_EQ(add(p, &l, fr, 1, 1, 0), 0);
 		}
-		jsf_profile_write_folded(p, path_of("names.folded"));
+		prof_write_folded(p, path_of("names.folded"));
 		char *s = slurp(path_of("names.folded"), NULL);
 		if (!s)
 			s = strdup("");
@@ -481,17 +477,17 @@ int main(int argc, char **argv)
 		CHECK_EQ(lines, NPOOL - 1);
 		free(s);
 		check_folded(&l, "names.folded");
-		jsf_profile_free(p);
+		prof_free(p);
 		log_free(&l);
 	}
 
 	CASE("0 samples: every writer succeeds; folded is empty")
 	{
 		struct log l = {.period = 1000000};
-		struct jsf_profile *p = jsf_profile_new(l.period);
+		struct prof *p = prof_new(l.period);
 		/* count 0 adds nothing */
 		const struct tf *fr[1] = {&pool[1]};
-		CHECK_EQ(jsf_profile_add(p, &fr[0]->f, 1, 0, "x"), 0);
+		CHECK_EQ(prof_add(p, &fr[0]->f, 1, 0, "x"), 0);
 		if (!write_all(p, "empty", "empty")) {
 			size_t n = 99;
 			char *s = slurp(path_of("empty.folded"), &n);
@@ -503,7 +499,7 @@ int main(int argc, char **argv)
 			      "the HTML's data is an empty root");
 			free(s);
 		}
-		jsf_profile_free(p);
+		prof_free(p);
 		log_free(&l);
 	}
 
@@ -511,7 +507,7 @@ int main(int argc, char **argv)
 	{
 		enum { DEEP = 5000 };
 		struct log l = {.period = 250000};
-		struct jsf_profile *p = jsf_profile_new(l.period);
+		struct prof *p = prof_new(l.period);
 		static struct tf deep[DEEP];
 		static char names[DEEP][16];
 		const struct tf **fr = calloc(DEEP + 2, sizeof(*fr));
@@ -520,7 +516,7 @@ int main(int argc, char **argv)
 			deep[i] =
 			    (struct tf){{names[i], "rec.lua", (uint32_t)i + 1,
 					 0x7f1000001000 + 16 * (uint64_t)i, JIT,
-					 i % 2 ? JSF_PF_JIT : JSF_PF_ELF},
+					 i % 2 ? PF_JIT : PF_ELF},
 					names[i],
 					names[i]};
 			if (i % 2) { /* a trace: _[j] */
@@ -542,14 +538,14 @@ int main(int argc, char **argv)
 		for (int i = 1; i < DEEP; i += 2)
 			free((char *)deep[i].folded);
 		free(fr);
-		jsf_profile_free(p);
+		prof_free(p);
 		log_free(&l);
 	}
 
 	CASE("the viewer fixture: every frame wide enough to be drawn")
 	{
 		struct log l = {.period = 1000000};
-		struct jsf_profile *p = jsf_profile_new(l.period);
+		struct prof *p = prof_new(l.period);
 		FILE *nm = fopen(path_of("view.names"), "w");
 		fprintf(nm, "all\nluajit\n_start\nmain\n");
 		for (int i = 2; i < NPOOL; i++) {
@@ -584,17 +580,17 @@ int main(int argc, char **argv)
 			  !strstr(s, "href=\"http"),
 		      "nothing loaded from the network");
 		free(s);
-		jsf_profile_free(p);
+		prof_free(p);
 		log_free(&l);
 	}
 
 	CASE("atomic: an existing file is replaced by rename, never "
 	     "rewritten in place; no temp file left")
 	{
-		struct jsf_profile *p = jsf_profile_new(1000);
+		struct prof *p = prof_new(1000);
 		const struct tf *fr[2] = {&pool[1], &pool[0]};
-		struct jsf_pframe f[2] = {fr[0]->f, fr[1]->f};
-		jsf_profile_add(p, f, 2, 5, "luajit");
+		struct pframe f[2] = {fr[0]->f, fr[1]->f};
+		prof_add(p, f, 2, 5, "luajit");
 		const char *names[] = {"a.folded", "a.svg", "a.html",
 				       "a.pb.gz"};
 		for (int i = 0; i < 4; i++) {
@@ -606,14 +602,11 @@ int main(int argc, char **argv)
 			unlink(lk);
 			CHECK_EQ(link(path_of(names[i]), lk), 0);
 			int err =
-			    i == 0
-				? jsf_profile_write_folded(p, path_of(names[i]))
-			    : i == 1 ? jsf_profile_write_svg(
-					   p, path_of(names[i]), "t")
+			    i == 0   ? prof_write_folded(p, path_of(names[i]))
+			    : i == 1 ? prof_write_svg(p, path_of(names[i]), "t")
 			    : i == 2
-				? jsf_profile_write_html(p, path_of(names[i]),
-							 "t")
-				: jsf_profile_write_pprof(p, path_of(names[i]));
+				? prof_write_html(p, path_of(names[i]), "t")
+				: prof_write_pprof(p, path_of(names[i]));
 			CHECK_EQ(err, 0);
 			size_t n;
 			char *old = slurp(lk, &n);
@@ -627,21 +620,19 @@ int main(int argc, char **argv)
 			unlink(path_of(names[i]));
 		}
 		CHECK_EQ(temp_files(), 0);
-		jsf_profile_free(p);
+		prof_free(p);
 	}
 
 	CASE("write errors: a missing directory, a directory in the way; "
 	     "nothing left behind")
 	{
-		struct jsf_profile *p = jsf_profile_new(1000);
-		struct jsf_pframe f = pool[1].f;
-		jsf_profile_add(p, &f, 1, 1, "luajit");
-		CHECK_EQ(jsf_profile_write_folded(p, path_of("no/such/x")),
-			 -ENOENT);
-		CHECK_EQ(jsf_profile_write_pprof(p, path_of("no/such/x")),
-			 -ENOENT);
+		struct prof *p = prof_new(1000);
+		struct pframe f = pool[1].f;
+		prof_add(p, &f, 1, 1, "luajit");
+		CHECK_EQ(prof_write_folded(p, path_of("no/such/x")), -ENOENT);
+		CHECK_EQ(prof_write_pprof(p, path_of("no/such/x")), -ENOENT);
 		mkdir(path_of("adir"), 0700);
-		int e = jsf_profile_write_svg(p, path_of("adir"), "t");
+		int e = prof_write_svg(p, path_of("adir"), "t");
 		CHECK(e == -EISDIR || e == -ENOTEMPTY || e == -EEXIST,
 		      "rename over a directory: %d", e);
 		struct stat st;
@@ -649,9 +640,9 @@ int main(int argc, char **argv)
 		      "the directory is untouched");
 		rmdir(path_of("adir"));
 		CHECK_EQ(temp_files(), 0);
-		CHECK_EQ(jsf_profile_write_folded(p, ""), -EINVAL);
-		CHECK_EQ(jsf_profile_write_folded(NULL, "x"), -EINVAL);
-		jsf_profile_free(p);
+		CHECK_EQ(prof_write_folded(p, ""), -EINVAL);
+		CHECK_EQ(prof_write_folded(NULL, "x"), -EINVAL);
+		prof_free(p);
 	}
 
 	CASE("HTML: a viewer asset containing </script> cannot end its "
@@ -680,8 +671,8 @@ int main(int argc, char **argv)
 		}
 		char *saved = strdup(getenv("JITSFRAME_VIEWER"));
 		setenv("JITSFRAME_VIEWER", path_of("fv"), 1);
-		struct jsf_profile *p = jsf_profile_new(1000);
-		CHECK_EQ(jsf_profile_write_html(p, path_of("fv.html"), "t"), 0);
+		struct prof *p = prof_new(1000);
+		CHECK_EQ(prof_write_html(p, path_of("fv.html"), "t"), 0);
 		setenv("JITSFRAME_VIEWER", saved, 1);
 		free(saved);
 		char *h = slurp(path_of("fv.html"), NULL);
@@ -696,39 +687,82 @@ int main(int argc, char **argv)
 			ends++;
 		CHECK_EQ(ends, 4); /* d3, flame graph, data, page script */
 		free(h);
-		jsf_profile_free(p);
+		prof_free(p);
 	}
 
 	CASE("HTML without the viewer: a clear error, no file")
 	{
-		struct jsf_profile *p = jsf_profile_new(1000);
+		struct prof *p = prof_new(1000);
 		char *saved = strdup(getenv("JITSFRAME_VIEWER"));
 		setenv("JITSFRAME_VIEWER", "/nonexistent/jsf-viewer", 1);
 		printf("# (the message below is expected)\n");
 		fflush(stdout);
-		CHECK_EQ(jsf_profile_write_html(p, path_of("nov.html"), "t"),
-			 -ENOENT);
+		CHECK_EQ(prof_write_html(p, path_of("nov.html"), "t"), -ENOENT);
 		CHECK(access(path_of("nov.html"), F_OK) != 0, "no file");
 		setenv("JITSFRAME_VIEWER", saved, 1);
 		free(saved);
-		jsf_profile_free(p);
+		prof_free(p);
+	}
+
+	CASE("HTML without the viewer (an empty JITSFRAME_VIEWER): the page "
+	     "written instead says the viewer is unavailable and how to get "
+	     "it, with no viewer script")
+	{
+		struct prof *p = prof_new(1000);
+		struct pframe f[2] = {pool[1].f, pool[0].f};
+		CHECK_EQ(prof_add(p, f, 2, 7, "luajit"), 0);
+		mkdir(path_of("emptyviewer"), 0700);
+		char *saved = strdup(getenv("JITSFRAME_VIEWER"));
+		setenv("JITSFRAME_VIEWER", path_of("emptyviewer"), 1);
+		char where[8192];
+		CHECK_EQ(prof_viewer_where(where, sizeof(where)), -ENOENT);
+		CHECK(strstr(where, path_of("emptyviewer")) != NULL,
+		      "where names the directory: %s", where);
+		CHECK_EQ(prof_write_html(p, path_of("una.html"), "t<1>"),
+			 -ENOENT);
+		CHECK(access(path_of("una.html"), F_OK) != 0, "no file yet");
+		CHECK_EQ(
+		    prof_write_html_unavailable(p, path_of("una.html"), "t<1>"),
+		    0);
+		setenv("JITSFRAME_VIEWER", saved, 1);
+		free(saved);
+		CHECK_EQ(temp_files(), 0);
+		char *h = slurp(path_of("una.html"), NULL);
+		CHECK(h != NULL, "the page is written");
+		CHECK(h && !strncmp(h, "<!DOCTYPE html>", 15) &&
+			  strstr(h, "</html>\n"),
+		      "a whole page");
+		CHECK(h && strstr(h, "viewer is unavailable"),
+		      "it says the viewer is unavailable");
+		CHECK(h && strstr(h, "npm") && strstr(h, "make") &&
+			  strstr(h, "JITSFRAME_VIEWER"),
+		      "it says how to get it");
+		CHECK(h && strstr(h, "emptyviewer"), "and where it looked");
+		CHECK(h && strstr(h, "<h1>t&lt;1&gt;</h1>"),
+		      "the title, escaped");
+		CHECK(h && strstr(h, "has 7 samples"), "the sample count");
+		CHECK(h && !strcasestr(h, "<script") && !strstr(h, "zoom") &&
+			  !strstr(h, "\"chart\""),
+		      "no viewer, no chart: it does not claim to work");
+		free(h);
+		prof_free(p);
 	}
 
 	CASE("bad arguments: -EINVAL, nothing added")
 	{
-		struct jsf_profile *p = jsf_profile_new(1000);
-		struct jsf_pframe f = pool[1].f;
-		f.kind = (enum jsf_pframe_kind)7;
-		CHECK_EQ(jsf_profile_add(p, &f, 1, 1, "x"), -EINVAL);
-		CHECK_EQ(jsf_profile_add(p, NULL, 3, 1, "x"), -EINVAL);
-		CHECK_EQ(jsf_profile_add(NULL, &pool[1].f, 1, 1, "x"), -EINVAL);
-		jsf_profile_write_folded(p, path_of("bad.folded"));
+		struct prof *p = prof_new(1000);
+		struct pframe f = pool[1].f;
+		f.kind = (enum pframe_kind)7;
+		CHECK_EQ(prof_add(p, &f, 1, 1, "x"), -EINVAL);
+		CHECK_EQ(prof_add(p, NULL, 3, 1, "x"), -EINVAL);
+		CHECK_EQ(prof_add(NULL, &pool[1].f, 1, 1, "x"), -EINVAL);
+		prof_write_folded(p, path_of("bad.folded"));
 		size_t n = 99;
 		char *s = slurp(path_of("bad.folded"), &n);
 		CHECK_EQ(n, 0);
 		free(s);
-		jsf_profile_free(p);
-		jsf_profile_free(NULL);
+		prof_free(p);
+		prof_free(NULL);
 	}
 
 	if (!keep)

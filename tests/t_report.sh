@@ -65,6 +65,29 @@ if grep -qE '(^|;)main;.*TRACE_[0-9]+::[^;]+:[0-9]+_\[j\]' "$D/stacks.folded" &&
 	ok "stacks.folded: TRACE_n::chunk:line_[j] frames under main; flamegraph.svg parses"
 else notok "folded stacks / svg" "$(head -3 "$D/stacks.folded")"; fi
 
+# Without the HTML viewer (a build without npm or the npm registry; here
+# JITSFRAME_VIEWER names an empty directory): report still succeeds,
+# prints one note naming what is missing and how to get it, and
+# flamegraph.html says the viewer is unavailable (no viewer script in it);
+# the other profiles are written as with the viewer.
+D=$T/numeric
+if [ -s "$D/perf.data.raw" ]; then
+	mkdir -p "$T/noviewer"
+	rm -f "$D/flamegraph.html"
+	JITSFRAME_VIEWER=$T/noviewer "$J" report "$D" >"$T/nov.out" 2>"$T/nov.err"
+	rc=$?
+	notes=$(grep -c 'viewer' "$T/nov.err")
+	H=$D/flamegraph.html
+	if [ $rc -eq 0 ] && [ "$notes" -eq 1 ] && [ "$(wc -l <"$T/nov.err")" -eq 1 ] &&
+		grep -q 'note:.*npm.*JITSFRAME_VIEWER' "$T/nov.err" &&
+		grep -q 'wrote stacks.folded flamegraph.svg flamegraph.html profile.pb.gz' "$T/nov.out" &&
+		grep -q 'viewer is unavailable' "$H" && grep -q '</html>' "$H" &&
+		! grep -qi '<script' "$H" && ! grep -q 'zoom' "$H"; then
+		ok "report without the viewer: exit 0, one note, flamegraph.html says the viewer is unavailable"
+	else notok "report without the viewer: rc=$rc, $notes notes" "$(cat "$T/nov.err")" "$(head -c 600 "$H" 2>&1)"; fi
+	"$J" report "$D" >/dev/null 2>&1
+fi
+
 # 2. Agreement with perf where perf unwinds fully.
 agree=0 compared=0
 for w in bench/workloads/*.lua; do

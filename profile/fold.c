@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* Folded stacks from the profile: "comm;root;...;leaf N", sorted (the
+ * folded.c table), written atomically. */
+#include "profint.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The folded line of stack s (without count), malloc'ed; root first. */
+static char *folded_line(const struct prof *p, const struct pstack *s,
+			 const struct strtab *t, const uint32_t *ids)
+{
+	char *comm = pf_comm_name(p->str.s[s->comm]);
+	if (!comm)
+		return NULL;
+	size_t len = strlen(comm), cap = len + 1;
+	for (uint32_t i = 0; i < s->n; i++)
+		cap += strlen(t->s[ids[p->fids[s->off + i]]]) + 1;
+	char *line = realloc(comm, cap);
+	if (!line) {
+		free(comm);
+		return NULL;
+	}
+	for (uint32_t i = s->n; i-- > 0;) {
+		const char *nm = t->s[ids[p->fids[s->off + i]]];
+		size_t nl = strlen(nm);
+		line[len++] = ';';
+		memcpy(line + len, nm, nl + 1);
+		len += nl;
+	}
+	return line;
+}
+
+/* The profile as folded lines (identical lines merged: frames that differ
+ * only by address fold into one). */
+struct folded *pf_to_folded(const struct prof *p)
+{
+	struct strtab t;
+	uint32_t *ids = NULL;
+	memset(&t, 0, sizeof(t));
+	struct folded *f = folded_new();
+	int err = !f || pf_frame_names(p, &t, &ids);
+	for (size_t i = 0; i < p->nstacks && !err; i++) {
+		char *line = folded_line(p, &p->stacks[i], &t, ids);
+		err = !line || folded_add(f, line, p->stacks[i].count);
+		free(line);
+	}
+	pf_strtab_free(&t);
+	free(ids);
+	if (err) {
+		folded_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+int prof_write_folded(const struct prof *p, const char *path)
+{
+	if (!p || !path)
+		return -EINVAL;
+	struct folded *f = pf_to_folded(p);
+	if (!f)
+		return -ENOMEM;
+	struct afile a;
+	int err = pf_af_open(&a, path);
+	if (!err)
+		err = folded_write(f, a.f);
+	err = pf_af_close(&a, path, err, 0);
+	folded_free(f);
+	return err;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile model (profile.h, profint.h): unwound samples aggregated by
+ * identical stack. Strings are interned once (strtab.c); mappings and
+ * frames are interned as small records of string indexes; a stack is a run
+ * of frame indexes (leaf first) plus the comm, and identical stacks share
+ * one count.
+ */
+#include "profint.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int map_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct prof *p = ctx;
+	return !memcmp(&p->maps[idx], key, sizeof(struct pmap));
+}
+
+static int frame_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct prof *p = ctx;
+	return !memcmp(&p->frames[idx], key, sizeof(struct pfrec));
+}
+
+struct stackkey {
+	uint32_t comm, n;
+	const uint32_t *ids;
+};
+
+static int stack_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct prof *p = ctx;
+	const struct stackkey *k = key;
+	const struct pstack *s = &p->stacks[idx];
+	return s->comm == k->comm && s->n == k->n &&
+	       !memcmp(p->fids + s->off, k->ids, k->n * sizeof(*k->ids));
+}
+
+struct prof *prof_new(uint64_t period_ns)
+{
+	struct prof *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->period_ns = period_ns;
+	if (pf_strtab_add(&p->str, "") < 0) {
+		prof_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void prof_free(struct prof *p)
+{
+	if (!p)
+		return;
+	pf_strtab_free(&p->str);
+	free(p->maps);
+	free(p->mapix.s);
+	free(p->frames);
+	free(p->frameix.s);
+	free(p->stacks);
+	free(p->stackix.s);
+	free(p->fids);
+	free(p);
+}
+
+/* Interned string index of s, or a negative errno. */
+static int64_t pstr(struct prof *p, const char *s)
+{
+	if (!s || !*s)
+		return 0;
+	size_t h = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & 4095;
+	if (p->pcache[h].s == s && !strcmp(s, p->str.s[p->pcache[h].idx]))
+		return p->pcache[h].idx;
+	int64_t idx = pf_strtab_add(&p->str, s);
+	if (idx > 0) {
+		p->pcache[h].s = s;
+		p->pcache[h].idx = (uint32_t)idx;
+	}
+	return idx;
+}
+
+static int64_t add_map(struct prof *p, const struct pframe *f)
+{
+	if (!f->mapping && !f->map_end && !f->map_start)
+		return 0;
+	int64_t path = pstr(p, f->mapping), bid = pstr(p, f->build_id);
+	if (path < 0 || bid < 0)
+		return -ENOMEM;
+	struct pmap m;
+	memset(&m, 0, sizeof(m)); /* padding: compared with memcmp */
+	m.path = (uint32_t)path;
+	m.build_id = (uint32_t)bid;
+	m.start = f->map_start;
+	m.end = f->map_end;
+	m.pgoff = f->map_pgoff;
+	uint64_t h =
+	    pf_mix(pf_mix(pf_mix(pf_mix(m.path, m.build_id), m.start), m.end),
+		   m.pgoff);
+	struct slot *sl = pf_itab_find(&p->mapix, h, map_eq, p, &m);
+	if (!sl)
+		return -ENOMEM;
+	if (sl->idx1)
+		return sl->idx1;
+	if (pf_grow_array((void **)&p->maps, &p->capmaps, p->nmaps + 1,
+			  sizeof(*p->maps)))
+		return -ENOMEM;
+	p->maps[p->nmaps++] = m;
+	sl->h = h;
+	sl->idx1 = (uint32_t)p->nmaps;
+	p->mapix.n++;
+	return sl->idx1;
+}
+
+static int64_t add_frame(struct prof *p, const struct pframe *f)
+{
+	int64_t name = pstr(p, f->name), file = pstr(p, f->file),
+		map = add_map(p, f);
+	if (name < 0 || file < 0 || map < 0)
+		return -ENOMEM;
+	struct pfrec k;
+	memset(&k, 0, sizeof(k));
+	k.name = (uint32_t)name;
+	k.file = (uint32_t)file;
+	k.line = f->line;
+	k.map = (uint32_t)map;
+	k.addr = f->addr;
+	k.kind = f->kind;
+	uint64_t h =
+	    pf_mix(pf_mix(pf_mix(pf_mix(pf_mix(k.name, k.file), k.line), k.map),
+			  k.addr),
+		   k.kind);
+	struct slot *sl = pf_itab_find(&p->frameix, h, frame_eq, p, &k);
+	if (!sl)
+		return -ENOMEM;
+	if (sl->idx1)
+		return sl->idx1 - 1;
+	if (pf_grow_array((void **)&p->frames, &p->capframes, p->nframes + 1,
+			  sizeof(*p->frames)))
+		return -ENOMEM;
+	p->frames[p->nframes++] = k;
+	sl->h = h;
+	sl->idx1 = (uint32_t)p->nframes;
+	p->frameix.n++;
+	return sl->idx1 - 1;
+}
+
+int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
+	     uint64_t count, const char *comm)
+{
+	if (!p || (n && !frames))
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++)
+		if ((unsigned)frames[i].kind > PF_UNKNOWN)
+			return -EINVAL;
+	if (!count)
+		return 0;
+	int64_t c = pstr(p, comm && *comm ? comm : "[unknown]");
+	if (c < 0)
+		return (int)c;
+	/* the frame ids go at the end of fids; dropped again if the stack
+	 * is already known */
+	if (pf_grow_array((void **)&p->fids, &p->capfids, p->nfids + n,
+			  sizeof(*p->fids)))
+		return -ENOMEM;
+	uint32_t *ids = p->fids + p->nfids;
+	uint64_t h = pf_mix(0, (uint64_t)c);
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t id = add_frame(p, &frames[i]);
+		if (id < 0)
+			return (int)id;
+		ids = p->fids + p->nfids; /* add_frame does not move fids */
+		ids[i] = (uint32_t)id;
+		h = pf_mix(h, (uint64_t)id);
+	}
+	struct stackkey k = {(uint32_t)c, n, ids};
+	struct slot *sl = pf_itab_find(&p->stackix, h, stack_eq, p, &k);
+	if (!sl)
+		return -ENOMEM;
+	if (!sl->idx1) {
+		if (pf_grow_array((void **)&p->stacks, &p->capstacks,
+				  p->nstacks + 1, sizeof(*p->stacks)))
+			return -ENOMEM;
+		p->stacks[p->nstacks++] =
+		    (struct pstack){(uint32_t)c, n, p->nfids, 0};
+		p->nfids += n;
+		sl->h = h;
+		sl->idx1 = (uint32_t)p->nstacks;
+		p->stackix.n++;
+	}
+	struct pstack *s = &p->stacks[sl->idx1 - 1];
+	s->count = s->count + count < s->count ? UINT64_MAX : s->count + count;
+	p->total = p->total + count < p->total ? UINT64_MAX : p->total + count;
+	return 0;
+}
