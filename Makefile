@@ -75,9 +75,11 @@ fuzz_CC     := $(CLANG)
 fuzz_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FLAVOURS    := rel asan tsan fuzz
 
-# one object per source, with its dependency file (-MMD)
+# one object per source, with its dependency file (-MMD); an object whose
+# dependency file is missing is rebuilt (it may predate one)
 define flavour
-$(B)/$(1)/%.o: %.c | $(B)/gen/pprof.pb-c.h
+$(B)/$(1)/%.d: ;
+$(B)/$(1)/%.o: %.c $(B)/$(1)/%.d | $(B)/gen/pprof.pb-c.h
 	@mkdir -p $$(dir $$@)
 	$$($(1)_CC) $$(WARN) -MMD -MP $$(call dirflags,$$<) $$($(1)_CFLAGS) -c $$< -o $$@
 $(B)/$(1)/gen/%.o: $(B)/gen/%.c
@@ -151,13 +153,14 @@ $(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
 
 # --- tests: each links the libraries it tests ---
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
-TESTS   += t_auditdec t_ljtrace t_profile
+TESTS   += t_auditdec t_ljtrace t_profile t_api
 TEST_DIR_t_ljrows   := lj
 TEST_DIR_t_ljtrace  := lj
 TEST_DIR_t_auditdec := audit
 TEST_DIR_t_profile  := profile
 TEST_DIR_t_unwind   := unwind
 TEST_LIBS_t_libsframe := -lsframe
+TEST_LIBS_t_api := -lsframe
 TEST_LIBS_t_states := -lluajit-5.1
 TEST_CPPFLAGS_t_states := $(LUAJIT_CFLAGS)
 testdir = $(or $(TEST_DIR_$(1)),sframe)

@@ -22,8 +22,9 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 	struct jsf_export_opts opt = {0};
 	if (!v || !out || !out_len)
 		return -EINVAL;
-	if (o)
-		memcpy(&opt, o, o->sz < sizeof(opt) ? o->sz : sizeof(opt));
+	int oerr = jsf__opts_in(&opt, sizeof(opt), o, "jsf_export_opts");
+	if (oerr)
+		return oerr;
 	unsigned ver = opt.version ? opt.version : 3;
 	if (ver != 1 && ver != 3)
 		return -EINVAL;

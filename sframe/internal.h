@@ -122,12 +122,16 @@ static inline void copy_out(uint8_t *dst, const uint8_t *src, size_t n)
 
 /* --- FRE encoding (sfenc.c) --- */
 
+struct jsf_arch;
+
 /* Largest encoded size of a function with n rows (attr + FREs). */
 #define JSF_FUNC_ENC_MAX(n) \
 	(SFRAME_V3_ATTR_SIZE + (size_t)(n) * (4 + 1 + 2 * 4))
 
-/* Check rows for a function of `size` bytes; 0 or -EINVAL. */
-int jsf__check_rows(const struct jsf_row *rows, uint32_t nrows, uint32_t size);
+/* Check rows for a function of `size` bytes on architecture a; 0 or
+ * -EINVAL (through jsf__fail, naming the row and the rule). */
+int jsf__check_rows(const struct jsf_arch *a, const struct jsf_row *rows,
+		    uint32_t nrows, uint32_t size);
 
 /* FRE start-address type (0, 1, 2) for a function of `size` bytes. */
 unsigned jsf__fre_type(uint32_t size);
@@ -146,6 +150,9 @@ size_t jsf__encode_func(const struct jsf_row *rows, uint32_t nrows,
  */
 size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
 		       struct jsf_row *row);
+/* The region's only architecture so far: rows read back state its fixed
+ * return-address rule (RA at CFA - 8). */
+#define JSF_X86_64_RA_FIXED (-8)
 
 /*
  * Read the function whose attribute record is at fre_area+attr_off
@@ -161,6 +168,36 @@ int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
 /* Bytes of the attribute record + FREs at attr, or 0 if malformed. */
 uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len,
 		       uint32_t attr);
+
+/* --- architectures, errors, options (sfenc.c) --- */
+
+/* What the row model needs of an architecture. */
+struct jsf_arch {
+	uint32_t id;	  /* JSF_ARCH_* */
+	const char *name; /* "x86-64" */
+	int8_t ra_fixed;  /* RA at CFA + ra_fixed in every row (SFrame's
+			     fixed RA offset), or 0: per row / in a register */
+	bool implemented; /* a region can be created for it */
+};
+/* The architecture `id` (0: the host's), or NULL if unknown. */
+const struct jsf_arch *jsf__arch(uint32_t id);
+
+/*
+ * Record why a call fails (for jsf_strerror on this thread) and return err.
+ * Every failure with a cause more precise than its errno goes through it.
+ */
+int jsf__fail(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * The options rule of every opts struct (libbpf's OPTS_VALID): NULL means
+ * all defaults; `sz` (the first member) at least sizeof(size_t); a smaller
+ * sz than the library's struct (an older caller) is accepted, the missing
+ * fields being 0; bytes beyond the library's struct (a newer caller) must
+ * be 0, else -EINVAL. Copies into dst (dsz bytes, zeroed first). `what`
+ * names the struct for the error text.
+ */
+int jsf__opts_in(void *dst, size_t dsz, const void *src, const char *what);
 
 /* Formatted message into a caller buffer (never overflows). */
 void jsf__msg(char *msg, size_t len, const char *fmt, ...)

@@ -3,15 +3,27 @@
  * libjitsframe: exact unwind rows for JIT-compiled code, published as
  * SFrame V3 records in a shared, concurrently readable memory region.
  *
- * Conventions (libbpf style):
- *  - every int-returning call returns 0 (or a count) on success and a
- *    negative errno on failure; nothing is printed by the library;
- *  - option structs start with `size_t sz` = sizeof(struct ...) so that the
- *    library can grow them without breaking callers; a NULL opts pointer
- *    means "all defaults";
- *  - times are CLOCK_MONOTONIC nanoseconds (jsf_now_ns()).
+ * Conventions (libbpf style; jitsframe(3) is the manual):
+ *  - errors: every int-returning call returns 0 (or a count) on success
+ *    and a negative errno on failure; nothing is printed by the library.
+ *    jsf_strerror(err) right after a failure names its cause (which row,
+ *    which field, which function overlapped), else the errno's meaning.
+ *  - options: every opts struct starts with `size_t sz`, set by the caller
+ *    to sizeof(struct ...) as it was compiled. A NULL opts pointer means
+ *    all defaults. A smaller sz (a caller built against an older header)
+ *    is accepted: the fields it does not reach are 0, i.e. defaults. A
+ *    larger sz (a newer header) is accepted when every byte this library
+ *    does not know is 0, and refused with -EINVAL otherwise. Output structs
+ *    (stats, info) are filled up to their sz.
+ *  - times are CLOCK_MONOTONIC nanoseconds (jsf_now_ns(); perf's -k 1).
+ *    A time argument of 0 means "now": for a producer call, the event is
+ *    stamped with jsf_now_ns(); for a reader, "as of now" (live) or "as of
+ *    the end of the file" (post-mortem).
+ *  - threads and signals: each call below says whether it may run
+ *    concurrently with others (MT-safe) and inside a signal handler
+ *    (AS-safe: no locks, no allocation, only async-signal-safe syscalls).
  *
- * The on-disk/in-memory format is specified in docs/ABI.md.
+ * The region's format and its memory-ordering protocol are docs/ABI.md.
  */
 #ifndef JITSFRAME_H
 #define JITSFRAME_H
@@ -45,16 +57,36 @@ extern "C" {
 /* CFA base register of a row. */
 enum { JSF_SP = 1, JSF_FP = 2 };
 
-/* Architectures (the SFrame ABI/arch identifiers). */
-enum { JSF_ARCH_X86_64 = 3 };
+/*
+ * Architectures (the SFrame ABI/arch identifiers). A region has one, chosen
+ * by jsf_region_opts.arch; only JSF_ARCH_X86_64 is implemented (others
+ * fail with -EOPNOTSUPP). AArch64 will be an addition: its identifier and
+ * its return-address rules below are already part of the row model.
+ */
+enum { JSF_ARCH_AARCH64 = 2, JSF_ARCH_X86_64 = 3 };
+
+/* Where a row's return address is (jsf_row.ra_rule). */
+enum {
+	JSF_RA_DEFAULT = 0, /* the architecture's usual rule: x86-64 at
+			       CFA - 8; AArch64 in the link register */
+	JSF_RA_CFA = 1,	    /* saved at CFA + ra_offset */
+	JSF_RA_REG = 2,	    /* still in the link register (AArch64) */
+};
 
 /*
  * One unwind row: from instruction `offset` (bytes from the function start)
  * until the next row's offset,
  *   CFA = (cfa_base == JSF_SP ? SP : FP) + cfa_offset
- *   RA  at CFA - 8 (x86-64)
+ *   RA  by ra_rule: JSF_RA_CFA: at CFA + ra_offset; JSF_RA_REG: in the
+ *       link register; JSF_RA_DEFAULT: the architecture's rule
  *   saved FP at CFA + fp_offset when has_fp
  * An `outermost` row says: no caller (the other fields are ignored).
+ *
+ * A producer may leave ra_rule 0 (JSF_RA_DEFAULT) or state the rule; a rule
+ * the region's architecture cannot express is refused (-EINVAL; on x86-64
+ * the return address is always at CFA - 8). Rows read back from a region
+ * (jsf_view_lookup, jsf_view_foreach) always state it: on x86-64,
+ * ra_rule = JSF_RA_CFA, ra_offset = -8.
  */
 struct jsf_row {
 	uint32_t offset;
@@ -63,18 +95,25 @@ struct jsf_row {
 	bool has_fp;
 	int32_t fp_offset;
 	bool outermost;
+	uint8_t ra_rule;   /* JSF_RA_* */
+	int32_t ra_offset; /* JSF_RA_CFA: RA at CFA + ra_offset */
 };
 
 /* The version of the library actually loaded (it may be newer than the
  * header a program was built with): JSF_VERSION_MAJOR << 16 | MINOR << 8 |
  * PATCH, and as "MAJOR.MINOR.PATCH". */
-JSF_API uint32_t jsf_version(void);
+JSF_API uint32_t jsf_version(void); /* MT-safe, AS-safe (both) */
 JSF_API const char *jsf_version_string(void);
 
-/* CLOCK_MONOTONIC in nanoseconds. */
+/* CLOCK_MONOTONIC in nanoseconds. MT-safe, AS-safe. */
 JSF_API uint64_t jsf_now_ns(void);
 
-/* Human-readable text for a negative errno returned by this library. */
+/*
+ * Text for a negative errno returned by this library: the cause of the last
+ * failure on this thread when `err` is its code, else the code's meaning.
+ * The string stays valid until the next failing call on this thread.
+ * MT-safe (per-thread state); not AS-safe.
+ */
 JSF_API const char *jsf_strerror(int err);
 
 /* ---------------------------------------------------------------- producer */
@@ -102,6 +141,13 @@ struct jsf_region_opts {
  * Create a region. `path` NULL: an anonymous memfd (readable by others
  * through /proc/PID/fd/N, see jsf_region_path()). The file is created with
  * O_EXCL|O_NOFOLLOW. The calling process is "the producer" until destroy.
+ * -EOPNOTSUPP: an architecture other than x86-64.
+ *
+ * Producer calls (create, add, remove, remove_all, compact, stats,
+ * section) are MT-safe: one region may be fed from several threads (a
+ * mutex inside serialises them; readers never take it). None is AS-safe.
+ * destroy and detach must not run concurrently with another call on the
+ * same region.
  */
 JSF_API int jsf_region_create(struct jsf_region **out, const char *path,
 			      const struct jsf_region_opts *opts);
@@ -111,13 +157,14 @@ JSF_API int jsf_region_create(struct jsf_region **out, const char *path,
  * strictly increasing offset, the first at offset 0, all < size.
  * -EEXIST: it overlaps a live function; -EINVAL: bad rows;
  * -ENOSPC: max_size reached even after dropping all history.
- * Functions may be added in any address order.
+ * Functions may be added in any address order. now_ns 0: jsf_now_ns().
  */
 JSF_API int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
 			   const struct jsf_row *rows, uint32_t nrows,
 			   uint64_t now_ns);
 
-/* Tombstone the live function starting at `start` (-ENOENT if none). */
+/* Tombstone the live function starting at `start` (-ENOENT if none).
+ * now_ns 0: jsf_now_ns(). */
 JSF_API int jsf_region_remove(struct jsf_region *r, uint64_t start,
 			      uint64_t now_ns);
 
@@ -169,11 +216,20 @@ struct jsf_view;
 /*
  * Open a region file read-only, live (its producer is running) or
  * post-mortem. Hostile or damaged files fail with -EBADMSG (never a crash);
- * jsf_view_error() then says what was wrong.
+ * jsf_strerror(err) (or jsf_view_error()) then says what was wrong.
+ *
+ * Reader calls on one view are MT-safe: any number of threads may look up,
+ * iterate and export concurrently, with the producer running in another
+ * process or thread. jsf_view_lookup alone is also AS-safe (a SIGPROF
+ * handler may call it on a view opened beforehand): it allocates nothing,
+ * takes no lock and calls only fstat(2) and sched_yield(2). open,
+ * foreach, info, export and close allocate and are not AS-safe; close
+ * must not run concurrently with another call on the same view.
  */
 JSF_API int jsf_view_open(struct jsf_view **out, const char *path);
 
-/* Why the last jsf_view_open on this thread failed (static buffer). */
+/* Why the last jsf_view_open on this thread failed (per-thread buffer);
+ * kept for older callers: jsf_strerror gives the same text. */
 JSF_API const char *jsf_view_error(void);
 
 /*
@@ -181,6 +237,8 @@ JSF_API const char *jsf_view_error(void);
  * (0: as of now; post-mortem: as of the end of the file).
  * -ENOENT: none; -EAGAIN: the producer kept rewriting the table during
  * every bounded retry (live regions only).  Outputs may be NULL.
+ * MT-safe, AS-safe; bounded work (a binary search or a log scan, at most
+ * a fixed number of retries).
  */
 JSF_API int jsf_view_lookup(const struct jsf_view *v, uint64_t pc,
 			    uint64_t at_ns, uint64_t *func_start,
@@ -252,7 +310,7 @@ JSF_API int jsf_view_export(const struct jsf_view *v,
 /*
  * Check a region file: the kernel unwinder's rules on its SFrame section
  * plus the region's own invariants. 0 if valid, else -EBADMSG with the first
- * violation in msg.
+ * violation in msg. The validators are MT-safe, not AS-safe.
  */
 JSF_API int jsf_validate_region(const char *path, char *msg, size_t msglen);
 

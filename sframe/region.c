@@ -351,24 +351,23 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (opts) {
-		if (opts->sz < offsetof(struct jsf_region_opts, initial_funcs))
-			return -EINVAL;
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
-		/* Unknown trailing fields must be zero (libbpf rule). */
-		for (size_t i = sizeof(o); i < opts->sz; i++)
-			if (((const char *)opts)[i])
-				return -EINVAL;
-	}
-	if (o.arch && o.arch != JSF_ARCH_X86_64)
-		return -EOPNOTSUPP;
+	if ((err = jsf__opts_in(&o, sizeof(o), opts, "jsf_region_opts")))
+		return err;
+	const struct jsf_arch *arch = jsf__arch(o.arch);
+	if (!arch || !arch->implemented)
+		return jsf__fail(-EOPNOTSUPP,
+				 "architecture %u: %s regions are not "
+				 "implemented (x86-64 only)",
+				 o.arch, arch ? arch->name : "unknown");
 	if (o.flags & ~(uint32_t)JSF_REGION_REPLACE)
-		return -EINVAL;
+		return jsf__fail(-EINVAL,
+				 "jsf_region_opts.flags: unknown bits 0x%x",
+				 o.flags & ~(uint32_t)JSF_REGION_REPLACE);
 	struct jsf_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	pthread_mutex_init(&r->mu, NULL);
-	r->arch = JSF_ARCH_X86_64;
+	r->arch = arch->id;
 	r->history_max = o.history_max ? o.history_max : 1u << 20;
 	r->max_size = o.max_size ? o.max_size : 1ull << 30;
 	r->initial = o.initial_funcs ? o.initial_funcs : 256;
@@ -376,7 +375,10 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 		r->initial = 1u << 24;
 	r->fd = -1;
 	if (r->max_size < 64 * 1024 || r->max_size > (1ull << 40)) {
-		err = -EINVAL;
+		err = jsf__fail(-EINVAL,
+				"jsf_region_opts.max_size %llu: outside [64 "
+				"KiB, 1 TiB]",
+				(unsigned long long)r->max_size);
 		goto fail;
 	}
 	if (path) {
@@ -462,20 +464,29 @@ fail:
 static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		      const struct jsf_row *rows, uint32_t nrows, uint64_t now)
 {
-	int err = jsf__check_rows(rows, nrows, size);
+	if (start + size < start || size == 0)
+		return jsf__fail(-EINVAL,
+				 "function [0x%llx, +%u): empty or past the "
+				 "end of the address space",
+				 (unsigned long long)start, size);
+	int err = jsf__check_rows(jsf__arch(r->arch), rows, nrows, size);
 	if (err)
 		return err;
-	if (start + size < start || size == 0)
-		return -EINVAL;
 	uint32_t k = lower_bound(r, start);
 	/* Live functions never overlap: check both neighbours. */
+	const struct pent *hit = NULL;
 	if (k < r->n && r->win[r->lo + k].start < start + size)
-		return -EEXIST;
-	if (k > 0) {
-		const struct pent *p = &r->win[r->lo + k - 1];
-		if (p->start + p->size > start)
-			return -EEXIST;
-	}
+		hit = &r->win[r->lo + k];
+	else if (k > 0 &&
+		 r->win[r->lo + k - 1].start + r->win[r->lo + k - 1].size >
+		     start)
+		hit = &r->win[r->lo + k - 1];
+	if (hit)
+		return jsf__fail(-EEXIST,
+				 "function [0x%llx, +%u) overlaps the live "
+				 "function [0x%llx, +%u)",
+				 (unsigned long long)start, size,
+				 (unsigned long long)hit->start, hit->size);
 	uint8_t stackbuf[512], *enc = stackbuf;
 	size_t maxlen = JSF_FUNC_ENC_MAX(nrows);
 	if (maxlen > sizeof(stackbuf) && !(enc = malloc(maxlen)))

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -25,8 +26,64 @@ uint64_t jsf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static const struct jsf_arch arches[] = {
+    {JSF_ARCH_X86_64, "x86-64", JSF_X86_64_RA_FIXED, true},
+    {JSF_ARCH_AARCH64, "AArch64", 0, false},
+};
+
+const struct jsf_arch *jsf__arch(uint32_t id)
+{
+	if (id == 0)
+		id = JSF_ARCH_X86_64;
+	for (size_t i = 0; i < sizeof(arches) / sizeof(arches[0]); i++)
+		if (arches[i].id == id)
+			return &arches[i];
+	return NULL;
+}
+
+/* The last failure's cause on this thread, for jsf_strerror. */
+static __thread int last_err;
+static __thread char last_msg[256];
+
+int jsf__fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
+	va_end(ap);
+	last_err = err;
+	return err;
+}
+
+int jsf__opts_in(void *dst, size_t dsz, const void *src, const char *what)
+{
+	memset(dst, 0, dsz);
+	if (!src)
+		return 0;
+	size_t sz;
+	memcpy(&sz, src, sizeof(sz));
+	if (sz < sizeof(size_t))
+		return jsf__fail(-EINVAL,
+				 "struct %s: sz %zu is smaller than "
+				 "the sz field itself",
+				 what, sz);
+	for (size_t i = dsz; i < sz; i++)
+		if (((const unsigned char *)src)[i])
+			return jsf__fail(
+			    -EINVAL,
+			    "struct %s: sz %zu from a newer caller "
+			    "sets byte %zu, a field this library "
+			    "(%zu bytes) does not know",
+			    what, sz, i, dsz);
+	memcpy(dst, src, sz < dsz ? sz : dsz);
+	*(size_t *)dst = dsz;
+	return 0;
+}
+
 const char *jsf_strerror(int err)
 {
+	if (err && err == last_err && last_msg[0])
+		return last_msg;
 	switch (err) {
 	case 0:
 		return "success";
@@ -35,9 +92,7 @@ const char *jsf_strerror(int err)
 	case -EEXIST:
 		return "overlaps a live function (or the file exists)";
 	case -EINVAL:
-		return "invalid argument (rows must start at offset 0, "
-		       "strictly "
-		       "increase and stay inside the function)";
+		return "invalid argument";
 	case -ENOSPC:
 		return "region full: max_size reached even without history";
 	case -EAGAIN:
@@ -61,21 +116,59 @@ void jsf__msg(char *msg, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-int jsf__check_rows(const struct jsf_row *rows, uint32_t nrows, uint32_t size)
+int jsf__check_rows(const struct jsf_arch *a, const struct jsf_row *rows,
+		    uint32_t nrows, uint32_t size)
 {
-	if (!rows || nrows == 0 || nrows > 0xffff || nrows > size)
-		return -EINVAL;
+	if (!rows || nrows == 0)
+		return jsf__fail(-EINVAL, "no rows");
+	if (nrows > 0xffff || nrows > size)
+		return jsf__fail(-EINVAL,
+				 "%u rows for a %u-byte function (at most one "
+				 "a byte, 65535 in all)",
+				 nrows, size);
 	if (rows[0].offset != 0)
-		return -EINVAL;
+		return jsf__fail(-EINVAL,
+				 "row 0 starts at offset %u, not 0: every "
+				 "address of the function needs a row",
+				 rows[0].offset);
 	for (uint32_t i = 0; i < nrows; i++) {
 		const struct jsf_row *r = &rows[i];
 		if (r->offset >= size)
-			return -EINVAL;
+			return jsf__fail(-EINVAL,
+					 "row %u: offset %u is outside the "
+					 "%u-byte function",
+					 i, r->offset, size);
 		if (i && r->offset <= rows[i - 1].offset)
-			return -EINVAL;
-		if (!r->outermost && r->cfa_base != JSF_SP &&
-		    r->cfa_base != JSF_FP)
-			return -EINVAL;
+			return jsf__fail(-EINVAL,
+					 "row %u: offset %u does not follow "
+					 "row %u's %u (offsets strictly "
+					 "increase)",
+					 i, r->offset, i - 1,
+					 rows[i - 1].offset);
+		if (r->outermost)
+			continue;
+		if (r->cfa_base != JSF_SP && r->cfa_base != JSF_FP)
+			return jsf__fail(-EINVAL,
+					 "row %u: CFA base %u is neither "
+					 "JSF_SP nor JSF_FP",
+					 i, r->cfa_base);
+		bool ra_ok;
+		switch (r->ra_rule) {
+		case JSF_RA_DEFAULT:
+			ra_ok = true;
+			break;
+		case JSF_RA_CFA:
+			ra_ok = !a->ra_fixed || r->ra_offset == a->ra_fixed;
+			break;
+		default:
+			ra_ok = false;
+		}
+		if (!ra_ok)
+			return jsf__fail(
+			    -EINVAL,
+			    "row %u: return-address rule %u (offset %d) "
+			    "cannot be expressed on %s (RA always at CFA%+d)",
+			    i, r->ra_rule, r->ra_offset, a->name, a->ra_fixed);
 	}
 	return 0;
 }
@@ -162,6 +255,8 @@ size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
 	}
 	row->cfa_base = base ? JSF_SP : JSF_FP;
 	row->cfa_offset = lds(p + aw + 1, ws);
+	row->ra_rule = JSF_RA_CFA;
+	row->ra_offset = JSF_X86_64_RA_FIXED;
 	if (n == 2) {
 		row->has_fp = true;
 		row->fp_offset = lds(p + aw + 1 + ws, ws);

@@ -244,7 +244,17 @@ int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
 	return err;
 }
 
+static int view_open(struct jsf_view **out, const char *path);
+
 int jsf_view_open(struct jsf_view **out, const char *path)
+{
+	int err = view_open(out, path);
+	if (err && view_err[0]) /* the cause, for jsf_strerror too */
+		jsf__fail(err, "%s", view_err);
+	return err;
+}
+
+static int view_open(struct jsf_view **out, const char *path)
 {
 	view_err[0] = 0;
 	if (!out || !path) {

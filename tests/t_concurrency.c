@@ -22,6 +22,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
@@ -185,6 +187,43 @@ static void report(const char *what, uint64_t pc, uint64_t v1, uint64_t v2)
 		       (unsigned long long)v2);
 }
 
+/*
+ * jsf_view_lookup from a SIGPROF handler (its AS-safety): the profiling
+ * timer interrupts the producers themselves, also while they hold the
+ * region's mutex; every lookup must still answer, and answer right. Under
+ * ThreadSanitizer a lock or an allocation inside the handler is reported
+ * ("signal-unsafe call inside of a signal") and fails the run.
+ */
+static struct jsf_view *sig_view;
+static _Atomic uint64_t sig_calls, sig_found, sig_bad, sig_seed = 12345;
+
+static void on_prof(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	uint64_t seed = atomic_fetch_add(&sig_seed, 0x9e3779b97f4a7c15ull);
+	for (int i = 0; i < 8; i++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		uint64_t pc = BASE + (uint64_t)(seed % SLOTS) * SLOT_BYTES +
+			      (seed >> 40) % SLOT_BYTES;
+		uint64_t fs = 0;
+		uint32_t fz = 0;
+		struct jsf_row row;
+		int rc = jsf_view_lookup(sig_view, pc, 0, &fs, &fz, &row);
+		atomic_fetch_add(&sig_calls, 1);
+		if (rc == 0) {
+			atomic_fetch_add(&sig_found, 1);
+			if (!id_of(fs, fz, &row, pc) || pc - fs >= fz)
+				atomic_fetch_add(&sig_bad, 1);
+		} else if (rc != -ENOENT && rc != -EAGAIN) {
+			atomic_fetch_add(&sig_bad, 1);
+		}
+	}
+	errno = saved;
+}
+
 static void *reader(void *arg)
 {
 	uint64_t seed = (uint64_t)(uintptr_t)arg * 0xda942042e4dd58b5ull + 7;
@@ -326,6 +365,45 @@ int main(int argc, char **argv)
 		char msg[256];
 		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s",
 		      msg);
+		jsf_region_destroy(region);
+	}
+	unlink(path);
+	CASE("lookups from a SIGPROF handler interrupting the producers")
+	{
+		memset(fns, 0, MAXF * sizeof(*fns));
+		atomic_store(&nfns, 0);
+		atomic_store(&stop, false);
+		struct jsf_region_opts o = {
+		    .sz = sizeof(o), .initial_funcs = 16, .history_max = 5000};
+		CHECK_EQ(jsf_region_create(&region, path, &o), 0);
+		CHECK_EQ(jsf_view_open(&sig_view, path), 0);
+		struct sigaction sa = {.sa_handler = on_prof,
+				       .sa_flags = SA_RESTART};
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGPROF, &sa, NULL);
+		struct itimerval it = {{0, 200}, {0, 200}};
+		setitimer(ITIMER_PROF, &it, NULL);
+		uint64_t target = ops_target;
+		ops_target = target / 4 ? target / 4 : 1;
+		pthread_t pt[2];
+		for (uintptr_t i = 0; i < 2; i++)
+			pthread_create(&pt[i], NULL, producer, (void *)(i + 1));
+		for (int i = 0; i < 2; i++)
+			pthread_join(pt[i], NULL);
+		struct itimerval off = {{0, 0}, {0, 0}};
+		setitimer(ITIMER_PROF, &off, NULL);
+		signal(SIGPROF, SIG_IGN);
+		ops_target = target;
+		printf("# %llu lookups in a SIGPROF handler, %llu found\n",
+		       (unsigned long long)atomic_load(&sig_calls),
+		       (unsigned long long)atomic_load(&sig_found));
+		CHECK_EQ(atomic_load(&sig_bad), 0);
+		CHECK(atomic_load(&sig_calls) >= 80 &&
+			  atomic_load(&sig_found) > 0,
+		      "the handler ran (%llu lookups, %llu found)",
+		      (unsigned long long)atomic_load(&sig_calls),
+		      (unsigned long long)atomic_load(&sig_found));
+		jsf_view_close(sig_view);
 		jsf_region_destroy(region);
 	}
 	unlink(path);

@@ -137,8 +137,8 @@ int main(void)
 		CHECK_EQ(
 		    jsf__read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
 		    -EBADMSG);
-		CHECK_EQ(jsf__check_rows(&r, 1, 16), 0);
-		CHECK_EQ(jsf__check_rows(&r, 1, 0), -EINVAL);
+		CHECK_EQ(jsf__check_rows(jsf__arch(0), &r, 1, 16), 0);
+		CHECK_EQ(jsf__check_rows(jsf__arch(0), &r, 1, 0), -EINVAL);
 	}
 	return h_exit();
 }

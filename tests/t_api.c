@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public API's conventions (sframe/jitsframe.h): the options rule of
+ * every opts struct, error causes through jsf_strerror, the return-address
+ * rule as data in the row model (checked against the system's libsframe
+ * on an exported section: an independent decoder), the architecture in
+ * opts, and the version query.
+ */
+#include "harness.h"
+#include "jitsframe.h"
+
+#include <errno.h>
+#include <sframe-api.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static struct jsf_region *mk(const char *name, const struct jsf_region_opts *o,
+			     int *err)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	struct jsf_region *r = NULL;
+	*err = jsf_region_create(&r, p, o);
+	return r;
+}
+
+static const struct jsf_row sp8 = {
+    .offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/jsf-t_api-XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	int err;
+
+	CASE("opts: an older caller's smaller sz is accepted")
+	{
+		/* a caller built when the struct ended after `mode` */
+		struct jsf_region_opts o = {
+		    .sz = offsetof(struct jsf_region_opts, flags),
+		    .mode = 0640};
+		struct jsf_region *r = mk("old", &o, &err);
+		CHECK_EQ(err, 0);
+		struct jsf_region_stats st = {.sz = sizeof(st)};
+		CHECK_EQ(jsf_region_stats(r, &st), 0);
+		CHECK(st.file_size > 0, "file size %llu",
+		      (unsigned long long)st.file_size);
+		jsf_region_destroy(r);
+		/* sz covering nothing but itself: all defaults */
+		o.sz = sizeof(size_t);
+		r = mk("old2", &o, &err);
+		CHECK_EQ(err, 0);
+		jsf_region_destroy(r);
+	}
+
+	CASE("opts: a newer caller's unknown non-zero tail is refused, a zero "
+	     "tail accepted, sz below its own field refused")
+	{
+		struct {
+			struct jsf_region_opts o;
+			uint64_t future;
+		} big = {{.sz = sizeof(big)}, 0};
+		struct jsf_region *r = mk("new0", &big.o, &err);
+		CHECK_EQ(err, 0);
+		jsf_region_destroy(r);
+		big.future = 1;
+		r = mk("new1", &big.o, &err);
+		CHECK_EQ(err, -EINVAL);
+		CHECK(r == NULL, "region made");
+		CHECK(strstr(jsf_strerror(err), "jsf_region_opts") &&
+			  strstr(jsf_strerror(err), "newer caller"),
+		      "strerror: %s", jsf_strerror(err));
+		struct jsf_region_opts tiny = {.sz = 4};
+		r = mk("tiny", &tiny, &err);
+		CHECK_EQ(err, -EINVAL);
+		CHECK(strstr(jsf_strerror(err), "smaller than"), "strerror: %s",
+		      jsf_strerror(err));
+		/* the same rule for export options */
+		r = mk("exp", NULL, &err);
+		CHECK_EQ(jsf_region_add(r, 0x10000, 16, &sp8, 1, 0), 0);
+		struct jsf_view *v = NULL;
+		CHECK_EQ(jsf_view_open(&v, jsf_region_path(r)), 0);
+		struct {
+			struct jsf_export_opts o;
+			uint64_t future;
+		} eo = {{.sz = sizeof(eo)}, 7};
+		void *buf = NULL;
+		size_t len = 0;
+		CHECK_EQ(jsf_view_export(v, &eo.o, &buf, &len, NULL), -EINVAL);
+		CHECK(strstr(jsf_strerror(-EINVAL), "jsf_export_opts"),
+		      "strerror: %s", jsf_strerror(-EINVAL));
+		eo.future = 0;
+		CHECK_EQ(jsf_view_export(v, &eo.o, &buf, &len, NULL), 0);
+		free(buf);
+		jsf_view_close(v);
+		jsf_region_destroy(r);
+	}
+
+	CASE("jsf_strerror names the real cause of each -EINVAL and -EEXIST")
+	{
+		struct jsf_region *r = mk("err", NULL, &err);
+		CHECK_EQ(err, 0);
+		struct jsf_row two[2] = {sp8, sp8};
+		two[1].offset = 0;
+		CHECK_EQ(jsf_region_add(r, 0x1000, 16, two, 2, 0), -EINVAL);
+		CHECK(strstr(jsf_strerror(-EINVAL), "row 1") &&
+			  strstr(jsf_strerror(-EINVAL), "strictly increase"),
+		      "strerror: %s", jsf_strerror(-EINVAL));
+		two[1].offset = 20;
+		CHECK_EQ(jsf_region_add(r, 0x1000, 16, two, 2, 0), -EINVAL);
+		CHECK(strstr(jsf_strerror(-EINVAL), "outside the 16-byte"),
+		      "strerror: %s", jsf_strerror(-EINVAL));
+		CHECK_EQ(jsf_region_add(r, 0x1000, 0, &sp8, 1, 0), -EINVAL);
+		CHECK(strstr(jsf_strerror(-EINVAL), "empty"), "strerror: %s",
+		      jsf_strerror(-EINVAL));
+		CHECK_EQ(jsf_region_add(r, 0x1000, 16, &sp8, 1, 0), 0);
+		CHECK_EQ(jsf_region_add(r, 0x1008, 16, &sp8, 1, 0), -EEXIST);
+		CHECK(strstr(jsf_strerror(-EEXIST), "0x1008") &&
+			  strstr(jsf_strerror(-EEXIST), "0x1000"),
+		      "strerror: %s", jsf_strerror(-EEXIST));
+		/* a code the last failure was not: the generic text */
+		CHECK(!strcmp(jsf_strerror(-ERANGE),
+			      "addresses out of range for the chosen encoding"),
+		      "strerror(-ERANGE): %s", jsf_strerror(-ERANGE));
+		jsf_region_destroy(r);
+		/* a view's failure: the same text as jsf_view_error */
+		struct jsf_view *v = NULL;
+		char p[128];
+		snprintf(p, sizeof(p), "%s/notaregion", dir);
+		FILE *f = fopen(p, "w");
+		fputs("hello", f);
+		fclose(f);
+		err = jsf_view_open(&v, p);
+		CHECK_EQ(err, -EBADMSG);
+		CHECK(!strcmp(jsf_strerror(err), jsf_view_error()) &&
+			  strstr(jsf_view_error(), "not a region"),
+		      "strerror %s, view_error %s", jsf_strerror(err),
+		      jsf_view_error());
+	}
+
+	CASE("return-address rule: stated or default accepted, inexpressible "
+	     "refused, read back as data; libsframe agrees")
+	{
+		struct jsf_region *r = mk("ra", NULL, &err);
+		CHECK_EQ(err, 0);
+		struct jsf_row rows[2] = {
+		    {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8},
+		    {.offset = 4,
+		     .cfa_base = JSF_SP,
+		     .cfa_offset = 24,
+		     .ra_rule = JSF_RA_CFA,
+		     .ra_offset = -8}};
+		CHECK_EQ(jsf_region_add(r, 0x20000, 32, rows, 2, 0), 0);
+		struct jsf_row bad = rows[1];
+		bad.offset = 0;
+		bad.ra_offset = -16;
+		CHECK_EQ(jsf_region_add(r, 0x30000, 32, &bad, 1, 0), -EINVAL);
+		CHECK(strstr(jsf_strerror(-EINVAL), "return-address rule") &&
+			  strstr(jsf_strerror(-EINVAL), "x86-64"),
+		      "strerror: %s", jsf_strerror(-EINVAL));
+		bad.ra_rule = JSF_RA_REG;
+		CHECK_EQ(jsf_region_add(r, 0x30000, 32, &bad, 1, 0), -EINVAL);
+		bad.ra_rule = 9;
+		CHECK_EQ(jsf_region_add(r, 0x30000, 32, &bad, 1, 0), -EINVAL);
+		/* an outermost row has no return address to describe */
+		struct jsf_row outer = {.outermost = true, .ra_rule = 9};
+		CHECK_EQ(jsf_region_add(r, 0x30000, 32, &outer, 1, 0), 0);
+
+		struct jsf_view *v = NULL;
+		CHECK_EQ(jsf_view_open(&v, jsf_region_path(r)), 0);
+		struct jsf_row got;
+		for (uint64_t pc = 0x20000; pc < 0x20020; pc += 3) {
+			memset(&got, 0x55, sizeof(got));
+			CHECK_EQ(jsf_view_lookup(v, pc, 0, NULL, NULL, &got),
+				 0);
+			CHECK_EQ(got.ra_rule, JSF_RA_CFA);
+			CHECK_EQ(got.ra_offset, -8);
+			CHECK_EQ(got.cfa_offset, pc < 0x20004 ? 8 : 24);
+		}
+		/* the same rule, from an independent decoder of the same data:
+		 * libsframe reads the V1 export's fixed RA offset */
+		struct jsf_export_opts eo = {.sz = sizeof(eo), .version = 1};
+		void *buf = NULL;
+		size_t len = 0;
+		CHECK_EQ(jsf_view_export(v, &eo, &buf, &len, NULL), 0);
+		int e = 0;
+		sframe_decoder_ctx *ctx = sframe_decode(buf, len, &e);
+		CHECK(ctx && e == 0, "libsframe: err %d", e);
+		if (ctx) {
+			CHECK_EQ(sframe_decoder_get_fixed_ra_offset(ctx),
+				 got.ra_offset);
+			sframe_decoder_free(&ctx);
+		}
+		free(buf);
+		jsf_view_close(v);
+		jsf_region_destroy(r);
+	}
+
+	CASE("architecture in opts: x86-64 by id or default, AArch64 and "
+	     "unknown ids refused with their name")
+	{
+		struct jsf_region_opts o = {.sz = sizeof(o),
+					    .arch = JSF_ARCH_X86_64};
+		struct jsf_region *r = mk("x86", &o, &err);
+		CHECK_EQ(err, 0);
+		jsf_region_destroy(r);
+		o.arch = JSF_ARCH_AARCH64;
+		r = mk("a64", &o, &err);
+		CHECK_EQ(err, -EOPNOTSUPP);
+		CHECK(strstr(jsf_strerror(err), "AArch64"), "strerror: %s",
+		      jsf_strerror(err));
+		o.arch = 77;
+		r = mk("a77", &o, &err);
+		CHECK_EQ(err, -EOPNOTSUPP);
+		CHECK(strstr(jsf_strerror(err), "unknown"), "strerror: %s",
+		      jsf_strerror(err));
+	}
+
+	CASE("version: the loaded library's, as number and string")
+	{
+		char want[32];
+		snprintf(want, sizeof(want), "%d.%d.%d", JSF_VERSION_MAJOR,
+			 JSF_VERSION_MINOR, JSF_VERSION_PATCH);
+		CHECK(!strcmp(jsf_version_string(), want), "%s vs %s",
+		      jsf_version_string(), want);
+		CHECK_EQ(jsf_version(), (JSF_VERSION_MAJOR << 16) |
+					    (JSF_VERSION_MINOR << 8) |
+					    JSF_VERSION_PATCH);
+	}
+
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		return 1;
+	return h_exit();
+}
