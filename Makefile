@@ -245,7 +245,11 @@ install: all
 	install -m 644 vm/replay.lua $(DESTDIR)$(LUA_LMOD)/jitsframe_replay.lua
 	install -m 644 docs/jitsframe.1 $(DESTDIR)$(MANDIR)/man1/jitsframe.1
 	install -m 644 docs/jitsframe.3 $(DESTDIR)$(MANDIR)/man3/jitsframe.3
-	if [ -e $(B)/viewer/.installed ]; then cp -r $(B)/viewer/node_modules $(DESTDIR)$(DATADIR)/viewer; fi
+	# the HTML writer looks for viewer/node_modules/... (profile/profile.c)
+	if [ -e $(B)/viewer/.installed ]; then \
+		install -d $(DESTDIR)$(DATADIR)/viewer && \
+		rm -rf $(DESTDIR)$(DATADIR)/viewer/node_modules && \
+		cp -r $(B)/viewer/node_modules $(DESTDIR)$(DATADIR)/viewer/; fi
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/jitsframe $(DESTDIR)$(INCLUDEDIR)/jitsframe.h \
 		$(DESTDIR)$(LIBDIR)/libjitsframe.a $(DESTDIR)$(LIBDIR)/libjitsframe.so \
