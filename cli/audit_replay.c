@@ -99,9 +99,10 @@ int audit_replay_main(int argc, char **argv)
 		fprintf(stderr, "jitsframe audit replay: cannot find myself\n");
 		return EX_INPUT;
 	}
-	char driver[PATH_MAX + 64], lua[PATH_MAX + 16];
-	snprintf(driver, sizeof(driver), "%s/lua/jitsframe_replay.lua", self);
-	snprintf(lua, sizeof(lua), "%s/lua", self);
+	char driver[PATH_MAX + 64], ddir[PATH_MAX], lua[PATH_MAX];
+	cli_lua_dir(ddir, sizeof(ddir), "jitsframe_replay.lua");
+	snprintf(driver, sizeof(driver), "%s/jitsframe_replay.lua", ddir);
+	cli_lua_dir(lua, sizeof(lua), "jitsframe.so");
 	if (access(driver, R_OK) != 0) {
 		fprintf(stderr,
 			"jitsframe audit replay: %s: %s (build it with "

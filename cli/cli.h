@@ -26,6 +26,12 @@ void json_str(FILE *f, const char *s);
 /* The directory of this program (readlink /proc/self/exe); 0 or -1. */
 int cli_exe_dir(char *buf, size_t len);
 
+/* The directory that holds `name` (jitsframe.so, jitsframe_replay.lua):
+ * DIR/lua beside this program (the build tree), else DIR/../lib/lua/5.1
+ * or DIR/../share/lua/5.1 (as installed). 0 found; 1 not found (out gets
+ * the first candidate, for a message); -1 cannot find this program. */
+int cli_lua_dir(char *out, size_t len, const char *name);
+
 /* LUA_CPATH = DIR/?.so;<the old one, else ";" (Lua's default)>; 0 or
  * -errno. */
 int cli_prepend_cpath(const char *dir);

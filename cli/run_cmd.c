@@ -62,16 +62,15 @@ static const char init_code[] =
 int cli_vm_env(const char *who, const char *moddir, const char *region,
 	       int replace, int quiet)
 {
-	char self[PATH_MAX], dir[PATH_MAX + 8];
+	char dir[PATH_MAX + 8];
 	if (!moddir) {
-		if (cli_exe_dir(self, sizeof(self))) {
+		if (cli_lua_dir(dir, sizeof(dir), "jitsframe.so") < 0) {
 			fprintf(stderr,
 				"%s: cannot find myself; use "
 				"--module-dir\n",
 				who);
 			return EX_USAGE;
 		}
-		snprintf(dir, sizeof(dir), "%s/lua", self);
 		moddir = dir;
 	}
 	char so[PATH_MAX + 32];

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +48,27 @@ int cli_exe_dir(char *buf, size_t len)
 		return -1;
 	*slash = 0;
 	return 0;
+}
+
+int cli_lua_dir(char *out, size_t len, const char *name)
+{
+	/* the build tree (build/jitsframe, build/lua/), then an installed
+	 * tree (PREFIX/bin/jitsframe, PREFIX/lib/lua/5.1/ for the C module,
+	 * PREFIX/share/lua/5.1/ for Lua files) */
+	static const char *const rel[] = {"lua", "../lib/lua/5.1",
+					  "../share/lua/5.1"};
+	char self[PATH_MAX], p[PATH_MAX + 64];
+	if (cli_exe_dir(self, sizeof(self)))
+		return -1;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s/%s", self, rel[i], name);
+		if (access(p, R_OK) == 0) {
+			snprintf(out, len, "%s/%s", self, rel[i]);
+			return 0;
+		}
+	}
+	snprintf(out, len, "%s/%s", self, rel[0]); /* for the message */
+	return 1;
 }
 
 int cli_prepend_cpath(const char *dir)

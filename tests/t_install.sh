@@ -81,9 +81,9 @@ else
 fi
 
 # the HTML viewer where the installed CLI looks for it: DIR/FILE for each
-# FILE of profile/profile.c's viewer_files, DIR = bin/../share/jitsframe/viewer
+# FILE of profile/viewer.c's pf_viewer_files, DIR = bin/../share/jitsframe/viewer
 if [ -e build/viewer/.installed ]; then
-	vf=$(sed -n '/viewer_files\[\] = {/,/};/p' profile/profile.c | grep -o '"[^"]*"' | tr -d '"')
+	vf=$(sed -n '/pf_viewer_files\[[0-9]*\] = {/,/};/p' profile/viewer.c | grep -o '"[^"]*"' | tr -d '"')
 	vmiss=()
 	for f in $vf; do [ -r "$P/bin/../share/jitsframe/viewer/$f" ] || vmiss+=("$f"); done
 	if [ -n "$vf" ] && [ ${#vmiss[@]} -eq 0 ]; then ok "the HTML viewer's files are where the installed CLI looks"; else
@@ -177,12 +177,16 @@ fi
 check "the installed jitsframe run --module-dir \$T/usr/local/lib/lua/5.1 publishes" \
 	"$P/bin/jitsframe" run --quiet --module-dir "$P/lib/lua/5.1" --region "$W/run.region" -- \
 	luajit -e 'local s = 0 for i = 1, 1e6 do s = s + i end assert(require"jitsframe".stats().published > 0)'
-# Known: the CLI looks for the module and the replay driver in lua/ beside
-# its executable (bin/lua), where nothing is installed.
-if "$P/bin/jitsframe" run --quiet --region "$W/run2.region" -- luajit -e '' >"$W/out" 2>&1; then
-	ok "the installed jitsframe run finds the installed module"
+# without --module-dir: the installed CLI finds the installed module (and
+# audit replay its driver) under PREFIX/lib/lua/5.1 and PREFIX/share/lua/5.1
+check "the installed jitsframe run finds the installed module and keeps an auditlog" \
+	"$P/bin/jitsframe" run --quiet --region "$W/run2.region" -a "$W/run2.jlog" -- \
+	luajit -e 'local s = 0 for i = 1, 1e6 do s = s + i end assert(require"jitsframe".stats().published > 0)'
+if out=$("$P/bin/jitsframe" audit replay "$W/run2.jlog" -jv="$W/run2.jv" 2>&1) &&
+	grep -q '^\[TRACE   1 ' "$W/run2.jv"; then
+	ok "the installed jitsframe audit replay finds its driver and the module (-jv: $(grep -c 'TRACE' "$W/run2.jv") lines)"
 else
-	notok "the installed jitsframe run finds the installed module # TODO the CLI looks for the module (and audit replay for its driver) in bin/lua/ only" "$(head -n 2 "$W/out")"
+	notok "the installed jitsframe audit replay finds its driver and the module" "$out" "$(head -n 3 "$W/run2.jv" 2>/dev/null)"
 fi
 
 # 5. uninstall
