@@ -87,7 +87,7 @@ $(B)/$(1)/gen/%.o: $(B)/gen/%.c
 	$$($(1)_CC) $$(WARN) -MMD -MP -I$(B)/gen $$($(1)_CFLAGS) -c $$< -o $$@
 $(foreach d,$(LIBDIRS),$(call libfile,$(1),$(d))): $(B)/$(1)/lib%.a:
 	@rm -f $$@; ar rcs $$@ $$^
-$(foreach d,$(LIBDIRS),$(eval $(call libfile,$(1),$(d)): $(patsubst $(B)/gen/%.c,$(B)/$(1)/gen/%.o,$(patsubst %.c,$(B)/$(1)/%.o,$($(d)_SRC)))))
+$(foreach d,$(LIBDIRS),$(eval $(call libfile,$(1),$(d)): $(patsubst %.c,$(B)/$(1)/%.o,$(patsubst $(B)/gen/%.c,gen/%.c,$($(d)_SRC)))))
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
 -include $(wildcard $(B)/*/*/*.d $(B)/*/*/*/*.d)
