@@ -42,9 +42,11 @@ static char path_ks1[256], path_ks2[256];
  *  outer: RA undefined (the outermost frame); calls mid, then caller.
  *  mid:   push rbp; mov rsp,rbp; sub 48: CFA = rbp+16, rbp saved at
  *         CFA-16, so rbp = CFA-16 and, at the call, rsp = rbp-48.
- *  leaf:  push rbx; sub 32: at leaf_body CFA = rsp+48, RA at CFA-8.
+ *  leaf:  push rbp; sub 32: at leaf_body CFA = rsp+48, RA at CFA-8, rbp
+ *         saved at CFA-16 (mid's rbp comes from there, not the sample).
  *  caller: sub 24: CFA = rsp+32 at the call of ext_fn (through the PLT).
  *  nocfi: no CFI at all.  badcfa: CFA from rbx (outside the row form).
+ *  ra16:  CFA = rsp+24 with the RA at CFA-16 (not the usual CFA-8).
  */
 static const char prog[] = "	.text\n"
 			   "	.globl outer\n"
@@ -80,15 +82,16 @@ static const char prog[] = "	.text\n"
 			   "	.type leaf,@function\n"
 			   "leaf:\n"
 			   "	.cfi_startproc\n"
-			   "	push %rbx\n"
+			   "	push %rbp\n"
 			   "	.cfi_def_cfa_offset 16\n"
+			   "	.cfi_offset %rbp, -16\n"
 			   "	sub $32, %rsp\n"
 			   "	.cfi_def_cfa_offset 48\n"
 			   "leaf_body:\n"
 			   "	nop\n"
 			   "	add $32, %rsp\n"
 			   "	.cfi_def_cfa_offset 16\n"
-			   "	pop %rbx\n"
+			   "	pop %rbp\n"
 			   "	.cfi_def_cfa_offset 8\n"
 			   "	ret\n"
 			   "	.cfi_endproc\n"
@@ -119,7 +122,16 @@ static const char prog[] = "	.text\n"
 			   "badcfa_body:\n"
 			   "	ret\n"
 			   "	.cfi_endproc\n"
-			   "	.size badcfa, .-badcfa\n";
+			   "	.size badcfa, .-badcfa\n"
+			   "	.type ra16,@function\n"
+			   "ra16:\n"
+			   "	.cfi_startproc\n"
+			   "	.cfi_def_cfa %rsp, 24\n"
+			   "	.cfi_offset %rip, -16\n"
+			   "ra16_body:\n"
+			   "	ret\n"
+			   "	.cfi_endproc\n"
+			   "	.size ra16, .-ra16\n";
 
 /* ---------------------------------------------------------- the objects */
 
@@ -127,7 +139,7 @@ static const char prog[] = "	.text\n"
  * the unwinder's reader). */
 struct obj {
 	uint64_t outer_ret, caller_ret_o, mid, mid_ret, leaf, leaf_body, caller,
-	    caller_ret, nocfi_body, badcfa_body, plt;
+	    caller_ret, nocfi_body, badcfa_body, ra16_body, plt;
 	bool ok;
 };
 static struct obj o_eh, o_df, o_sf;
@@ -187,12 +199,13 @@ static bool read_obj(const char *p, struct obj *o)
 			SYM(caller_ret)
 			SYM(nocfi_body)
 			SYM(badcfa_body)
+			SYM(ra16_body)
 #undef SYM
 		}
 	}
 	free(b);
 	o->ok = o->outer_ret && o->mid_ret && o->leaf_body && o->caller_ret &&
-		o->nocfi_body && o->badcfa_body && o->plt;
+		o->nocfi_body && o->badcfa_body && o->ra16_body && o->plt;
 	return o->ok;
 }
 
@@ -324,21 +337,23 @@ static struct uwstate *ctx_for(const char *obj, bool no_sframe)
 }
 
 /*
- * leaf_body <- mid <- outer: rsp = S0 in leaf (CFA S0+48, RA at S0+40);
- * mid's rbp = S0+96 (CFA S0+112, RA at S0+104, rbp saved at S0+96); outer
- * is the outermost frame. The word above (S0+112) is 0: a walk that went
+ * leaf_body <- mid <- outer: rsp = S0 in leaf (CFA S0+48, RA at S0+40,
+ * mid's rbp S0+96 saved at S0+32; the sampled rbp is junk); mid: CFA
+ * S0+112, RA at S0+104, outer's rbp saved at S0+96; outer is the outermost
+ * frame. The word above (S0+112) is 0: a walk that went
  * past outer would read a null return address there.
  */
 static size_t chain_stack(const struct obj *o, struct smp *m, uint64_t *exp,
 			  int ra_shift)
 {
 	memset(stk, 0, sizeof(stk));
+	put(S0 + 32, S0 + 96); /* mid's rbp, saved by leaf */
 	put(S0 + 40 + ra_shift, BASE + o->mid_ret);
 	put(S0 + 96, 0); /* outer's rbp (xor %ebp, %ebp) */
 	put(S0 + 104 + ra_shift, BASE + o->outer_ret);
 	*m = (struct smp){.ip = BASE + o->leaf_body,
 			  .sp = S0,
-			  .bp = S0 + 96,
+			  .bp = 0x5a5a5a5a,
 			  .stack_size = 120};
 	exp[0] = BASE + o->leaf_body;
 	exp[1] = BASE + o->mid_ret;
@@ -405,6 +420,25 @@ static void elf_kind(const char *what, const char *path, const struct obj *o,
 		expect_not(u, &m, exp, 3);
 		uw_free(u);
 	}
+	/* (SFrame on x86-64 has the RA at CFA-8 only, and gas 2.40 writes
+	 * ra16's row without its RA rule: the CFI objects only) */
+	snprintf(name, sizeof(name), "%s: RA rule at CFA-16", what);
+	if (!sframe)
+		CASE(name)
+		{
+			/* ra16 (CFA S0+24, RA at S0+8) <- outer; S0+16 holds 0
+			 */
+			struct uwstate *u = ctx_for(path, false);
+			memset(stk, 0, sizeof(stk));
+			put(S0 + 8, BASE + o->outer_ret);
+			m = (struct smp){.ip = BASE + o->ra16_body,
+					 .sp = S0,
+					 .stack_size = 64};
+			exp[0] = m.ip;
+			exp[1] = BASE + o->outer_ret;
+			expect(u, &m, exp, 2, STOP_OUTERMOST);
+			uw_free(u);
+		}
 	if (!plt)
 		return;
 	snprintf(name, sizeof(name), "%s: PLT entry <- caller <- outer", what);
@@ -424,9 +458,9 @@ static void elf_kind(const char *what, const char *path, const struct obj *o,
 
 /* ------------------------------------------------------------ region */
 
-/* Three traces: A (CFA = SP+16, RA default) called by B (CFA = FP+16, RA
- * stated at CFA-8, FP saved at CFA-16) called by C (outermost); and L,
- * which calls itself forever with CFA = SP+16. */
+/* Three traces: A (CFA = SP+16, RA default, FP saved at CFA-16) called by B
+ * (CFA = FP+16, RA stated at CFA-8, FP saved at CFA-16) called by C
+ * (outermost); and L, which calls itself forever with CFA = SP+16. */
 #define TA 0x7f3300001000ull
 #define TB 0x7f3300002000ull
 #define TC 0x7f3300003000ull
@@ -442,7 +476,11 @@ static bool make_region(void)
 		return false;
 	struct jsf_row a[] = {
 	    {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8},
-	    {.offset = 4, .cfa_base = JSF_SP, .cfa_offset = 16}};
+	    {.offset = 4,
+	     .cfa_base = JSF_SP,
+	     .cfa_offset = 16,
+	     .has_fp = true,
+	     .fp_offset = -16}};
 	struct jsf_row b[] = {{.offset = 0,
 			       .cfa_base = JSF_FP,
 			       .cfa_offset = 16,
@@ -463,16 +501,18 @@ static bool make_region(void)
 	return true;
 }
 
-/* A at TA+8 (rsp S0: CFA S0+16, RA at S0+8) <- B at TB+0x20 (rbp S0+32:
- * CFA S0+48, RA at S0+40, rbp saved at S0+32) <- C at TC+0x30. */
+/* A at TA+8 (rsp S0: CFA S0+16, RA at S0+8, B's rbp S0+32 saved at S0;
+ * the sampled rbp is junk) <- B at TB+0x20 (CFA S0+48, RA at S0+40, rbp
+ * saved at S0+32) <- C at TC+0x30. */
 static void trace_stack(struct smp *m, uint64_t *exp, int ra_shift)
 {
 	memset(stk, 0, sizeof(stk));
+	put(S0, S0 + 32);
 	put(S0 + 8 + ra_shift, TB + 0x20);
 	put(S0 + 32, 0);
 	put(S0 + 40 + ra_shift, TC + 0x30);
 	*m = (struct smp){
-	    .ip = TA + 8, .sp = S0, .bp = S0 + 32, .stack_size = 64};
+	    .ip = TA + 8, .sp = S0, .bp = 0x5a5a5a5a, .stack_size = 64};
 	m->time = t_after;
 	exp[0] = TA + 8;
 	exp[1] = TB + 0x20;
@@ -598,17 +638,14 @@ int main(void)
 		uw_free(u);
 	}
 
-	CASE("stop: stack short, rbp unknown, loop, null RA")
+	CASE("stop: stack short, loop, null RA")
 	{
 		struct uwstate *u = ctx_for(path_eh, false);
 		chain_stack(o, &m, exp, 0);
 		m.stack_size = 40; /* leaf's RA slot S0+40 not copied */
 		expect(u, &m, exp, 1, STOP_STACK_SHORT);
 		chain_stack(o, &m, exp, 0);
-		m.no_bp = true; /* mid's CFA needs rbp */
-		expect(u, &m, exp, 2, STOP_NO_BP);
-		chain_stack(o, &m, exp, 0);
-		m.bp = S0 + 16; /* mid's CFA rbp+16 = S0+32 below its rsp */
+		put(S0 + 32, S0 + 16); /* mid's CFA rbp+16 = S0+32 < rsp */
 		expect(u, &m, exp, 2, STOP_LOOP);
 		chain_stack(o, &m, exp, 0);
 		put(S0 + 40, 0);
@@ -616,7 +653,7 @@ int main(void)
 		uw_free(u);
 	}
 
-	CASE("stop: no registers, kernel only, no trace, too deep")
+	CASE("stop: no registers, kernel only, no trace, too deep, rbp unknown")
 	{
 		struct uwstate *u = ctx_for(NULL, false);
 		m = (struct smp){.ip = 0x401000, .no_regs = true};
@@ -647,6 +684,14 @@ int main(void)
 		for (int i = 0; i < UW_MAX; i++)
 			exp[i] = TL + 4;
 		expect(u, &m, exp, UW_MAX, STOP_DEPTH);
+		/* B's CFA is FP-based: without rbp in the sample */
+		m = (struct smp){.ip = TB + 0x20,
+				 .sp = S0,
+				 .no_bp = true,
+				 .stack_size = 64,
+				 .time = t_after};
+		exp[0] = m.ip;
+		expect(u, &m, exp, 1, STOP_NO_BP);
 		uw_free(u);
 		traces_free(t);
 	}
