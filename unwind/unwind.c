@@ -357,7 +357,7 @@ const char *stop_name(enum stop_reason r)
 	    [STOP_NO_REGS] = "no user registers",
 	    [STOP_KERNEL_ONLY] = "kernel only",
 	    [STOP_NULL_RA] = "return address 0",
-	    [STOP_NO_TRACE] = "anonymous code in no trace",
+	    [STOP_NO_TRACE] = "pc in anonymous code but in no trace",
 	};
 	return (unsigned)r < STOP__N ? n[r] : "?";
 }
