@@ -116,7 +116,7 @@ static int on_event(const struct pd_event *e, void *ctx)
 				continue;
 			struct pframe *k = &r->all[nk++];
 			memset(k, 0, sizeof(*k));
-			k->name = ksym_name(ip);
+			k->name = uw_ksym_name(r->u, ip);
 			k->addr = nk > 1 ? ip - 1 : ip;
 			k->mapping = "[kernel.kallsyms]";
 			k->kind = PF_ELF;
@@ -181,7 +181,7 @@ static void path_in(char *out, size_t n, const char *dir, const char *f)
  * directory's build-id cache (DIR/.debug/[kernel.kallsyms]/BUILDID/
  * kallsyms): the right symbols for that kernel, and a plain file, which
  * reads far faster than /proc/kallsyms. Used when there is exactly one. */
-static void use_recorded_kallsyms(const char *dir)
+static void use_recorded_kallsyms(struct uwstate *u, const char *dir)
 {
 	char kd[PATH_MAX], found[PATH_MAX + 300] = "";
 	snprintf(kd, sizeof(kd), "%s/.debug/[kernel.kallsyms]", dir);
@@ -203,7 +203,7 @@ static void use_recorded_kallsyms(const char *dir)
 	}
 	closedir(d);
 	if (n == 1)
-		ksym_use_file(found);
+		uw_use_kallsyms(u, found);
 }
 
 int report_run(const struct report_opts *opts)
@@ -252,8 +252,11 @@ int report_run(const struct report_opts *opts)
 		return EX_INPUT;
 	}
 	struct rep *r = calloc(1, sizeof(*r));
+	/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
+	const char *nosf = getenv("JITSFRAME_NO_SFRAME");
+	struct uw_opts uo = {.no_sframe = nosf && *nosf && strcmp(nosf, "0")};
 	if (r)
-		r->u = uw_new(t);
+		r->u = uw_new(t, &uo);
 	if (!r || !r->u) {
 		fprintf(stderr, "jitsframe report: out of memory\n");
 		free(r);
@@ -269,7 +272,7 @@ int report_run(const struct report_opts *opts)
 		rc = EX_INPUT;
 		goto out;
 	}
-	use_recorded_kallsyms(dir);
+	use_recorded_kallsyms(r->u, dir);
 	rc = pd_each(pd, on_event, r, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "jitsframe report: %s: %s\n", in,
@@ -279,10 +282,11 @@ int report_run(const struct report_opts *opts)
 	}
 	rc = EX_OK;
 	if (r->dump) {
-		uint64_t rs, rc2;
-		elfobj_row_stats(&rs, &rc2);
+		struct uw_stats st;
+		uw_stats(r->u, &st);
 		fprintf(r->dump, "# rows from .sframe %llu, from CFI %llu\n",
-			(unsigned long long)rs, (unsigned long long)rc2);
+			(unsigned long long)st.rows_sframe,
+			(unsigned long long)st.rows_cfi);
 	}
 	char wrote[1024] = "";
 	if (r->prof) {
@@ -343,8 +347,6 @@ out:
 	uw_free(r->u);
 	free(r);
 	traces_free(t);
-	elfobj_free_all();
-	ksym_free();
 	pd_close(pd);
 	return rc;
 }

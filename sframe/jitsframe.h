@@ -323,6 +323,28 @@ JSF_API int jsf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 				uint64_t text_start, uint64_t text_size,
 				char *msg, size_t msglen);
 
+/* ------------------------------------------------------ ELF .sframe */
+
+/*
+ * The row at `pc` of an ELF object's .sframe section (SFrame V1, as
+ * binutils 2.40's `as --gsframe` writes, or V2; x86-64): `sec` holds the
+ * section's `len` bytes, loaded at `sec_addr` (its sh_addr). On success
+ * *func_start and *func_size give the function that covers pc, *row its
+ * row there (row->offset: where the row starts, from func_start; for a
+ * PLT's repeating FDE, within the repeated block) in the form the region's
+ * readers give, and *row_end the offset from func_start up to which that
+ * row holds for the addresses from pc on. Outputs may be NULL.
+ * Returns 0; -ENOENT no function (or no row) covers pc; -EOPNOTSUPP the
+ * row is outside this row model (the RA offset stored per row, or a
+ * mangled RA); -EBADMSG not a V1/V2 x86-64 section, or damaged. Every
+ * read is bounds-checked against len: hostile input fails, never crashes.
+ * No allocation, no locks: thread-safe.
+ */
+JSF_API int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr,
+			    uint64_t pc, uint64_t *func_start,
+			    uint32_t *func_size, uint32_t *row_end,
+			    struct jsf_row *row);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,8 +4,9 @@
  * unwinder's bookkeeping and walk (unwind/unwind.c) on hostile input.
  *
  * Input modes:
- *  - starts with "SFRM": the rest is an ELF .sframe section (elfsframe.c),
- *    looked up at addresses around its functions;
+ *  - starts with "SFRM": the rest is an ELF .sframe section, looked up
+ *    (jsf_sframe_find, the unwinder's decoder of ELF .sframe sections) at
+ *    addresses around its functions;
  *  - starts with "PERFILE2": the whole input is the file;
  *  - anything else: a valid file header and one attribute (the sample
  *    format `jitsframe record` uses: IP|TID|TIME|CALLCHAIN|REGS_USER|
@@ -18,7 +19,7 @@
  * no leak": pd_each returns 0 or -EBADMSG with a message; every event's
  * pointers lie inside the input; frames come back within UW_MAX.
  */
-#include "elfobj.h"
+#include "jitsframe.h"
 #include "perfdata.h"
 #include "unwind.h"
 
@@ -102,9 +103,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 			return 0;
 		memcpy(sec, data + 4, len - 4);
 		for (uint64_t va = 0x1000; va < 0x1000 + 4 * 256; va += 7) {
-			struct crow r;
-			int k = sframe_row(sec, len - 4, 0x1000, va, &r);
-			if (k == 1 && (r.lo > va || r.hi <= va)) {
+			struct jsf_row r;
+			uint64_t fs = 0;
+			uint32_t fsz = 0, rend = 0;
+			int k = jsf_sframe_find(sec, len - 4, 0x1000, va, &fs,
+						&fsz, &rend, &r);
+			if (k == 0 && (fs > va || va - fs >= fsz ||
+				       rend <= va - fs || rend > fsz)) {
 				fprintf(stderr,
 					"oracle: sframe row does not cover\n");
 				abort();
@@ -162,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	char err[256];
 	if (pd_open_mem(&pd, buf, blen, err, sizeof(err)) == 0) {
 		struct fctx *f = calloc(1, sizeof(*f));
-		if (f && (f->u = uw_new(NULL))) {
+		if (f && (f->u = uw_new(NULL, NULL))) {
 			err[0] = 0;
 			int r = pd_each(pd, cb, f, err, sizeof(err));
 			if (r && (r != -EBADMSG || !err[0]) && r != -ENOMEM) {

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* ELF objects for the unwinder: their PT_LOAD segments and CFI rows
  * derived with elfutils' libdw from .eh_frame (then .debug_frame of the
- * object or its build-id debug file), in the region's row form (CFA =
- * rsp|rbp + off, RA at CFA-8, rbp saved at CFA+off or unchanged). Rows are
+ * object or its build-id debug file) or from its .sframe section (through
+ * libjitsframe's jsf_sframe_find), converted at lookup to the unwinder's
+ * one row (struct uw_row: CFA = rsp|rbp + off or an expression, RA at
+ * CFA+off or undefined, rbp saved at CFA+off or unchanged). Rows are
  * computed once per address range and kept sorted per object; objects are
- * cached by path. */
+ * cached by path in the context's elfcache. */
 #include "elfobj.h"
 
 #include <dwarf.h>
@@ -15,24 +17,9 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-static struct elfobj *cache;
-static uint64_t g_rows_sframe, g_rows_cfi;
-/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
-static int g_no_sframe = -1;
-
-void elfobj_row_stats(uint64_t *sframe, uint64_t *cfi)
-{
-	*sframe = g_rows_sframe;
-	*cfi = g_rows_cfi;
-}
-
 static void find_sframe(struct elfobj *o)
 {
 	size_t shstr;
-	if (g_no_sframe < 0) {
-		const char *e = getenv("JITSFRAME_NO_SFRAME");
-		g_no_sframe = e && *e && strcmp(e, "0");
-	}
 	if (elf_getshdrstrndx(o->elf, &shstr))
 		return;
 	Elf_Scn *scn = NULL;
@@ -82,9 +69,9 @@ static void load_bid(struct elfobj *o)
 		snprintf(o->bid + 2 * i, 3, "%02x", b[i]);
 }
 
-struct elfobj *elfobj_get(const char *path)
+struct elfobj *elfobj_get(struct elfcache *c, const char *path)
 {
-	for (struct elfobj *o = cache; o; o = o->next)
+	for (struct elfobj *o = c->head; o; o = o->next)
 		if (!strcmp(o->path, path))
 			return o->elf ? o : NULL;
 	struct elfobj *o = calloc(1, sizeof(*o));
@@ -93,8 +80,8 @@ struct elfobj *elfobj_get(const char *path)
 	o->path = strdup(path);
 	o->fd = -1;
 	o->dbg_fd = -1;
-	o->next = cache;
-	cache = o;
+	o->next = c->head;
+	c->head = o;
 	if (!o->path)
 		return NULL;
 	elf_version(EV_CURRENT);
@@ -129,7 +116,8 @@ struct elfobj *elfobj_get(const char *path)
 	}
 	load_bid(o);
 	o->cfi = dwarf_getcfi_elf(e);
-	find_sframe(o);
+	if (!c->no_sframe)
+		find_sframe(o);
 	return o;
 }
 
@@ -178,8 +166,14 @@ const char *elfobj_path(const struct elfobj *o)
 
 enum { R_RBP = 6, R_RSP = 7, R_RIP = 16 };
 
+static void unsup(struct uw_row *r, const char *why)
+{
+	r->cfa_rule = UW_CFA_UNSUP;
+	r->why = why;
+}
+
 /* Fill r from a libdw frame. */
-static void from_frame(Dwarf_Frame *f, struct crow *r)
+static void from_frame(Dwarf_Frame *f, struct uw_row *r)
 {
 	Dwarf_Addr s, e;
 	bool sig = false;
@@ -190,75 +184,94 @@ static void from_frame(Dwarf_Frame *f, struct crow *r)
 	Dwarf_Op *ops, mem[3];
 	size_t n;
 	if (ra != R_RIP) {
-		r->kind = CROW_UNSUP;
-		r->why = "return address column is not rip";
+		unsup(r, "return address column is not rip");
 		return;
 	}
 	/* return address */
 	if (dwarf_frame_register(f, ra, mem, &ops, &n)) {
-		r->kind = CROW_UNSUP;
-		r->why = "RA rule unreadable";
+		unsup(r, "RA rule unreadable");
 		return;
 	}
 	if (n == 0 && ops == mem) {
-		r->kind = CROW_OUTERMOST;
+		r->ra_rule = UW_RA_UNDEF;
 		return;
 	}
 	if (n >= 1 && n <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
 	    (n == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+		r->ra_rule = UW_RA_CFA;
 		r->ra_off = n == 1 ? 0 : (int32_t)(int64_t)ops[1].number;
 	} else {
-		r->kind = CROW_UNSUP;
-		r->why = "RA rule outside the row form";
+		unsup(r, "RA rule outside the row form");
 		return;
 	}
 	/* rbp */
 	if (dwarf_frame_register(f, R_RBP, mem, &ops, &n)) {
-		r->kind = CROW_UNSUP;
-		r->why = "rbp rule unreadable";
+		unsup(r, "rbp rule unreadable");
 		return;
 	}
 	if (n == 0) {
 		/* same value, or undefined (then unknown: treated as unchanged,
 		 * like perf's unwinders; it is only used if a caller's CFA
 		 * needs it) */
-		r->rbp_saved = 0;
+		r->fp_rule = UW_FP_SAME;
 	} else if (n <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
 		   (n == 1 || ops[1].atom == DW_OP_plus_uconst)) {
-		r->rbp_saved = 1;
-		r->rbp_off = n == 1 ? 0 : (int32_t)(int64_t)ops[1].number;
+		r->fp_rule = UW_FP_CFA;
+		r->fp_off = n == 1 ? 0 : (int32_t)(int64_t)ops[1].number;
 	} else {
-		r->kind = CROW_UNSUP;
-		r->why = "rbp rule outside the row form";
+		unsup(r, "rbp rule outside the row form");
 		return;
 	}
 	/* CFA */
 	if (dwarf_frame_cfa(f, &ops, &n) || n == 0) {
-		r->kind = CROW_UNSUP;
-		r->why = "no CFA rule";
+		unsup(r, "no CFA rule");
 		return;
 	}
 	if (n == 1 && ops[0].atom == DW_OP_bregx &&
 	    (ops[0].number == R_RSP || ops[0].number == R_RBP)) {
-		r->cfa_reg = (uint8_t)ops[0].number;
+		r->cfa_rule = ops[0].number == R_RBP ? UW_CFA_FP : UW_CFA_SP;
 		r->cfa_off = (int32_t)(int64_t)ops[0].number2;
-		r->kind = CROW_OK;
 		return;
 	}
 	/* an expression (PLT entries): keep a copy, evaluated per sample */
 	r->ops = malloc(n * sizeof(Dwarf_Op));
 	if (!r->ops) {
-		r->kind = CROW_UNSUP;
-		r->why = "out of memory";
+		unsup(r, "out of memory");
 		return;
 	}
 	memcpy(r->ops, ops, n * sizeof(Dwarf_Op));
 	r->nops = (uint32_t)n;
-	r->kind = CROW_EXPR;
+	r->cfa_rule = UW_CFA_EXPR;
 }
 
-bool crow_eval(const struct crow *r, uint64_t sp, uint64_t bp, uint64_t ip,
-	       uint64_t *cfa)
+/* A region/SFrame row: CFA from SP or FP, RA and FP at CFA offsets. */
+void uw_row_from_jsf(const struct jsf_row *j, struct uw_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (j->outermost) {
+		r->ra_rule = UW_RA_UNDEF;
+		return;
+	}
+	r->cfa_rule = j->cfa_base == JSF_FP ? UW_CFA_FP : UW_CFA_SP;
+	r->cfa_off = j->cfa_offset;
+	switch (j->ra_rule) {
+	case JSF_RA_DEFAULT: /* x86-64 */
+		r->ra_off = -8;
+		break;
+	case JSF_RA_CFA:
+		r->ra_off = j->ra_offset;
+		break;
+	default:
+		unsup(r, "RA in a register");
+	}
+	if (j->has_fp) {
+		r->fp_rule = UW_FP_CFA;
+		r->fp_off = j->fp_offset;
+	}
+}
+
+bool uw_expr_eval(const struct uw_row *r, uint64_t sp, uint64_t bp, uint64_t ip,
+		  uint64_t *cfa)
 {
 	const Dwarf_Op *op = r->ops;
 	uint64_t st[16];
@@ -361,7 +374,8 @@ static Dwarf_CFI *debug_cfi(struct elfobj *o)
 	return o->dcfi;
 }
 
-const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
+const struct uw_row *elfobj_row(struct elfcache *c, struct elfobj *o,
+				uint64_t vaddr)
 {
 	/* binary search the cached rows */
 	size_t lo = 0, hi = o->nrows;
@@ -374,13 +388,28 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 	}
 	if (lo < o->nrows && o->rows[lo].lo <= vaddr)
 		return &o->rows[lo];
-	struct crow r = {.lo = vaddr, .hi = vaddr + 1, .kind = CROW_NONE};
+	struct uw_row r = {.lo = vaddr, .hi = vaddr + 1}; /* no row */
 	Dwarf_Frame *f = NULL;
-	/* the object's .sframe first, when it has one and covers vaddr */
-	if (o->sframe && !g_no_sframe &&
-	    sframe_row(o->sframe, o->sframe_len, o->sframe_addr, vaddr, &r) ==
-		1) {
-		g_rows_sframe++;
+	/* the object's .sframe first, when it has one and covers vaddr (the
+	 * library's SFrame decoder) */
+	struct jsf_row jr;
+	uint64_t fstart;
+	uint32_t rend;
+	int k = o->sframe
+		    ? jsf_sframe_find(o->sframe, o->sframe_len, o->sframe_addr,
+				      vaddr, &fstart, NULL, &rend, &jr)
+		    : -ENOENT;
+	if (k == 0 || k == -EOPNOTSUPP) {
+		if (k == 0) {
+			uw_row_from_jsf(&jr, &r);
+			r.hi = fstart + rend;
+		} else {
+			unsup(&r, "SFrame row outside the AMD64 form");
+		}
+		r.lo = vaddr;
+		if (r.hi <= vaddr)
+			r.hi = vaddr + 1;
+		c->rows_sframe++;
 	}
 	/* .debug_frame only for objects without .eh_frame: opening the DWARF
 	 * of a debug file decompresses all of it (milliseconds per object),
@@ -396,7 +425,7 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 		r.lo = vaddr;
 		if (r.hi <= vaddr)
 			r.hi = vaddr + 1;
-		g_rows_cfi++;
+		c->rows_cfi++;
 	}
 	/* insert at lo, clipped to its neighbours */
 	if (lo > 0 && o->rows[lo - 1].hi > r.lo)
@@ -405,13 +434,11 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 		r.hi = o->rows[lo].lo;
 	if (o->nrows == o->cap) {
 		size_t nc = o->cap ? 2 * o->cap : 64;
-		struct crow *nr = realloc(o->rows, nc * sizeof(*nr));
+		struct uw_row *nr = realloc(o->rows, nc * sizeof(*nr));
 		if (!nr) {
 			free(r.ops);
-			o->tmp = (struct crow){.lo = vaddr,
-					       .hi = vaddr + 1,
-					       .kind = CROW_UNSUP,
-					       .why = "out of memory"};
+			o->tmp = (struct uw_row){.lo = vaddr, .hi = vaddr + 1};
+			unsup(&o->tmp, "out of memory");
 			return &o->tmp;
 		}
 		o->rows = nr;
@@ -424,11 +451,11 @@ const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr)
 	return &o->rows[lo];
 }
 
-void elfobj_free_all(void)
+void elfcache_free(struct elfcache *c)
 {
-	while (cache) {
-		struct elfobj *o = cache;
-		cache = o->next;
+	while (c->head) {
+		struct elfobj *o = c->head;
+		c->head = o->next;
 		for (size_t i = 0; i < o->nrows; i++)
 			free(o->rows[i].ops);
 		free(o->rows);

@@ -12,18 +12,28 @@
 
 struct ksym {
 	uint64_t addr;
-	uint32_t name; /* offset in g_names */
+	uint32_t name; /* offset in names */
 };
 
-static struct ksym *g_k;
-static size_t g_n;
-static char *g_names; /* "name_[k]\0" strings, one arena */
-static int g_loaded;
-static char g_path[4096] = "/proc/kallsyms";
+struct ksyms {
+	struct ksym *k;
+	size_t n;
+	char *names; /* "name_[k]\0" strings, one arena */
+	int loaded;
+	char *path;
+};
 
-void ksym_use_file(const char *path)
+struct ksyms *ksyms_new(const char *path)
 {
-	snprintf(g_path, sizeof(g_path), "%s", path);
+	struct ksyms *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->path = strdup(path ? path : "/proc/kallsyms");
+	if (!k->path) {
+		free(k);
+		return NULL;
+	}
+	return k;
 }
 
 static int kcmp(const void *a, const void *b)
@@ -43,10 +53,10 @@ static int hexval(char c)
 
 /* /proc/kallsyms, whole, parsed by hand: "ADDR TYPE NAME[\t[MODULE]]\n"
  * lines, ~200,000 of them (fscanf made this the report's largest cost). */
-static void load(void)
+static void load(struct ksyms *ks)
 {
-	g_loaded = 1;
-	FILE *f = fopen(g_path, "r");
+	ks->loaded = 1;
+	FILE *f = fopen(ks->path, "r");
 	if (!f)
 		return;
 	size_t len = 0, cap = 1 << 22;
@@ -71,8 +81,8 @@ static void load(void)
 	/* the arena: a line of >= 5 bytes ("A t N\n") gives at most one
 	 * more ("N_[k]\0"), so len + len / 2 always holds every name */
 	size_t kcap = 0, nlen = 0;
-	g_names = malloc(len + len / 2 + 16);
-	for (size_t i = 0; g_names && i < len;) {
+	ks->names = malloc(len + len / 2 + 16);
+	for (size_t i = 0; ks->names && i < len;) {
 		const char *nl = memchr(buf + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - buf) : len, st = i;
 		uint64_t a = 0;
@@ -88,48 +98,50 @@ static void load(void)
 			n1++;
 		if (n1 <= n0 || n1 - n0 > 255)
 			continue;
-		if (g_n == kcap) {
+		if (ks->n == kcap) {
 			size_t nc = kcap ? 2 * kcap : 65536;
-			struct ksym *k = realloc(g_k, nc * sizeof(*k));
+			struct ksym *k = realloc(ks->k, nc * sizeof(*k));
 			if (!k)
 				break;
-			g_k = k;
+			ks->k = k;
 			kcap = nc;
 		}
-		g_k[g_n++] = (struct ksym){a, (uint32_t)nlen};
-		memcpy(g_names + nlen, buf + n0, n1 - n0);
-		memcpy(g_names + nlen + (n1 - n0), "_[k]", 5);
+		ks->k[ks->n++] = (struct ksym){a, (uint32_t)nlen};
+		memcpy(ks->names + nlen, buf + n0, n1 - n0);
+		memcpy(ks->names + nlen + (n1 - n0), "_[k]", 5);
 		nlen += n1 - n0 + 5;
 	}
 	free(buf);
 	int sorted = 1;
-	for (size_t i = 1; i < g_n && sorted; i++)
-		sorted = g_k[i - 1].addr <= g_k[i].addr;
+	for (size_t i = 1; i < ks->n && sorted; i++)
+		sorted = ks->k[i - 1].addr <= ks->k[i].addr;
 	if (!sorted)
-		qsort(g_k, g_n, sizeof(*g_k), kcmp);
+		qsort(ks->k, ks->n, sizeof(*ks->k), kcmp);
 }
 
-const char *ksym_name(uint64_t addr)
+const char *ksym_name(struct ksyms *ks, uint64_t addr)
 {
-	if (!g_loaded)
-		load();
-	size_t lo = 0, hi = g_n;
+	if (!ks)
+		return NULL;
+	if (!ks->loaded)
+		load(ks);
+	size_t lo = 0, hi = ks->n;
 	while (lo < hi) {
 		size_t m = (lo + hi) / 2;
-		if (g_k[m].addr <= addr)
+		if (ks->k[m].addr <= addr)
 			lo = m + 1;
 		else
 			hi = m;
 	}
-	return lo ? g_names + g_k[lo - 1].name : NULL;
+	return lo ? ks->names + ks->k[lo - 1].name : NULL;
 }
 
-void ksym_free(void)
+void ksyms_free(struct ksyms *ks)
 {
-	free(g_names);
-	g_names = NULL;
-	free(g_k);
-	g_k = NULL;
-	g_n = 0;
-	g_loaded = 0;
+	if (!ks)
+		return;
+	free(ks->names);
+	free(ks->k);
+	free(ks->path);
+	free(ks);
 }

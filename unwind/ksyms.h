@@ -5,12 +5,14 @@
 
 #include <stdint.h>
 
+struct ksyms;
+
+/* A symbol table read (on the first ksym_name) from path: a kallsyms copy,
+ * e.g. the one perf record keeps in its build-id cache for the recorded
+ * kernel; NULL path: /proc/kallsyms. NULL if out of memory. */
+struct ksyms *ksyms_new(const char *path);
 /* "symbol_[k]" of the kernel text symbol at or below addr, or NULL. */
-const char *ksym_name(uint64_t addr);
-void ksym_free(void);
-/* Read symbols from path (a kallsyms copy, e.g. the one perf record keeps
- * in its build-id cache for the recorded kernel) instead of
- * /proc/kallsyms; before the first ksym_name. */
-void ksym_use_file(const char *path);
+const char *ksym_name(struct ksyms *k, uint64_t addr);
+void ksyms_free(struct ksyms *k);
 
 #endif

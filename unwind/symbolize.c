@@ -18,9 +18,13 @@ static int sym_cmp(const void *a, const void *b)
 	return (x->size == 0) - (y->size == 0);
 }
 
-static size_t strs_len, strs_cap;
+/* Capacities while loading one object's symbols. */
+struct symload {
+	size_t cap, strs_len, strs_cap;
+};
 
-static int add_table(struct elfobj *o, Elf *e, Elf64_Word type, size_t *cap)
+static int add_table(struct elfobj *o, Elf *e, Elf64_Word type,
+		     struct symload *L)
 {
 	Elf_Scn *scn = NULL;
 	int found = 0;
@@ -57,27 +61,27 @@ static int add_table(struct elfobj *o, Elf *e, Elf64_Word type, size_t *cap)
 			if (!nm || !*nm)
 				continue;
 			size_t l = strlen(nm) + 1;
-			if (strs_len + l > strs_cap) {
-				size_t nc = (strs_cap + l) * 2;
+			if (L->strs_len + l > L->strs_cap) {
+				size_t nc = (L->strs_cap + l) * 2;
 				char *ns = realloc(o->strs, nc);
 				if (!ns)
 					return found;
 				o->strs = ns;
-				strs_cap = nc;
+				L->strs_cap = nc;
 			}
-			if (o->nsyms == *cap) {
-				size_t nc = *cap ? *cap * 2 : 256;
+			if (o->nsyms == L->cap) {
+				size_t nc = L->cap ? L->cap * 2 : 256;
 				struct esym *ns =
 				    realloc(o->syms, nc * sizeof(*ns));
 				if (!ns)
 					return found;
 				o->syms = ns;
-				*cap = nc;
+				L->cap = nc;
 			}
-			memcpy(o->strs + strs_len, nm, l);
+			memcpy(o->strs + L->strs_len, nm, l);
 			o->syms[o->nsyms++] = (struct esym){
-			    s.st_value, s.st_size, (uint32_t)strs_len};
-			strs_len += l;
+			    s.st_value, s.st_size, (uint32_t)L->strs_len};
+			L->strs_len += l;
 			found = 1;
 		}
 	}
@@ -87,13 +91,11 @@ static int add_table(struct elfobj *o, Elf *e, Elf64_Word type, size_t *cap)
 static void load_syms(struct elfobj *o)
 {
 	o->syms_loaded = 1;
-	size_t cap = 0;
-	strs_len = 0;
-	strs_cap = 0;
+	struct symload L = {0, 0, 0};
 	Elf *d = elfobj_debug(o);
-	if (!(d && add_table(o, d, SHT_SYMTAB, &cap)))
-		add_table(o, o->elf, SHT_SYMTAB, &cap);
-	add_table(o, o->elf, SHT_DYNSYM, &cap);
+	if (!(d && add_table(o, d, SHT_SYMTAB, &L)))
+		add_table(o, o->elf, SHT_SYMTAB, &L);
+	add_table(o, o->elf, SHT_DYNSYM, &L);
 	if (o->nsyms)
 		qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_cmp);
 }

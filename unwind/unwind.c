@@ -4,12 +4,17 @@
  * FORK records; per sample, a walk from the user registers (ip, sp, bp)
  * over the copied user stack. Trace code (pc in no file-backed mapping)
  * answers from the region: the function that covered pc at the sample's
- * time, with its row there. ELF code answers from the object's CFI rows
- * (elfcfi.c). Every walk ends with a reason (enum stop_reason).
+ * time, with its row there. ELF code answers from the object's rows
+ * (elfcfi.c: .sframe, .eh_frame, .debug_frame, PLT expressions). Whatever
+ * the source, the row comes converted to one form (struct uw_row), and
+ * the walk is one loop: row for pc -> CFA -> RA and FP -> next frame.
+ * Every walk ends with a reason (enum stop_reason), each set in one place.
+ * All state is in the context (struct uwstate).
  */
 #include "elfobj.h"
 #include "jitdump.h"
 #include "jitsframe.h"
+#include "ksyms.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -154,9 +159,12 @@ struct uwstate {
 	struct traces *t;
 	struct proc *p; /* open addressing on pid */
 	size_t np, capp;
+	struct elfcache elfs; /* the ELF objects, their rows and symbols */
+	struct ksyms *ksyms;  /* kernel symbols, read on first use */
+	char *kpath;	      /* their file (NULL: /proc/kallsyms) */
 };
 
-struct uwstate *uw_new(struct traces *t)
+struct uwstate *uw_new(struct traces *t, const struct uw_opts *o)
 {
 	struct uwstate *u = calloc(1, sizeof(*u));
 	if (!u)
@@ -164,11 +172,36 @@ struct uwstate *uw_new(struct traces *t)
 	u->t = t;
 	u->capp = 64;
 	u->p = calloc(u->capp, sizeof(*u->p));
-	if (!u->p) {
-		free(u);
+	if (o)
+		u->elfs.no_sframe = o->no_sframe;
+	if (!u->p || (o && o->kallsyms && uw_use_kallsyms(u, o->kallsyms))) {
+		uw_free(u);
 		return NULL;
 	}
 	return u;
+}
+
+int uw_use_kallsyms(struct uwstate *u, const char *path)
+{
+	char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	free(u->kpath);
+	u->kpath = p;
+	return 0;
+}
+
+const char *uw_ksym_name(struct uwstate *u, uint64_t addr)
+{
+	if (!u->ksyms)
+		u->ksyms = ksyms_new(u->kpath);
+	return ksym_name(u->ksyms, addr);
+}
+
+void uw_stats(const struct uwstate *u, struct uw_stats *st)
+{
+	st->rows_sframe = u->elfs.rows_sframe;
+	st->rows_cfi = u->elfs.rows_cfi;
 }
 
 static void proc_clear(struct proc *p)
@@ -182,11 +215,14 @@ void uw_free(struct uwstate *u)
 {
 	if (!u)
 		return;
-	for (size_t i = 0; i < u->capp; i++) {
+	for (size_t i = 0; u->p && i < u->capp; i++) {
 		proc_clear(&u->p[i]);
 		free(u->p[i].m);
 	}
 	free(u->p);
+	elfcache_free(&u->elfs);
+	ksyms_free(u->ksyms);
+	free(u->kpath);
 	free(u);
 }
 
@@ -321,6 +357,7 @@ const char *stop_name(enum stop_reason r)
 	    [STOP_NO_REGS] = "no user registers",
 	    [STOP_KERNEL_ONLY] = "kernel only",
 	    [STOP_NULL_RA] = "return address 0",
+	    [STOP_NO_TRACE] = "pc in anonymous code but in no trace",
 	};
 	return (unsigned)r < STOP__N ? n[r] : "?";
 }
@@ -347,6 +384,72 @@ static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v)
 	return true;
 }
 
+/* "Go on": no stop reason (yet). */
+#define UW_GO STOP__N
+
+/* The frame at pc (look: the address whose row applies, pc - 1 in
+ * callers), and its row: from the region for trace code (pc in no
+ * file-backed mapping), else from the mapping's ELF object. Returns
+ * UW_GO, or why there is no row: STOP_NO_MAPPING (then f is not a
+ * frame), STOP_NO_TRACE, STOP_NO_ELF. */
+static enum stop_reason frame_at(struct uwstate *u, struct proc *p, uint64_t pc,
+				 uint64_t look, uint64_t ts, struct uframe *f,
+				 struct uw_row *row)
+{
+	memset(f, 0, sizeof(*f));
+	memset(row, 0, sizeof(*row)); /* no row */
+	f->pc = pc;
+	struct map *m = p ? map_find(p, look) : NULL;
+	if (!m || !m->file) {
+		/* the function that covered pc at the sample's time, and its
+		 * row there (the region's reader) */
+		uint64_t fstart = 0;
+		uint32_t fsize = 0;
+		struct jsf_row trow;
+		if (!u->t || !u->t->v ||
+		    jsf_view_lookup(u->t->v, look, ts, &fstart, &fsize,
+				    &trow)) {
+			if (!m)
+				return STOP_NO_MAPPING;
+			/* anonymous code outside every trace */
+			f->jit_area = true;
+			f->map_start = m->start;
+			f->map_end = m->end;
+			f->map_name = m->name;
+			return STOP_NO_TRACE;
+		}
+		f->is_trace = true;
+		f->jit_area = true;
+		f->name = load_name(u->t, look, ts);
+		f->symoff = look - fstart;
+		f->map_start = fstart;
+		f->map_end = fstart + fsize;
+		f->map_name = "[jit]";
+		uw_row_from_jsf(&trow, row);
+		return UW_GO;
+	}
+	f->map_start = m->start;
+	f->map_end = m->end;
+	f->map_pgoff = m->pgoff;
+	f->map_name = m->name;
+	if (!m->tried) {
+		m->tried = true;
+		m->elf = elfobj_get(&u->elfs, m->name);
+	}
+	f->elf = m->elf;
+	if (!m->elf)
+		return STOP_NO_ELF;
+	uint64_t va;
+	if (elfobj_off2vaddr(m->elf, look - m->start + m->pgoff, &va)) {
+		f->vaddr = va + (pc - look);
+		f->name = elfobj_sym(m->elf, va, &f->symoff);
+		if (!f->name)
+			f->name = elfobj_fde_name(m->elf, va);
+		*row = *elfobj_row(&u->elfs, m->elf, va);
+	}
+	return UW_GO;
+}
+
 static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		  uint64_t ts, struct uframe *fr, enum stop_reason *why)
 {
@@ -355,155 +458,75 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		 sp = pd_reg(s, PD_REG_SP, &oksp),
 		 bp = pd_reg(s, PD_REG_BP, &okbp);
 	if (!okip || !oksp) {
-		*why = STOP_NO_REGS;
+		*why = !s->regs_abi && s->ip >= 0xffff800000000000ull
+			   ? STOP_KERNEL_ONLY
+			   : STOP_NO_REGS;
 		return 0;
 	}
 	uint64_t sp0 = sp;
 	bool bp_known = okbp;
 	int n = 0;
+	enum stop_reason r;
 	for (;;) {
 		if (n == UW_MAX) {
-			*why = STOP_DEPTH;
-			return n;
+			r = STOP_DEPTH;
+			break;
 		}
-		uint64_t look = n ? pc - 1 : pc;
-		struct uframe *f = &fr[n];
-		memset(f, 0, sizeof(*f));
-		f->pc = pc;
-		struct map *m = p ? map_find(p, look) : NULL;
-		uint64_t cfa, ra, nbp = bp;
+		/* the row for pc */
+		struct uw_row row;
+		r = frame_at(u, p, pc, n ? pc - 1 : pc, ts, &fr[n], &row);
+		if (r != STOP_NO_MAPPING)
+			n++;
+		if (r != UW_GO)
+			break;
+		if (row.ra_rule == UW_RA_UNDEF) {
+			r = STOP_OUTERMOST;
+			break;
+		}
+		if (row.cfa_rule == UW_CFA_NONE) {
+			r = STOP_NO_ROW;
+			break;
+		}
+		/* the CFA */
+		uint64_t cfa;
+		if (row.cfa_rule == UW_CFA_FP && !bp_known) {
+			r = STOP_NO_BP;
+			break;
+		}
+		if (row.cfa_rule == UW_CFA_SP || row.cfa_rule == UW_CFA_FP) {
+			cfa = (row.cfa_rule == UW_CFA_SP ? sp : bp) +
+			      (uint64_t)(int64_t)row.cfa_off;
+		} else if (row.cfa_rule != UW_CFA_EXPR ||
+			   !uw_expr_eval(&row, sp, bp, pc, &cfa)) {
+			r = STOP_UNSUP_RULE;
+			break;
+		}
+		/* the caller's RA and FP */
+		uint64_t ra, nbp = bp;
 		bool nbp_known = bp_known;
-		if (!m || !m->file) {
-			/* the function that covered pc at the sample's time,
-			 * and its row there (the region's reader) */
-			uint64_t fstart = 0;
-			uint32_t fsize = 0;
-			struct jsf_row trow;
-			if (!u->t || !u->t->v ||
-			    jsf_view_lookup(u->t->v, look, ts, &fstart, &fsize,
-					    &trow)) {
-				*why = n && pc == 0 ? STOP_NULL_RA
-						    : STOP_NO_MAPPING;
-				if (m) { /* anon code outside every trace */
-					*why = STOP_NO_TRACE;
-					f->jit_area = true;
-					f->map_start = m->start;
-					f->map_end = m->end;
-					f->map_name = m->name;
-					n++;
-				}
-				return n;
-			}
-			f->is_trace = true;
-			f->jit_area = true;
-			f->name = load_name(u->t, look, ts);
-			f->symoff = look - fstart;
-			f->map_start = fstart;
-			f->map_end = fstart + fsize;
-			f->map_name = "[jit]";
-			n++;
-			const struct jsf_row *row = &trow;
-			if (row->outermost) {
-				*why = STOP_OUTERMOST;
-				return n;
-			}
-			if (row->cfa_base == JSF_FP) {
-				if (!bp_known) {
-					*why = STOP_NO_BP;
-					return n;
-				}
-				cfa = bp + (uint64_t)(int64_t)row->cfa_offset;
-			} else {
-				cfa = sp + (uint64_t)(int64_t)row->cfa_offset;
-			}
-			if (!rd(s, sp0, cfa - 8, &ra)) {
-				*why = STOP_STACK_SHORT;
-				return n;
-			}
-			if (row->has_fp) {
-				nbp_known =
-				    rd(s, sp0,
-				       cfa + (uint64_t)(int64_t)row->fp_offset,
-				       &nbp);
-			}
-		} else {
-			f->map_start = m->start;
-			f->map_end = m->end;
-			f->map_pgoff = m->pgoff;
-			f->map_name = m->name;
-			if (!m->tried) {
-				m->tried = true;
-				m->elf = elfobj_get(m->name);
-			}
-			f->elf = m->elf;
-			n++;
-			uint64_t va;
-			if (!m->elf) {
-				*why = STOP_NO_ELF;
-				return n;
-			}
-			if (!elfobj_off2vaddr(
-				m->elf, look - m->start + m->pgoff, &va)) {
-				*why = STOP_NO_ROW;
-				return n;
-			}
-			f->vaddr = va + (pc - look);
-			f->name = elfobj_sym(m->elf, va, &f->symoff);
-			if (!f->name)
-				f->name = elfobj_fde_name(m->elf, va);
-			const struct crow *r = elfobj_row(m->elf, va);
-			switch (r->kind) {
-			case CROW_OUTERMOST:
-				*why = STOP_OUTERMOST;
-				return n;
-			case CROW_NONE:
-				*why = STOP_NO_ROW;
-				return n;
-			case CROW_UNSUP:
-				*why = STOP_UNSUP_RULE;
-				return n;
-			case CROW_EXPR:
-				if (!crow_eval(r, sp, bp, pc, &cfa)) {
-					*why = STOP_UNSUP_RULE;
-					return n;
-				}
-				break;
-			default:
-				if (r->cfa_reg == 6) {
-					if (!bp_known) {
-						*why = STOP_NO_BP;
-						return n;
-					}
-					cfa =
-					    bp + (uint64_t)(int64_t)r->cfa_off;
-				} else {
-					cfa =
-					    sp + (uint64_t)(int64_t)r->cfa_off;
-				}
-			}
-			if (!rd(s, sp0, cfa + (uint64_t)(int64_t)r->ra_off,
-				&ra)) {
-				*why = STOP_STACK_SHORT;
-				return n;
-			}
-			if (r->rbp_saved)
-				nbp_known = rd(
-				    s, sp0, cfa + (uint64_t)(int64_t)r->rbp_off,
-				    &nbp);
+		if (!rd(s, sp0, cfa + (uint64_t)(int64_t)row.ra_off, &ra)) {
+			r = STOP_STACK_SHORT;
+			break;
 		}
+		if (row.fp_rule == UW_FP_CFA)
+			nbp_known = rd(
+			    s, sp0, cfa + (uint64_t)(int64_t)row.fp_off, &nbp);
 		if (cfa <= sp) {
-			*why = STOP_LOOP;
-			return n;
+			r = STOP_LOOP;
+			break;
 		}
 		if (ra == 0) {
-			*why = STOP_NULL_RA;
-			return n;
+			r = STOP_NULL_RA;
+			break;
 		}
+		/* the next frame */
 		sp = cfa;
 		pc = ra;
 		bp = nbp;
 		bp_known = nbp_known;
 	}
+	*why = r;
+	return n;
 }
 
 int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
@@ -570,12 +593,6 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 	case PD_SAMPLE: {
 		struct proc *p = proc_get(u, e->u.s.pid, false);
 		*comm = p && p->comm[0] ? p->comm : "[unknown]";
-		if (!e->u.s.regs_abi) {
-			*why = e->u.s.ip >= 0xffff800000000000ull
-				   ? STOP_KERNEL_ONLY
-				   : STOP_NO_REGS;
-			return 0;
-		}
 		return unwind(u, p, &e->u.s, e->time, fr, why);
 	}
 	}

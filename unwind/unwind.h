@@ -1,64 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* jitsframe's own unwinder over perf samples: ELF objects (CFI rows and
- * symbols, elfcfi.c / symbolize.c), processes and their mappings, trace
- * code through the region (unwind.c). */
+/* jitsframe's own unwinder over perf samples, as a library: a context
+ * (struct uwstate) owning processes and their mappings, ELF objects (rows
+ * from .sframe and CFI, symbols: elfcfi.c / symbolize.c), kallsyms
+ * (ksyms.c); trace code through the region (unwind.c). */
 #ifndef JSF_UNWIND_H
 #define JSF_UNWIND_H
 
-#include "ksyms.h"
 #include "perfdata.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* ---- ELF objects (cached by path and build-id) */
-
-/* A CFI row in the region's form, for ELF vaddrs [lo, hi). */
-enum crow_kind {
-	CROW_OK = 0,
-	CROW_OUTERMOST, /* RA undefined: the outermost frame */
-	CROW_NONE,	/* no CFI covers the address */
-	CROW_UNSUP,	/* a rule outside the row form (reason in why) */
-	CROW_EXPR,	/* CFA by a DWARF expression we evaluate (PLT) */
-};
-
-struct crow {
-	uint64_t lo, hi;
-	uint8_t kind;
-	uint8_t cfa_reg;   /* DWARF: 6 rbp, 7 rsp */
-	uint8_t rbp_saved; /* rbp at CFA + rbp_off, else unchanged */
-	uint8_t signal;
-	int32_t cfa_off, rbp_off;
-	int32_t ra_off; /* RA at CFA + ra_off (-8) */
-	uint32_t nops;	/* CROW_EXPR: the expression */
-	void *ops;
-	const char *why;
-};
-
+/* ---- ELF objects (cached by path in the unwinder's context) */
 struct elfobj;
-
-/* Open (or get from the cache) the ELF file at path; NULL if unreadable. */
-struct elfobj *elfobj_get(const char *path);
-/* File offset -> ELF vaddr through the PT_LOAD segments (false if none). */
-bool elfobj_off2vaddr(const struct elfobj *o, uint64_t off, uint64_t *vaddr);
-/* The CFI row at vaddr (cached). */
-const struct crow *elfobj_row(struct elfobj *o, uint64_t vaddr);
-/* Symbol covering vaddr (NULL if none); *off gets vaddr - symbol start. */
-const char *elfobj_sym(struct elfobj *o, uint64_t vaddr, uint64_t *off);
-/* For code no symbol covers (a stripped binary's local functions, e.g.
- * LuaJIT's interpreter): "[file+0xSTART]", START the vaddr where the FDE
- * covering vaddr begins (from .eh_frame_hdr), so that the frames of one
- * function share a name; NULL if no FDE covers it. */
-const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr);
 const char *elfobj_build_id(const struct elfobj *o); /* hex or NULL */
 const char *elfobj_path(const struct elfobj *o);
-void elfobj_free_all(void);
-/* How many rows came from .sframe sections and from CFI (libdw). */
-void elfobj_row_stats(uint64_t *sframe, uint64_t *cfi);
-
-/* Evaluate a CFA expression with rsp, rbp, rip; false if unsupported. */
-bool crow_eval(const struct crow *r, uint64_t sp, uint64_t bp, uint64_t ip,
-	       uint64_t *cfa);
 
 /* ---- trace code (from the region) and names (from the jitdump) */
 struct traces;
@@ -83,6 +39,7 @@ enum stop_reason {
 	STOP_NO_TRACE,	    /* pc in anonymous code but in no trace then */
 	STOP__N
 };
+/* A printable name for every reason ("?" outside the enum). */
 const char *stop_name(enum stop_reason r);
 
 #define UW_MAX 512
@@ -98,13 +55,35 @@ struct uframe {
 	const char *map_name;
 };
 
+/*
+ * The unwinder's context: processes and their mappings, the ELF objects
+ * (rows and symbols), kallsyms, statistics and options. It owns all of
+ * them (nothing is process-global): contexts are independent, each used
+ * by one thread at a time. t (may be NULL: no trace code) is the caller's
+ * and must outlive the context.
+ */
+struct uw_opts {
+	bool no_sframe;	      /* ignore ELF .sframe sections (use CFI) */
+	const char *kallsyms; /* kernel symbols from this file; NULL:
+				 /proc/kallsyms (read on first use) */
+};
 struct uwstate;
-struct uwstate *uw_new(struct traces *t);
+struct uwstate *uw_new(struct traces *t, const struct uw_opts *o);
 void uw_free(struct uwstate *u);
 /* Feed one event (in time order). For samples, fills frames (leaf first)
  * and returns their count, with *why the reason the walk stopped; -1 for
- * other events. */
+ * other events. The frames' names and objects live as long as u. */
 int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 	     enum stop_reason *why, const char **comm);
+/* The kernel symbol ("name_[k]") at or below addr, or NULL. */
+const char *uw_ksym_name(struct uwstate *u, uint64_t addr);
+/* Read kernel symbols from path instead; before the first uw_ksym_name. */
+int uw_use_kallsyms(struct uwstate *u, const char *path);
+
+struct uw_stats {
+	uint64_t rows_sframe; /* rows looked up in .sframe sections */
+	uint64_t rows_cfi;    /* rows looked up in CFI (libdw) */
+};
+void uw_stats(const struct uwstate *u, struct uw_stats *st);
 
 #endif

@@ -1,0 +1,753 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The unwinder as a library (unwind/): synthetic samples built in memory
+ * (struct pd_event with registers and a fabricated stack copy; mappings by
+ * PD_MMAP events) walked by uw_event, for every row kind and every stop
+ * reason.
+ *
+ * Ground truth is how this test built each stack, not the unwinder: the
+ * ELF objects are assembled here at test time (cc) from a source whose
+ * every stack adjustment and CFI directive this file states, in three
+ * forms (.eh_frame; .cfi_sections .debug_frame; -Wa,--gsframe for
+ * .sframe), linked as a shared object calling an undefined function
+ * (hence a PLT, whose CFA the linker describes by a DWARF expression and,
+ * with --gsframe, by a pc-masked SFrame FDE). Trace code comes from a
+ * region made with jsf_region_create. For each row kind the stack is laid
+ * out by hand from the frame sizes of the source; and each row kind is
+ * also walked over the same stack with the return address moved by 8,
+ * which must give other frames.
+ *
+ * Also: every stop reason has a distinct name; two contexts in one
+ * process share nothing (their options, statistics and kernel symbols
+ * differ; freed in either order, under ASan no leak).
+ */
+#include "harness.h"
+#include "jitsframe.h"
+#include "unwind.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/t_unwind-XXXXXX";
+static char path_eh[256], path_df[256], path_sf[256], path_reg[256];
+static char path_ks1[256], path_ks2[256];
+
+/*
+ * The program. Frame sizes (what the hand-made stacks follow):
+ *  outer: RA undefined (the outermost frame); calls mid, then caller.
+ *  mid:   push rbp; mov rsp,rbp; sub 48: CFA = rbp+16, rbp saved at
+ *         CFA-16, so rbp = CFA-16 and, at the call, rsp = rbp-48.
+ *  leaf:  push rbp; sub 32: at leaf_body CFA = rsp+48, RA at CFA-8, rbp
+ *         saved at CFA-16 (mid's rbp comes from there, not the sample).
+ *  caller: sub 24: CFA = rsp+32 at the call of ext_fn (through the PLT).
+ *  nocfi: no CFI at all.  badcfa: CFA from rbx (outside the row form).
+ *  ra16:  CFA = rsp+24 with the RA at CFA-16 (not the usual CFA-8).
+ */
+static const char prog[] = "	.text\n"
+			   "	.globl outer\n"
+			   "	.type outer,@function\n"
+			   "outer:\n"
+			   "	.cfi_startproc\n"
+			   "	.cfi_undefined rip\n"
+			   "	xor %ebp, %ebp\n"
+			   "	call mid\n"
+			   "outer_ret:\n"
+			   "	nop\n"
+			   "	call caller\n"
+			   "caller_ret_o:\n"
+			   "	hlt\n"
+			   "	.cfi_endproc\n"
+			   "	.size outer, .-outer\n"
+			   "	.type mid,@function\n"
+			   "mid:\n"
+			   "	.cfi_startproc\n"
+			   "	push %rbp\n"
+			   "	.cfi_def_cfa_offset 16\n"
+			   "	.cfi_offset %rbp, -16\n"
+			   "	mov %rsp, %rbp\n"
+			   "	.cfi_def_cfa_register %rbp\n"
+			   "	sub $48, %rsp\n"
+			   "	call leaf\n"
+			   "mid_ret:\n"
+			   "	leave\n"
+			   "	.cfi_def_cfa %rsp, 8\n"
+			   "	ret\n"
+			   "	.cfi_endproc\n"
+			   "	.size mid, .-mid\n"
+			   "	.type leaf,@function\n"
+			   "leaf:\n"
+			   "	.cfi_startproc\n"
+			   "	push %rbp\n"
+			   "	.cfi_def_cfa_offset 16\n"
+			   "	.cfi_offset %rbp, -16\n"
+			   "	sub $32, %rsp\n"
+			   "	.cfi_def_cfa_offset 48\n"
+			   "leaf_body:\n"
+			   "	nop\n"
+			   "	add $32, %rsp\n"
+			   "	.cfi_def_cfa_offset 16\n"
+			   "	pop %rbp\n"
+			   "	.cfi_def_cfa_offset 8\n"
+			   "	ret\n"
+			   "	.cfi_endproc\n"
+			   "	.size leaf, .-leaf\n"
+			   "	.type caller,@function\n"
+			   "caller:\n"
+			   "	.cfi_startproc\n"
+			   "	sub $24, %rsp\n"
+			   "	.cfi_def_cfa_offset 32\n"
+			   "	call ext_fn@PLT\n"
+			   "caller_ret:\n"
+			   "	add $24, %rsp\n"
+			   "	.cfi_def_cfa_offset 8\n"
+			   "	ret\n"
+			   "	.cfi_endproc\n"
+			   "	.size caller, .-caller\n"
+			   "	.type nocfi,@function\n"
+			   "nocfi:\n"
+			   "	nop\n"
+			   "nocfi_body:\n"
+			   "	ret\n"
+			   "	.size nocfi, .-nocfi\n"
+			   "	.type badcfa,@function\n"
+			   "badcfa:\n"
+			   "	.cfi_startproc\n"
+			   "	mov %rsp, %rbx\n"
+			   "	.cfi_def_cfa %rbx, 8\n"
+			   "badcfa_body:\n"
+			   "	ret\n"
+			   "	.cfi_endproc\n"
+			   "	.size badcfa, .-badcfa\n"
+			   "	.type ra16,@function\n"
+			   "ra16:\n"
+			   "	.cfi_startproc\n"
+			   "	.cfi_def_cfa %rsp, 24\n"
+			   "	.cfi_offset %rip, -16\n"
+			   "ra16_body:\n"
+			   "	ret\n"
+			   "	.cfi_endproc\n"
+			   "	.size ra16, .-ra16\n";
+
+/* ---------------------------------------------------------- the objects */
+
+/* Addresses in one built object, read from its ELF headers (not through
+ * the unwinder's reader). */
+struct obj {
+	uint64_t outer_ret, caller_ret_o, mid, mid_ret, leaf, leaf_body, caller,
+	    caller_ret, nocfi_body, badcfa_body, ra16_body, plt;
+	bool ok;
+};
+static struct obj o_eh, o_df, o_sf;
+
+static void *slurp(const char *p, size_t *len)
+{
+	int fd = open(p, O_RDONLY);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	unsigned char *b = malloc((size_t)sb.st_size + 1);
+	if (b && read(fd, b, (size_t)sb.st_size) != sb.st_size) {
+		free(b);
+		b = NULL;
+	}
+	close(fd);
+	*len = (size_t)sb.st_size;
+	return b;
+}
+
+static bool read_obj(const char *p, struct obj *o)
+{
+	size_t len;
+	unsigned char *b = slurp(p, &len);
+	memset(o, 0, sizeof(*o));
+	if (!b || len < sizeof(Elf64_Ehdr))
+		return free(b), false;
+	Elf64_Ehdr eh;
+	memcpy(&eh, b, sizeof(eh));
+	if (eh.e_shoff + (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) > len)
+		return free(b), false;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(b + eh.e_shoff);
+	const char *shstr = (const char *)b + sh[eh.e_shstrndx].sh_offset;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		if (!strcmp(shstr + sh[i].sh_name, ".plt"))
+			o->plt = sh[i].sh_addr;
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		Elf64_Sym *sy = (Elf64_Sym *)(b + sh[i].sh_offset);
+		const char *str = (const char *)b + sh[sh[i].sh_link].sh_offset;
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sy); k++) {
+			const char *n = str + sy[k].st_name;
+			uint64_t v = sy[k].st_value;
+#define SYM(x)              \
+	if (!strcmp(n, #x)) \
+		o->x = v;
+			SYM(outer_ret)
+			SYM(caller_ret_o)
+			SYM(mid)
+			SYM(mid_ret)
+			SYM(leaf)
+			SYM(leaf_body)
+			SYM(caller)
+			SYM(caller_ret)
+			SYM(nocfi_body)
+			SYM(badcfa_body)
+			SYM(ra16_body)
+#undef SYM
+		}
+	}
+	free(b);
+	o->ok = o->outer_ret && o->mid_ret && o->leaf_body && o->caller_ret &&
+		o->nocfi_body && o->badcfa_body && o->ra16_body && o->plt;
+	return o->ok;
+}
+
+static bool build(const char *src_prefix, const char *flags, const char *out,
+		  struct obj *o)
+{
+	char s[300], cmd[1200];
+	snprintf(s, sizeof(s), "%s/%s.s", dir, src_prefix);
+	FILE *f = fopen(s, "w");
+	if (!f)
+		return false;
+	if (!strcmp(src_prefix, "df"))
+		fputs("	.cfi_sections .debug_frame\n", f);
+	fputs(prog, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "cc -shared -nostdlib %s -o %s %s 2>%s/%s.err", flags, out, s,
+		 dir, src_prefix);
+	if (system(cmd) != 0) {
+		printf("# %s failed\n", cmd);
+		return false;
+	}
+	if (!read_obj(out, o)) {
+		printf("# %s: symbols or .plt missing\n", out);
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ samples */
+
+#define BASE 0x7f1200000000ull /* where every object is mapped */
+#define S0 0x7ffd00001000ull   /* the sampled rsp: the stack copy's start */
+#define PID 4242
+
+static unsigned char stk[16 * (UW_MAX + 4)];
+static void put(uint64_t addr, uint64_t v)
+{
+	memcpy(stk + (addr - S0), &v, 8);
+}
+
+struct smp {
+	uint64_t ip, sp, bp;
+	bool no_bp, no_sp;
+	uint64_t regs_abi; /* 0: default 2 (64-bit) */
+	bool no_regs;
+	size_t stack_size;
+	uint64_t time;
+};
+
+static struct uframe fr[UW_MAX];
+
+static int walk(struct uwstate *u, const struct smp *m, enum stop_reason *why)
+{
+	uint64_t regs[3];
+	uint64_t mask = 0;
+	int k = 0;
+	if (!m->no_bp)
+		mask |= 1ull << PD_REG_BP, regs[k++] = m->bp;
+	if (!m->no_sp)
+		mask |= 1ull << PD_REG_SP, regs[k++] = m->sp;
+	mask |= 1ull << PD_REG_IP, regs[k++] = m->ip;
+	struct pd_event e = {.kind = PD_SAMPLE, .time = m->time};
+	e.u.s = (struct pd_sample){
+	    .pid = PID,
+	    .tid = PID,
+	    .time = m->time,
+	    .ip = m->ip,
+	    .regs_abi = m->no_regs ? 0 : 2,
+	    .regs_mask = m->no_regs ? 0 : mask,
+	    .regs = (const unsigned char *)regs,
+	    .stack_size = m->stack_size,
+	    .stack = stk,
+	};
+	const char *comm = NULL;
+	*why = STOP__N;
+	return uw_event(u, &e, fr, why, &comm);
+}
+
+static void mmap_ev(struct uwstate *u, uint64_t start, uint64_t len,
+		    const char *name)
+{
+	struct pd_event e = {.kind = PD_MMAP};
+	e.u.m = (struct pd_mmap){.pid = PID,
+				 .tid = PID,
+				 .start = start,
+				 .len = len,
+				 .pgoff = 0,
+				 .prot = PROT_READ | PROT_EXEC,
+				 .filename = name};
+	enum stop_reason why;
+	const char *comm;
+	CHECK(uw_event(u, &e, fr, &why, &comm) == -1, "mmap is no sample");
+}
+
+/* The walk must give exactly the pcs exp[0..nexp) and stop for want. */
+static void expect(struct uwstate *u, const struct smp *m, const uint64_t *exp,
+		   int nexp, enum stop_reason want)
+{
+	enum stop_reason why;
+	int n = walk(u, m, &why);
+	CHECK(n == nexp && why == want,
+	      "%d frames, stop %d (%s); want %d frames, stop %d (%s)", n,
+	      (int)why, stop_name(why), nexp, (int)want, stop_name(want));
+	for (int i = 0; i < n && i < nexp; i++)
+		CHECK(fr[i].pc == exp[i], "frame %d: pc %#llx, want %#llx", i,
+		      (unsigned long long)fr[i].pc, (unsigned long long)exp[i]);
+}
+
+/* The same walk must NOT give exp (the stack is wrong by construction). */
+static void expect_not(struct uwstate *u, const struct smp *m,
+		       const uint64_t *exp, int nexp)
+{
+	enum stop_reason why;
+	int n = walk(u, m, &why);
+	bool same = n == nexp;
+	for (int i = 0; same && i < n; i++)
+		same = fr[i].pc == exp[i];
+	CHECK(!same, "a stack with its RA moved by 8 unwound the same");
+}
+
+static struct uwstate *ctx_for(const char *obj, bool no_sframe)
+{
+	struct uw_opts o = {.no_sframe = no_sframe};
+	struct uwstate *u = uw_new(NULL, &o);
+	if (u && obj)
+		mmap_ev(u, BASE, 0x10000, obj);
+	return u;
+}
+
+/*
+ * leaf_body <- mid <- outer: rsp = S0 in leaf (CFA S0+48, RA at S0+40,
+ * mid's rbp S0+96 saved at S0+32; the sampled rbp is junk); mid: CFA
+ * S0+112, RA at S0+104, outer's rbp saved at S0+96; outer is the outermost
+ * frame. The word above (S0+112) is 0: a walk that went
+ * past outer would read a null return address there.
+ */
+static size_t chain_stack(const struct obj *o, struct smp *m, uint64_t *exp,
+			  int ra_shift)
+{
+	memset(stk, 0, sizeof(stk));
+	put(S0 + 32, S0 + 96); /* mid's rbp, saved by leaf */
+	put(S0 + 40 + ra_shift, BASE + o->mid_ret);
+	put(S0 + 96, 0); /* outer's rbp (xor %ebp, %ebp) */
+	put(S0 + 104 + ra_shift, BASE + o->outer_ret);
+	*m = (struct smp){.ip = BASE + o->leaf_body,
+			  .sp = S0,
+			  .bp = 0x5a5a5a5a,
+			  .stack_size = 120};
+	exp[0] = BASE + o->leaf_body;
+	exp[1] = BASE + o->mid_ret;
+	exp[2] = BASE + o->outer_ret;
+	return 3;
+}
+
+/* The PLT entry of ext_fn (the .plt's second 16-byte slot) <- caller <-
+ * outer. At slot+0 (jmp *GOT) CFA = rsp+8; at slot+11 (jmp PLT0, after
+ * push $index) CFA = rsp+16. caller: CFA = rsp+32. */
+static void plt_stack(const struct obj *o, int at, struct smp *m, uint64_t *exp,
+		      int ra_shift)
+{
+	memset(stk, 0, sizeof(stk));
+	uint64_t sp = S0, csp = at ? S0 + 16 : S0 + 8; /* caller's rsp */
+	if (at)
+		put(S0, 0); /* the pushed relocation index */
+	put(csp - 8 + ra_shift, BASE + o->caller_ret);
+	put(csp + 24 + ra_shift, BASE + o->caller_ret_o);
+	*m = (struct smp){.ip = BASE + o->plt + 16 + (uint64_t)at,
+			  .sp = sp,
+			  .bp = 0,
+			  .stack_size = (size_t)(csp + 32 - S0 + 8)};
+	exp[0] = m->ip;
+	exp[1] = BASE + o->caller_ret;
+	exp[2] = BASE + o->caller_ret_o;
+}
+
+static void elf_kind(const char *what, const char *path, const struct obj *o,
+		     bool sframe, bool plt)
+{
+	char name[160];
+	struct smp m;
+	uint64_t exp[3];
+	snprintf(name, sizeof(name), "%s: exact frames leaf <- mid <- outer",
+		 what);
+	CASE(name)
+	{
+		struct uwstate *u = ctx_for(path, false);
+		chain_stack(o, &m, exp, 0);
+		/* gas 2.40 cannot say "RA undefined" in SFrame V1: outer's
+		 * row there is CFA = rsp+8, so the walk reads on, to the 0 */
+		expect(u, &m, exp, 3, sframe ? STOP_NULL_RA : STOP_OUTERMOST);
+		CHECK(!strcmp(fr[0].name ? fr[0].name : "-", "leaf") &&
+			  !strcmp(fr[1].name ? fr[1].name : "-", "mid") &&
+			  !strcmp(fr[2].name ? fr[2].name : "-", "outer"),
+		      "names %s %s %s", fr[0].name, fr[1].name, fr[2].name);
+		CHECK(fr[0].elf && fr[0].vaddr == o->leaf_body &&
+			  fr[2].vaddr == o->outer_ret,
+		      "ELF vaddrs");
+		struct uw_stats st;
+		uw_stats(u, &st);
+		if (sframe)
+			CHECK(st.rows_sframe >= 3 && st.rows_cfi == 0,
+			      "rows from .sframe %llu, CFI %llu",
+			      (unsigned long long)st.rows_sframe,
+			      (unsigned long long)st.rows_cfi);
+		else
+			CHECK(st.rows_sframe == 0 && st.rows_cfi >= 3,
+			      "rows from .sframe %llu, CFI %llu",
+			      (unsigned long long)st.rows_sframe,
+			      (unsigned long long)st.rows_cfi);
+		chain_stack(o, &m, exp, 8);
+		expect_not(u, &m, exp, 3);
+		uw_free(u);
+	}
+	/* (SFrame on x86-64 has the RA at CFA-8 only, and gas 2.40 writes
+	 * ra16's row without its RA rule: the CFI objects only) */
+	snprintf(name, sizeof(name), "%s: RA rule at CFA-16", what);
+	if (!sframe)
+		CASE(name)
+		{
+			/* ra16 (CFA S0+24, RA at S0+8) <- outer; S0+16 holds 0
+			 */
+			struct uwstate *u = ctx_for(path, false);
+			memset(stk, 0, sizeof(stk));
+			put(S0 + 8, BASE + o->outer_ret);
+			m = (struct smp){.ip = BASE + o->ra16_body,
+					 .sp = S0,
+					 .stack_size = 64};
+			exp[0] = m.ip;
+			exp[1] = BASE + o->outer_ret;
+			expect(u, &m, exp, 2, STOP_OUTERMOST);
+			uw_free(u);
+		}
+	if (!plt)
+		return;
+	snprintf(name, sizeof(name), "%s: PLT entry <- caller <- outer", what);
+	CASE(name)
+	{
+		struct uwstate *u = ctx_for(path, false);
+		for (int at = 0; at <= 11; at += 11) {
+			plt_stack(o, at, &m, exp, 0);
+			expect(u, &m, exp, 3,
+			       sframe ? STOP_NULL_RA : STOP_OUTERMOST);
+			plt_stack(o, at, &m, exp, 8);
+			expect_not(u, &m, exp, 3);
+		}
+		uw_free(u);
+	}
+}
+
+/* ------------------------------------------------------------ region */
+
+/* Three traces: A (CFA = SP+16, RA default, FP saved at CFA-16) called by B
+ * (CFA = FP+16, RA stated at CFA-8, FP saved at CFA-16) called by C
+ * (outermost); and L, which calls itself forever with CFA = SP+16. */
+#define TA 0x7f3300001000ull
+#define TB 0x7f3300002000ull
+#define TC 0x7f3300003000ull
+#define TL 0x7f3300004000ull
+
+static struct jsf_region *region;
+static uint64_t t_after; /* a time when all four are live */
+
+static bool make_region(void)
+{
+	struct jsf_region_opts ro = {.sz = sizeof(ro)};
+	if (jsf_region_create(&region, path_reg, &ro))
+		return false;
+	struct jsf_row a[] = {
+	    {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8},
+	    {.offset = 4,
+	     .cfa_base = JSF_SP,
+	     .cfa_offset = 16,
+	     .has_fp = true,
+	     .fp_offset = -16}};
+	struct jsf_row b[] = {{.offset = 0,
+			       .cfa_base = JSF_FP,
+			       .cfa_offset = 16,
+			       .has_fp = true,
+			       .fp_offset = -16,
+			       .ra_rule = JSF_RA_CFA,
+			       .ra_offset = -8}};
+	struct jsf_row c[] = {{.offset = 0, .outermost = true}};
+	struct jsf_row l[] = {
+	    {.offset = 0, .cfa_base = JSF_SP, .cfa_offset = 16}};
+	uint64_t now = jsf_now_ns();
+	if (jsf_region_add(region, TA, 64, a, 2, now) ||
+	    jsf_region_add(region, TB, 64, b, 1, now) ||
+	    jsf_region_add(region, TC, 64, c, 1, now) ||
+	    jsf_region_add(region, TL, 64, l, 1, now))
+		return false;
+	t_after = jsf_now_ns() + 1;
+	return true;
+}
+
+/* A at TA+8 (rsp S0: CFA S0+16, RA at S0+8, B's rbp S0+32 saved at S0;
+ * the sampled rbp is junk) <- B at TB+0x20 (CFA S0+48, RA at S0+40, rbp
+ * saved at S0+32) <- C at TC+0x30. */
+static void trace_stack(struct smp *m, uint64_t *exp, int ra_shift)
+{
+	memset(stk, 0, sizeof(stk));
+	put(S0, S0 + 32);
+	put(S0 + 8 + ra_shift, TB + 0x20);
+	put(S0 + 32, 0);
+	put(S0 + 40 + ra_shift, TC + 0x30);
+	*m = (struct smp){
+	    .ip = TA + 8, .sp = S0, .bp = 0x5a5a5a5a, .stack_size = 64};
+	m->time = t_after;
+	exp[0] = TA + 8;
+	exp[1] = TB + 0x20;
+	exp[2] = TC + 0x30;
+}
+
+/* --------------------------------------------------------------- main */
+
+static void write_file(const char *p, const char *text)
+{
+	FILE *f = fopen(p, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path_eh, sizeof(path_eh), "%s/eh.so", dir);
+	snprintf(path_df, sizeof(path_df), "%s/df.so", dir);
+	snprintf(path_sf, sizeof(path_sf), "%s/sf.so", dir);
+	snprintf(path_reg, sizeof(path_reg), "%s/region", dir);
+	snprintf(path_ks1, sizeof(path_ks1), "%s/kallsyms1", dir);
+	snprintf(path_ks2, sizeof(path_ks2), "%s/kallsyms2", dir);
+
+	CASE("every stop reason has a distinct printable name")
+	{
+		for (int i = 0; i < STOP__N; i++) {
+			const char *a = stop_name((enum stop_reason)i);
+			CHECK(a && *a && strcmp(a, "?"), "reason %d unnamed",
+			      i);
+			for (int k = 0; a && k < i; k++) {
+				const char *b = stop_name((enum stop_reason)k);
+				CHECK(!b || strcmp(a, b),
+				      "reasons %d and %d both \"%s\"", k, i, a);
+			}
+		}
+		CHECK(!strcmp(stop_name(STOP__N), "?"), "outside the enum");
+	}
+
+	CASE("the objects build (cc: .eh_frame, .debug_frame, --gsframe)")
+	{
+		CHECK(build("eh", "", path_eh, &o_eh), "eh_frame object");
+		CHECK(build("df", "-g", path_df, &o_df), "debug_frame object");
+		CHECK(build("sf", "-Wa,--gsframe", path_sf, &o_sf),
+		      "sframe object");
+		CHECK(make_region(), "region: %s", jsf_strerror(-errno));
+	}
+
+	if (o_eh.ok)
+		elf_kind(".eh_frame", path_eh, &o_eh, false, true);
+	/* (ld describes the PLT in .eh_frame only: none without one) */
+	if (o_df.ok)
+		elf_kind(".debug_frame", path_df, &o_df, false, false);
+	if (o_sf.ok)
+		elf_kind(".sframe", path_sf, &o_sf, true, true);
+
+	CASE(".sframe object with the option no_sframe: its .eh_frame")
+	{
+		struct uwstate *u = ctx_for(path_sf, true);
+		struct smp m;
+		uint64_t exp[3];
+		chain_stack(&o_sf, &m, exp, 0);
+		expect(u, &m, exp, 3, STOP_OUTERMOST);
+		struct uw_stats st;
+		uw_stats(u, &st);
+		CHECK(st.rows_sframe == 0 && st.rows_cfi >= 3, "rows");
+		uw_free(u);
+	}
+
+	CASE("region rows: A (SP) <- B (FP, FP saved) <- C (outermost)")
+	{
+		char err[256] = "";
+		struct traces *t =
+		    traces_load(path_reg, NULL, err, sizeof(err));
+		CHECK(t, "traces_load: %s", err);
+		struct uwstate *u = uw_new(t, NULL);
+		struct smp m;
+		uint64_t exp[3];
+		trace_stack(&m, exp, 0);
+		expect(u, &m, exp, 3, STOP_OUTERMOST);
+		CHECK(fr[0].is_trace && fr[1].is_trace && fr[2].is_trace &&
+			  fr[0].map_start == TA && fr[1].map_start == TB,
+		      "trace frames");
+		trace_stack(&m, exp, 8);
+		expect_not(u, &m, exp, 3);
+		/* before the traces existed: no trace, no mapping */
+		trace_stack(&m, exp, 0);
+		m.time = 1;
+		expect(u, &m, exp, 0, STOP_NO_MAPPING);
+		uw_free(u);
+		traces_free(t);
+	}
+
+	/* ---- one sample per stop reason */
+	struct smp m;
+	uint64_t exp[UW_MAX];
+	const struct obj *o = &o_eh;
+
+	CASE("stop: outermost, no mapping, no ELF, no row, unsupported rule")
+	{
+		struct uwstate *u = ctx_for(path_eh, false);
+		chain_stack(o, &m, exp, 0);
+		expect(u, &m, exp, 3, STOP_OUTERMOST);
+		m = (struct smp){.ip = 0x1234000, .sp = S0, .stack_size = 64};
+		expect(u, &m, exp, 0, STOP_NO_MAPPING);
+		m = (struct smp){
+		    .ip = BASE + o->nocfi_body, .sp = S0, .stack_size = 64};
+		exp[0] = m.ip;
+		expect(u, &m, exp, 1, STOP_NO_ROW);
+		m.ip = exp[0] = BASE + o->badcfa_body;
+		expect(u, &m, exp, 1, STOP_UNSUP_RULE);
+		uw_free(u);
+		u = ctx_for(NULL, false);
+		mmap_ev(u, BASE, 0x10000, "/nonexistent/t_unwind.so");
+		m.ip = exp[0] = BASE + 0x1000;
+		expect(u, &m, exp, 1, STOP_NO_ELF);
+		uw_free(u);
+	}
+
+	CASE("stop: stack short, loop, null RA")
+	{
+		struct uwstate *u = ctx_for(path_eh, false);
+		chain_stack(o, &m, exp, 0);
+		m.stack_size = 40; /* leaf's RA slot S0+40 not copied */
+		expect(u, &m, exp, 1, STOP_STACK_SHORT);
+		chain_stack(o, &m, exp, 0);
+		put(S0 + 32, S0 + 16); /* mid's CFA rbp+16 = S0+32 < rsp */
+		expect(u, &m, exp, 2, STOP_LOOP);
+		chain_stack(o, &m, exp, 0);
+		put(S0 + 40, 0);
+		expect(u, &m, exp, 1, STOP_NULL_RA);
+		uw_free(u);
+	}
+
+	CASE("stop: no registers, kernel only, no trace, too deep, rbp unknown")
+	{
+		struct uwstate *u = ctx_for(NULL, false);
+		m = (struct smp){.ip = 0x401000, .no_regs = true};
+		expect(u, &m, exp, 0, STOP_NO_REGS);
+		m = (struct smp){.ip = 0x401000, .no_sp = true};
+		expect(u, &m, exp, 0, STOP_NO_REGS);
+		m = (struct smp){.ip = 0xffffffff81000000ull, .no_regs = true};
+		expect(u, &m, exp, 0, STOP_KERNEL_ONLY);
+		mmap_ev(u, 0x7f4400000000ull, 0x10000, "//anon");
+		m = (struct smp){
+		    .ip = 0x7f4400000100ull, .sp = S0, .stack_size = 64};
+		exp[0] = m.ip;
+		expect(u, &m, exp, 1, STOP_NO_TRACE);
+		CHECK(fr[0].jit_area && !fr[0].is_trace, "JIT area frame");
+		uw_free(u);
+
+		char err[256] = "";
+		struct traces *t =
+		    traces_load(path_reg, NULL, err, sizeof(err));
+		u = uw_new(t, NULL);
+		memset(stk, 0, sizeof(stk));
+		for (int i = 0; i <= UW_MAX; i++)
+			put(S0 + 16 * (uint64_t)i + 8, TL + 4);
+		m = (struct smp){.ip = TL + 4,
+				 .sp = S0,
+				 .stack_size = sizeof(stk),
+				 .time = t_after};
+		for (int i = 0; i < UW_MAX; i++)
+			exp[i] = TL + 4;
+		expect(u, &m, exp, UW_MAX, STOP_DEPTH);
+		/* B's CFA is FP-based: without rbp in the sample */
+		m = (struct smp){.ip = TB + 0x20,
+				 .sp = S0,
+				 .no_bp = true,
+				 .stack_size = 64,
+				 .time = t_after};
+		exp[0] = m.ip;
+		expect(u, &m, exp, 1, STOP_NO_BP);
+		uw_free(u);
+		traces_free(t);
+	}
+
+	CASE("two contexts share nothing (options, statistics, kallsyms)")
+	{
+		write_file(path_ks1, "ffffffff81000000 T ks_one\n");
+		write_file(path_ks2, "ffffffff81000000 T ks_two\n");
+		for (int order = 0; order < 2; order++) {
+			struct uw_opts o1 = {.no_sframe = true,
+					     .kallsyms = path_ks1};
+			struct uwstate *a = uw_new(NULL, &o1);
+			struct uwstate *b = uw_new(NULL, NULL);
+			CHECK(a && b, "uw_new");
+			if (!a || !b)
+				break;
+			CHECK(uw_use_kallsyms(b, path_ks2) == 0, "kallsyms");
+			mmap_ev(a, BASE, 0x10000, path_sf);
+			mmap_ev(b, BASE, 0x10000, path_sf);
+			chain_stack(&o_sf, &m, exp, 0);
+			expect(a, &m, exp, 3, STOP_OUTERMOST);
+			expect(b, &m, exp, 3, STOP_NULL_RA);
+			struct uw_stats sa, sb;
+			uw_stats(a, &sa);
+			uw_stats(b, &sb);
+			CHECK(sa.rows_sframe == 0 && sa.rows_cfi >= 3 &&
+				  sb.rows_sframe >= 3 && sb.rows_cfi == 0,
+			      "stats a %llu/%llu b %llu/%llu",
+			      (unsigned long long)sa.rows_sframe,
+			      (unsigned long long)sa.rows_cfi,
+			      (unsigned long long)sb.rows_sframe,
+			      (unsigned long long)sb.rows_cfi);
+			const char *ka = uw_ksym_name(a, 0xffffffff81000010ull);
+			const char *kb = uw_ksym_name(b, 0xffffffff81000010ull);
+			CHECK(ka && !strcmp(ka, "ks_one_[k]"), "a: %s", ka);
+			CHECK(kb && !strcmp(kb, "ks_two_[k]"), "b: %s", kb);
+			/* frames point into their own context's objects */
+			CHECK(fr[0].elf &&
+				  !strcmp(elfobj_path(fr[0].elf), path_sf),
+			      "frame object");
+			if (order) {
+				uw_free(b);
+				uw_free(a);
+			} else {
+				uw_free(a);
+				expect(b, &m, exp, 3, STOP_NULL_RA);
+				uw_free(b);
+			}
+		}
+	}
+
+	if (region)
+		jsf_region_destroy(region);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", dir);
+	return h_exit();
+}
