@@ -25,7 +25,7 @@
 
 /* ------------------------------------------------------ process state */
 
-static struct jsf_auditw *g_w;
+static struct alogw *g_w;
 static int g_level;
 static pid_t g_owner;
 static char g_apath[4096];
@@ -292,11 +292,11 @@ static void put_record(msgpack_sbuffer *sb, int defer)
 	if (!g_w)
 		return;
 	uint64_t t0 = now_ns();
-	int err = defer ? jsf_auditw_defer(g_w, sb->data, sb->size)
-			: jsf_auditw_write(g_w, sb->data, sb->size);
+	int err = defer ? alogw_defer(g_w, sb->data, sb->size)
+			: alogw_write(g_w, sb->data, sb->size);
 	g_write_ns += now_ns() - t0;
 	if (err) {
-		jsf_auditw_close(g_w, NULL); /* the writer left its note */
+		alogw_close(g_w, NULL); /* the writer left its note */
 		g_w = NULL;
 	}
 }
@@ -405,11 +405,11 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	int derr = lua_dump(L, dump_writer, NULL);
 	lua_pop(L, 1);
 	/* static: a Lua error below (longjmp) leaves it to the next call */
-	static struct jsf_fproto fp;
-	jsf_fproto_free(&fp);
+	static struct alog_fproto fp;
+	alog_fproto_free(&fp);
 	if (derr)
 		luaL_error(L, "func record: lua_dump failed");
-	if (jsf_fproto_decode(&fp, g_dbuf, g_dlen))
+	if (alog_fproto_decode(&fp, g_dbuf, g_dlen))
 		luaL_error(L, "func record: own dump: %s", fp.err);
 	if (fp.sizebc != (uint32_t)nbc)
 		luaL_error(L, "func record: dump has %d bytecodes, not %d",
@@ -427,7 +427,7 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	size_t lm = map_begin(sb);
 	uint32_t nl = 0;
 	for (uint32_t pc = 0; pc < fp.sizebc; pc++) {
-		uint32_t ins = jsf_fproto_ins(&fp, pc);
+		uint32_t ins = alog_fproto_ins(&fp, pc);
 		uint8_t op = (uint8_t)ins;
 		if (pc && !g_patchable[op] && g_bcmode[op]) {
 			used[op] = 1;
@@ -465,11 +465,11 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	/* GC constants the dump cannot stand for */
 	uint32_t nko = 0;
 	for (uint32_t i = 0; i < fp.nkgc; i++)
-		nko += fp.kgc[i].kind != JSF_FK_STR;
+		nko += fp.kgc[i].kind != ALOG_FK_STR;
 	pstr(pk, "kobj");
 	msgpack_pack_map(pk, nko);
 	for (uint32_t i = 0; i < fp.nkgc; i++) {
-		if (fp.kgc[i].kind == JSF_FK_STR)
+		if (fp.kgc[i].kind == ALOG_FK_STR)
 			continue;
 		int k = (int)i - (int)fp.nkgc;
 		lua_pushvalue(L, idx);
@@ -479,7 +479,7 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		pack_any(L, c, pk, -1, 0, 1);
 		lua_pop(L, 1);
 	}
-	jsf_fproto_free(&fp);
+	alog_fproto_free(&fp);
 }
 
 /* The func record of the function at idx (a new id), written now. */
@@ -672,7 +672,7 @@ static void learn_str(uint64_t p, lua_State *L)
 		g_str_len = -1;
 		return;
 	}
-	int ok16 = jsf_ljt_u32(gs, 16) == n, ok20 = jsf_ljt_u32(gs, 20) == n;
+	int ok16 = ljt_u32(gs, 16) == n, ok20 = ljt_u32(gs, 20) == n;
 	if (ok16 == ok20 || memcmp(gs + 24, s, n))
 		g_str_len = n ? -1 : 0; /* "" tells nothing: ask again */
 	else
@@ -726,8 +726,7 @@ static void pack_info(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
  * out, as the raw reader leaves them out. Returns the fields packed. */
 static uint32_t pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 				msgpack_sbuffer *sb, lua_Integer tr, int mc,
-				const uint8_t *T,
-				const struct jsf_ljt_layout *lay,
+				const uint8_t *T, const struct ljt_layout *lay,
 				lua_Integer *nexit)
 {
 	lua_pushinteger(L, tr);
@@ -766,7 +765,7 @@ static uint32_t pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	map_end(sb, m, n);
 	/* k: tracek(tr, i) for i = -nk..-1 (constants) */
 	const uint8_t *ir =
-	    T ? (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->ir) : NULL;
+	    T ? (const uint8_t *)(uintptr_t)ljt_u64(T, lay->ir) : NULL;
 	pstr(pk, "k");
 	m = map_begin(sb);
 	n = 0;
@@ -786,7 +785,7 @@ static uint32_t pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			n++;
 		}
 		lua_pop(L, 3);
-		if (ir && is_k64(ir[8 * (JSF_LJT_REF_BIAS + i) + 5]))
+		if (ir && is_k64(ir[8 * (LJT_REF_BIAS + i) + 5]))
 			i++; /* its value slot */
 	}
 	map_end(sb, m, n);
@@ -891,16 +890,16 @@ static char *mp_head(char *p, uint32_t n, uint8_t fix, uint8_t t16)
  * disagree on something looked at twice. */
 static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			  msgpack_sbuffer *sb, lua_Integer tr, const uint8_t *T,
-			  const struct jsf_ljt_layout *lay, lua_Integer *nexit)
+			  const struct ljt_layout *lay, lua_Integer *nexit)
 {
-	const uint32_t B = JSF_LJT_REF_BIAS;
-	uint32_t nins = jsf_ljt_u32(T, lay->nins), nk = jsf_ljt_u32(T, lay->nk);
-	uint32_t nsnap = jsf_ljt_u16(T, lay->nsnap);
-	const uint8_t *ir = (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->ir);
+	const uint32_t B = LJT_REF_BIAS;
+	uint32_t nins = ljt_u32(T, lay->nins), nk = ljt_u32(T, lay->nk);
+	uint32_t nsnap = ljt_u16(T, lay->nsnap);
+	const uint8_t *ir = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->ir);
 	if (nins <= B || nk > B || !ir)
 		return -1;
 	*nexit = nsnap;
-	uint32_t lt = jsf_ljt_u8(T, lay->linktype);
+	uint32_t lt = ljt_u8(T, lay->linktype);
 	if (!g_linkname_known[lt]) {
 		lua_pushinteger(L, tr);
 		call_util(L, c, U_TRACEINFO, 1, 1);
@@ -921,7 +920,7 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	pstr(pk, "nk");
 	msgpack_pack_int64(pk, (int64_t)B - nk);
 	pstr(pk, "link");
-	msgpack_pack_int64(pk, jsf_ljt_u16(T, lay->link));
+	msgpack_pack_int64(pk, ljt_u16(T, lay->link));
 	pstr(pk, "nexit");
 	msgpack_pack_int64(pk, nsnap);
 	pstr(pk, "linktype");
@@ -934,18 +933,18 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		uint32_t o = in[5];
 		if (g_irmode_known[o])
 			continue;
-		int64_t op1 = jsf_ljt_u16(in, 0), op2 = jsf_ljt_u16(in, 2);
+		int64_t op1 = ljt_u16(in, 0), op2 = ljt_u16(in, 2);
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)(ref - B));
 		call_util(L, c, U_TRACEIR, 2, 5);
 		uint32_t md = (uint32_t)lua_tointeger(L, -5);
 		int ok =
 		    !lua_isnil(L, -5) && md < 256 &&
-		    lua_tointeger(L, -4) == jsf_ljt_u16(in, 4) &&
+		    lua_tointeger(L, -4) == ljt_u16(in, 4) &&
 		    lua_tointeger(L, -3) == op1 - ((md & 3) == 0 ? B : 0) &&
 		    lua_tointeger(L, -2) ==
 			op2 - (((md >> 2) & 3) == 0 ? B : 0) &&
-		    lua_tointeger(L, -1) == jsf_ljt_u16(in, 6);
+		    lua_tointeger(L, -1) == ljt_u16(in, 6);
 		lua_pop(L, 5);
 		if (!ok)
 			return -1;
@@ -963,14 +962,14 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		p = mp_int(p, (int64_t)(ref - B));
 		*p++ = (char)0x95; /* array of 5 */
 		p = mp_int(p, md);
-		p = mp_int(p, jsf_ljt_u16(in, 4));
-		p = mp_int(p, (int64_t)jsf_ljt_u16(in, 0) -
-				  ((md & 3) == 0 ? B : 0));
-		p = mp_int(p, (int64_t)jsf_ljt_u16(in, 2) -
+		p = mp_int(p, ljt_u16(in, 4));
+		p = mp_int(p,
+			   (int64_t)ljt_u16(in, 0) - ((md & 3) == 0 ? B : 0));
+		p = mp_int(p, (int64_t)ljt_u16(in, 2) -
 				  (((md >> 2) & 3) == 0 ? B : 0));
 		/* fault injection for the tests: one wrong register */
-		p = mp_int(p, jsf_ljt_u16(in, 6) ^
-				  (g_raw_fault && ref + 1 == nins));
+		p = mp_int(p,
+			   ljt_u16(in, 6) ^ (g_raw_fault && ref + 1 == nins));
 	}
 	sb->size = (size_t)(p - sb->data);
 	map_end(sb, m, nins - B);
@@ -983,10 +982,10 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		int o = in[5], slot = -1;
 		int64_t idx = (int64_t)ref - B;
 		if (o == g_kop[K_SLOT]) {
-			uint32_t to = jsf_ljt_u16(in, 0);
+			uint32_t to = ljt_u16(in, 0);
 			if (to < nk || to >= B)
 				return -1;
-			slot = (int)jsf_ljt_u16(in, 2);
+			slot = (int)ljt_u16(in, 2);
 			v = ir + 8 * (size_t)to;
 		}
 		int vo = v[5];
@@ -1011,15 +1010,15 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			memcpy(&d, v + 8, 8);
 			pnum(pk, d);
 		} else if (vo == g_kop[K_PTR] || vo == g_kop[K_KPTR]) {
-			pnum(pk, (lua_Number)jsf_ljt_u64(v, 8));
+			pnum(pk, (lua_Number)ljt_u64(v, 8));
 		} else if (vo == g_kop[K_GC] && t == IRT_STR && g_str_len > 0) {
 			/* a string: its bytes follow the GCstr header */
 			const uint8_t *gs =
-			    (const uint8_t *)(uintptr_t)jsf_ljt_u64(v, 8);
+			    (const uint8_t *)(uintptr_t)ljt_u64(v, 8);
 			if (!gs || gs[9] != GCT_STR)
 				return -1;
 			msgpack_pack_str_with_body(pk, gs + 24,
-						   jsf_ljt_u32(gs, g_str_len));
+						   ljt_u32(gs, g_str_len));
 		} else { /* a Lua value: ask jit.util */
 			lua_pushinteger(L, tr);
 			lua_pushinteger(L, (lua_Integer)idx);
@@ -1030,7 +1029,7 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 				return -1;
 			}
 			if (vo == g_kop[K_GC] && t == IRT_STR && !g_str_len)
-				learn_str(jsf_ljt_u64(v, 8), L);
+				learn_str(ljt_u64(v, 8), L);
 			g_kbox = t == IRT_I64 || t == IRT_U64;
 			pack_any(L, c, pk, -3, 0, 1);
 			g_kbox = 0;
@@ -1047,16 +1046,15 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 
 	pstr(pk, "snap");
 	m = map_begin(sb);
-	const uint8_t *snap =
-	    (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->snap);
+	const uint8_t *snap = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
 	const uint8_t *map =
-	    (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->snapmap);
+	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
 	if (nsnap && (!snap || !map))
 		return -1;
 	for (uint32_t sn = 0; sn < nsnap; sn++) {
 		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
 		uint32_t ofs =
-		    lay->mapofs_w == 4 ? jsf_ljt_u32(S, 0) : jsf_ljt_u16(S, 0);
+		    lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0);
 		uint32_t nent = S[lay->snap_nent];
 		p = mp_room(sb, 32 + (size_t)nent * 9);
 		if (!p)
@@ -1064,12 +1062,12 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		p = mp_int(p, sn);
 		p = mp_head(p, nent + 3, 0x80, 0xde); /* map */
 		p = mp_int(p, 0);
-		p = mp_int(p, (int64_t)jsf_ljt_u16(S, lay->snap_ref) - B);
+		p = mp_int(p, (int64_t)ljt_u16(S, lay->snap_ref) - B);
 		p = mp_int(p, 1);
 		p = mp_int(p, S[lay->snap_nslots]);
 		for (uint32_t e = 0; e < nent; e++) {
 			p = mp_int(p, e + 2);
-			p = mp_int(p, (int32_t)jsf_ljt_u32(map, 4 * (ofs + e)));
+			p = mp_int(p, (int32_t)ljt_u32(map, 4 * (ofs + e)));
 		}
 		p = mp_int(p, nent + 2);
 		p = mp_int(p, (int32_t)0xff000000u); /* SNAP(255,0,0) */
@@ -1077,17 +1075,16 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	}
 	map_end(sb, m, nsnap);
 
-	const uint8_t *mc =
-	    (const uint8_t *)(uintptr_t)jsf_ljt_u64(T, lay->mcode);
+	const uint8_t *mc = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->mcode);
 	pstr(pk, "mc");
 	if (mc) {
-		uint32_t len = jsf_ljt_u32(T, lay->szmcode);
+		uint32_t len = ljt_u32(T, lay->szmcode);
 		msgpack_pack_bin(pk, len);
 		msgpack_pack_bin_body(pk, mc, len);
 		pstr(pk, "addr");
 		pnum(pk, (lua_Number)(intptr_t)mc);
 		pstr(pk, "loop");
-		pnum(pk, jsf_ljt_u32(T, lay->mcloop));
+		pnum(pk, ljt_u32(T, lay->mcloop));
 	} else {
 		msgpack_pack_nil(pk);
 		pstr(pk, "addr");
@@ -1118,7 +1115,7 @@ static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
 				 "no IR opcode %s in jit.vmdef", kop_names[i]);
 			return;
 		}
-	struct jsf_ljt_known k = {.tr = (uint32_t)tr};
+	struct ljt_known k = {.tr = (uint32_t)tr};
 	lua_pushinteger(L, tr);
 	call_util(L, c, U_TRACEINFO, 1, 1);
 	if (!lua_istable(L, -1)) {
@@ -1146,7 +1143,7 @@ static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
 	lua_pop(L, 3);
 	unsigned mask;
 	char why[160];
-	if (jsf_ljt_discover(L, &k, &mask, why, sizeof(why))) {
+	if (ljt_discover(L, &k, &mask, why, sizeof(why))) {
 		snprintf(g_raw_why, sizeof(g_raw_why), "%s", why);
 		return;
 	}
@@ -1171,9 +1168,9 @@ static uint32_t pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	if (g_raw == RAW_UNTRIED)
 		raw_discover(L, c, tr);
 	if (g_raw == RAW_ON && ++g_raw_stops % g_raw_recheck) {
-		const struct jsf_ljt_layout *lay =
-		    &jsf_ljt_layouts[__builtin_ctz(g_raw_mask)];
-		const uint8_t *T = jsf_ljt_trace(L, (uint32_t)tr, lay);
+		const struct ljt_layout *lay =
+		    &ljt_layouts[__builtin_ctz(g_raw_mask)];
+		const uint8_t *T = ljt_trace(L, (uint32_t)tr, lay);
 		if (T) {
 			sb_reset(&g_sbr, &p2);
 			if (pack_trace_raw(L, c, &p2, &g_sbr, tr, T, lay,
@@ -1190,17 +1187,17 @@ static uint32_t pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		}
 	}
 	if (g_raw == RAW_CHECKING || g_raw == RAW_ON) {
-		const struct jsf_ljt_layout *l0 =
-		    &jsf_ljt_layouts[__builtin_ctz(g_raw_mask)];
-		const uint8_t *T0 = jsf_ljt_trace(L, (uint32_t)tr, l0);
+		const struct ljt_layout *l0 =
+		    &ljt_layouts[__builtin_ctz(g_raw_mask)];
+		const uint8_t *T0 = ljt_trace(L, (uint32_t)tr, l0);
 		sb_reset(&g_sbu, &p2);
 		uint32_t n =
 		    pack_trace_util(L, c, &p2, &g_sbu, tr, 1, T0, l0, nexit);
-		for (unsigned i = 0; T0 && jsf_ljt_layouts[i].name; i++) {
+		for (unsigned i = 0; T0 && ljt_layouts[i].name; i++) {
 			if (!(g_raw_mask & (1u << i)))
 				continue;
-			const struct jsf_ljt_layout *lay = &jsf_ljt_layouts[i];
-			const uint8_t *T = jsf_ljt_trace(L, (uint32_t)tr, lay);
+			const struct ljt_layout *lay = &ljt_layouts[i];
+			const uint8_t *T = ljt_trace(L, (uint32_t)tr, lay);
 			lua_Integer nx = 0;
 			sb_reset(&g_sbr, &p2);
 			if (!T ||
@@ -1375,7 +1372,7 @@ static int build(lua_State *L)
 			pack_any(L, c, pk, 7, 0, 0);
 			n += 5;
 			lua_Integer nx;
-			if (g_level >= JSF_AUDIT_FULL)
+			if (g_level >= VAUDIT_FULL)
 				n += pack_trace_util(L, c, pk, sb, tr, 0, NULL,
 						     NULL, &nx);
 		} else if (!strcmp(what, "flush")) {
@@ -1447,7 +1444,7 @@ static struct astate *get_astate(lua_State *L, int create)
 	lua_pushcfunction(L, build); /* one closure, not one per event */
 	a->build_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	new_fnids(L, a);
-	a->gen = jsf_auditw_gen(g_w);
+	a->gen = alogw_gen(g_w);
 	return a;
 }
 
@@ -1456,18 +1453,18 @@ static void event(lua_State *L, const char *kind, int32_t spadj)
 	if (!g_w)
 		return;
 	if (g_owner != self()) { /* a fork child: the log is the parent's */
-		jsf_auditw_forget(g_w);
+		alogw_forget(g_w);
 		g_w = NULL;
 		return;
 	}
 	struct astate *a = get_astate(L, 1);
 	if (!a)
 		return;
-	jsf_auditw_begin(g_w);
-	if (jsf_auditw_gen(g_w) != a->gen) { /* a new file: resend funcs */
+	alogw_begin(g_w);
+	if (alogw_gen(g_w) != a->gen) { /* a new file: resend funcs */
 		new_fnids(L, a);
 		a->gexit = 0;
-		a->gen = jsf_auditw_gen(g_w);
+		a->gen = alogw_gen(g_w);
 	}
 	int n = lua_gettop(L);
 	if (!lua_checkstack(L, n + 48))
@@ -1490,29 +1487,29 @@ static void event(lua_State *L, const char *kind, int32_t spadj)
 	lua_settop(L, n);
 }
 
-void jsf_audit_trace(lua_State *L, int32_t spadj)
+void vaudit_trace(lua_State *L, int32_t spadj)
 {
 	event(L, "trace", spadj);
 }
 
-void jsf_audit_record(lua_State *L)
+void vaudit_record(lua_State *L)
 {
-	if (g_level >= JSF_AUDIT_FULL)
+	if (g_level >= VAUDIT_FULL)
 		event(L, "record", INT32_MIN);
 }
 
-void jsf_audit_texit(lua_State *L)
+void vaudit_texit(lua_State *L)
 {
-	if (g_level >= JSF_AUDIT_FULL)
+	if (g_level >= VAUDIT_FULL)
 		event(L, "texit", INT32_MIN);
 }
 
-int jsf_audit_level(void)
+int vaudit_level(void)
 {
 	return g_w && g_owner == self() ? g_level : 0;
 }
 
-const char *jsf_audit_path(void)
+const char *vaudit_path(void)
 {
 	return g_apath;
 }
@@ -1539,7 +1536,7 @@ static int build_header(lua_State *L)
 	pstr(pk, "producer");
 	pstr(pk, PRODUCER);
 	pstr(pk, "level");
-	pstr(pk, g_level >= JSF_AUDIT_FULL ? "full" : "default");
+	pstr(pk, g_level >= VAUDIT_FULL ? "full" : "default");
 	pstr(pk, "pid");
 	msgpack_pack_int64(pk, getpid());
 	pstr(pk, "unix_ns");
@@ -1626,8 +1623,8 @@ static int build_header(lua_State *L)
 	return 0;
 }
 
-int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
-		   size_t errlen)
+int vaudit_open(lua_State *L, const struct vaudit_cfg *cfg, char *err,
+		size_t errlen)
 {
 	if (g_w && g_owner == self()) {
 		snprintf(err, errlen, "this process already logs to %s",
@@ -1635,7 +1632,7 @@ int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
 		return -EBUSY;
 	}
 	if (g_w) { /* inherited over fork */
-		jsf_auditw_forget(g_w);
+		alogw_forget(g_w);
 		g_w = NULL;
 	}
 	g_level = cfg->level;
@@ -1675,42 +1672,42 @@ int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
 		return -EINVAL;
 	}
 	const char *nm = getenv("JITSFRAME_AUDITLOG_NOMAP");
-	struct jsf_auditw_opts o = {cfg->path, cfg->max_bytes, cfg->keep,
-				    cfg->replace, nm && *nm && strcmp(nm, "0")};
-	int e = jsf_auditw_open(&g_w, &o, g_sb.data, g_sb.size);
+	struct alogw_opts o = {cfg->path, cfg->max_bytes, cfg->keep,
+			       cfg->replace, nm && *nm && strcmp(nm, "0")};
+	int e = alogw_open(&g_w, &o, g_sb.data, g_sb.size);
 	if (e) {
 		snprintf(err, errlen, "%s: %s", cfg->path, strerror(-e));
 		return e;
 	}
 	g_owner = self();
 	snprintf(g_apath, sizeof(g_apath), "%s", cfg->path);
-	a->gen = jsf_auditw_gen(g_w);
+	a->gen = alogw_gen(g_w);
 	new_fnids(L, a);
 	a->gexit = 0;
 	return 0;
 }
 
-void jsf_audit_close(const char *note)
+void vaudit_close(const char *note)
 {
 	if (g_w && g_owner == self())
-		jsf_auditw_close(g_w, note);
+		alogw_close(g_w, note);
 	else if (g_w)
-		jsf_auditw_forget(g_w);
+		alogw_forget(g_w);
 	g_w = NULL;
 }
 
-void jsf_audit_stats(lua_State *L)
+void vaudit_stats(lua_State *L)
 {
 	lua_createtable(L, 0, 8);
 	lua_pushstring(L, g_apath);
 	lua_setfield(L, -2, "path");
 	lua_pushboolean(L, g_w != NULL);
 	lua_setfield(L, -2, "logging");
-	lua_pushstring(L, g_level >= JSF_AUDIT_FULL ? "full" : "default");
+	lua_pushstring(L, g_level >= VAUDIT_FULL ? "full" : "default");
 	lua_setfield(L, -2, "level");
-	lua_pushnumber(L, (lua_Number)jsf_auditw_records(g_w));
+	lua_pushnumber(L, (lua_Number)alogw_records(g_w));
 	lua_setfield(L, -2, "records");
-	lua_pushnumber(L, (lua_Number)jsf_auditw_bytes(g_w));
+	lua_pushnumber(L, (lua_Number)alogw_bytes(g_w));
 	lua_setfield(L, -2, "bytes");
 	lua_pushnumber(L, (lua_Number)g_dropped);
 	lua_setfield(L, -2, "dropped");
@@ -1742,8 +1739,8 @@ void jsf_audit_stats(lua_State *L)
 		lua_pushstring(L, g_last_err);
 		lua_setfield(L, -2, "last_error");
 	}
-	if (jsf_auditw_error(g_w)) {
-		lua_pushstring(L, jsf_auditw_error(g_w));
+	if (alogw_error(g_w)) {
+		lua_pushstring(L, alogw_error(g_w));
 		lua_setfield(L, -2, "error");
 	}
 }
@@ -1829,15 +1826,15 @@ static int expand_func(lua_State *L, int t, char *err, size_t errlen)
 		return 0;
 	}
 	int top = lua_gettop(L); /* the dump string stays here */
-	struct jsf_fproto fp;
+	struct alog_fproto fp;
 	if (!lua_checkstack(L, 16)) {
 		snprintf(err, errlen, "Lua stack full");
 		lua_pop(L, 1);
 		return -1;
 	}
-	if (jsf_fproto_decode(&fp, d, dl)) {
+	if (alog_fproto_decode(&fp, d, dl)) {
 		snprintf(err, errlen, "bad bytecode dump: %s", fp.err);
-		jsf_fproto_free(&fp);
+		alog_fproto_free(&fp);
 		lua_settop(L, top - 1);
 		return -1;
 	}
@@ -1870,7 +1867,7 @@ static int expand_func(lua_State *L, int t, char *err, size_t errlen)
 	lua_createtable(L, 0, (int)fp.sizebc); /* bc */
 	int lines = top + 5, bc = top + 6;
 	for (uint32_t pc = 0; pc < fp.sizebc; pc++) {
-		lua_pushnumber(L, (lua_Number)jsf_fproto_line(&fp, pc));
+		lua_pushnumber(L, (lua_Number)alog_fproto_line(&fp, pc));
 		lua_rawseti(L, lines, (int)pc);
 		lua_rawgeti(L, live, (int)pc);
 		lua_Number ins;
@@ -1887,7 +1884,7 @@ static int expand_func(lua_State *L, int t, char *err, size_t errlen)
 			snprintf(err, errlen, "live[0] missing");
 			goto bad;
 		} else {
-			ins = (int32_t)jsf_fproto_ins(&fp, pc);
+			ins = (int32_t)alog_fproto_ins(&fp, pc);
 		}
 		lua_pop(L, 1);
 		lua_rawgeti(L, bcm, (int)((uint32_t)(int32_t)ins & 0xff));
@@ -1912,7 +1909,7 @@ static int expand_func(lua_State *L, int t, char *err, size_t errlen)
 	}
 	for (uint32_t i = 0; i < fp.nkgc; i++) {
 		int ki = (int)i - (int)fp.nkgc;
-		if (fp.kgc[i].kind == JSF_FK_STR) {
+		if (fp.kgc[i].kind == ALOG_FK_STR) {
 			lua_pushlstring(L, fp.kgc[i].s, fp.kgc[i].len);
 		} else {
 			lua_rawgeti(L, kobj, ki);
@@ -1925,18 +1922,18 @@ static int expand_func(lua_State *L, int t, char *err, size_t errlen)
 	}
 	lua_createtable(L, 0, fp.numuv); /* uv */
 	for (uint32_t i = 0; i < fp.numuv; i++) {
-		lua_pushstring(L, jsf_fproto_uvname(&fp, i));
+		lua_pushstring(L, alog_fproto_uvname(&fp, i));
 		lua_rawseti(L, -2, (int)i);
 	}
 	lua_setfield(L, t, "uv");
 	lua_setfield(L, t, "k");
 	lua_setfield(L, t, "bc");
 	lua_setfield(L, t, "lines");
-	jsf_fproto_free(&fp);
+	alog_fproto_free(&fp);
 	lua_settop(L, top - 1);
 	return 0;
 bad:
-	jsf_fproto_free(&fp);
+	alog_fproto_free(&fp);
 	lua_settop(L, top - 1);
 	return -1;
 }
@@ -1967,19 +1964,19 @@ static void set_status(lua_State *L, const char *msg)
 
 static int reader_gc(lua_State *L)
 {
-	struct jsf_audit_reader *r = lua_touserdata(L, 1);
+	struct alog_reader *r = lua_touserdata(L, 1);
 	if (r && r->buf)
-		jsf_audit_reader_free(r);
+		alog_reader_free(r);
 	return 0;
 }
 
 static int reader_next(lua_State *L)
 {
-	struct jsf_audit_reader *r = lua_touserdata(L, lua_upvalueindex(1));
+	struct alog_reader *r = lua_touserdata(L, lua_upvalueindex(1));
 	if (!r->buf && r->state)
 		return 0;
 	const msgpack_object *o;
-	int ret = jsf_audit_next(r, &o);
+	int ret = alog_next(r, &o);
 	if (ret == 1) {
 		push_obj(L, o, 0);
 		char err[256], msg[400];
@@ -1993,13 +1990,13 @@ static int reader_next(lua_State *L)
 				 (unsigned long long)(r->nrec - 1));
 			set_status(L, msg);
 			r->state = -1;
-			jsf_audit_reader_free(r);
+			alog_reader_free(r);
 			return 0;
 		}
 		return 1;
 	}
 	set_status(L, ret < 0 ? r->msg : NULL);
-	jsf_audit_reader_free(r);
+	alog_reader_free(r);
 	return 0;
 }
 
@@ -2007,15 +2004,15 @@ static int reader_next(lua_State *L)
 static int l_audit_records(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
-	struct jsf_audit_reader *r = lua_newuserdata(L, sizeof(*r));
+	struct alog_reader *r = lua_newuserdata(L, sizeof(*r));
 	memset(r, 0, sizeof(*r));
 	lua_newtable(L);
 	lua_pushcfunction(L, reader_gc);
 	lua_setfield(L, -2, "__gc");
 	lua_setmetatable(L, -2);
-	if (jsf_audit_read_file(r, path)) {
+	if (alog_read_file(r, path)) {
 		lua_pushstring(L, r->msg);
-		jsf_audit_reader_free(r);
+		alog_reader_free(r);
 		return lua_error(L);
 	}
 	set_status(L, "not read to the end");
@@ -2031,7 +2028,7 @@ static int l_audit_status(lua_State *L)
 	return 1;
 }
 
-void jsf_audit_register(lua_State *L)
+void vaudit_register(lua_State *L)
 {
 	lua_pushcfunction(L, l_audit_records);
 	lua_setfield(L, -2, "audit_records");

@@ -5,18 +5,18 @@
  * Lua tables (jsf.audit_records / jsf.audit_status). Callers hold the
  * module's lock around every call except the reading API.
  */
-#ifndef JSF_AUDIT_H
-#define JSF_AUDIT_H
+#ifndef VM_AUDIT_H
+#define VM_AUDIT_H
 
 #include <lua.h>
 #include <stdint.h>
 
-#define JSF_AUDIT_DEFAULT 1
-#define JSF_AUDIT_FULL 2
+#define VAUDIT_DEFAULT 1
+#define VAUDIT_FULL 2
 
-struct jsf_audit_cfg {
+struct vaudit_cfg {
 	const char *path;
-	int level;	    /* JSF_AUDIT_DEFAULT or JSF_AUDIT_FULL */
+	int level;	    /* VAUDIT_DEFAULT or VAUDIT_FULL */
 	uint64_t max_bytes; /* rotation bound per file, 0: none */
 	unsigned keep;	    /* rotated files kept */
 	int replace;
@@ -24,22 +24,22 @@ struct jsf_audit_cfg {
 
 /* Open the log (process-wide) and write its header; 0, or -errno with a
  * message in err. */
-int jsf_audit_open(lua_State *L, const struct jsf_audit_cfg *cfg, char *err,
-		   size_t errlen);
+int vaudit_open(lua_State *L, const struct vaudit_cfg *cfg, char *err,
+		size_t errlen);
 /* The level being logged, 0 when not logging (or in a fork child). */
-int jsf_audit_level(void);
-const char *jsf_audit_path(void);
+int vaudit_level(void);
+const char *vaudit_path(void);
 /* Event handlers: the event's arguments are the stack, 1..top.
  * trace: "start"|"stop"|"abort"|"flush", ...; spadj from the rows (or
  * INT32_MIN when unknown). */
-void jsf_audit_trace(lua_State *L, int32_t spadj);
-void jsf_audit_record(lua_State *L);
-void jsf_audit_texit(lua_State *L);
+void vaudit_trace(lua_State *L, int32_t spadj);
+void vaudit_record(lua_State *L);
+void vaudit_texit(lua_State *L);
 /* Close with a final note (NULL: none). */
-void jsf_audit_close(const char *note);
+void vaudit_close(const char *note);
 /* stats into the table at the top of the stack */
-void jsf_audit_stats(lua_State *L);
+void vaudit_stats(lua_State *L);
 /* Register audit_records and audit_status in the table at the top. */
-void jsf_audit_register(lua_State *L);
+void vaudit_register(lua_State *L);
 
 #endif

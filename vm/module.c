@@ -479,12 +479,12 @@ static void handle(lua_State *L, struct lstate *s)
 	} else if (!g_failed) {
 		g_failed = 1;
 	}
-	if (jsf_audit_level()) {
+	if (vaudit_level()) {
 		int32_t spadj = INT32_MIN;
 		lua_Integer tr = lua_tointeger(L, 2);
 		if (stop && tr > 0 && (uint32_t)tr < s->cap && s->t[tr].nrows)
 			spadj = s->t[tr].spadj;
-		jsf_audit_trace(L, spadj);
+		vaudit_trace(L, spadj);
 	}
 	pthread_mutex_unlock(&g_mu);
 }
@@ -503,12 +503,12 @@ static int dispatcher(lua_State *L)
 	if (s->enabled && ev) {
 		if (!strcmp(ev, "trace")) {
 			handle(L, s);
-		} else if (jsf_audit_level() >= JSF_AUDIT_FULL) {
+		} else if (vaudit_level() >= VAUDIT_FULL) {
 			pthread_mutex_lock(&g_mu);
 			if (!strcmp(ev, "record"))
-				jsf_audit_record(L);
+				vaudit_record(L);
 			else if (!strcmp(ev, "texit"))
-				jsf_audit_texit(L);
+				vaudit_texit(L);
 			pthread_mutex_unlock(&g_mu);
 		}
 	}
@@ -708,7 +708,7 @@ static int install(lua_State *L, struct lstate *s)
 	}
 	if (hook_event(L, s, "trace"))
 		goto fail;
-	if (jsf_audit_level() >= JSF_AUDIT_FULL &&
+	if (vaudit_level() >= VAUDIT_FULL &&
 	    (hook_event(L, s, "record") || hook_event(L, s, "texit")))
 		goto fail;
 	lua_settop(L, top);
@@ -883,9 +883,9 @@ static int l_start(lua_State *L)
 	    *getenv("JITSFRAME_AUDITLOG_KEEP"))
 		akeep = (unsigned)strtoul(getenv("JITSFRAME_AUDITLOG_KEEP"),
 					  NULL, 0);
-	int alev = JSF_AUDIT_DEFAULT;
+	int alev = VAUDIT_DEFAULT;
 	if (alevel && !strcmp(alevel, "full"))
-		alev = JSF_AUDIT_FULL;
+		alev = VAUDIT_FULL;
 	else if (alevel && strcmp(alevel, "default"))
 		return fail(L,
 			    "jitsframe: level must be \"default\" or \"full\"");
@@ -946,11 +946,11 @@ static int l_start(lua_State *L)
 			return fail(L, "jitsframe: no jit.util");
 		s->util_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	}
-	if (alog && (!jsf_audit_level() || strcmp(alog, jsf_audit_path()))) {
+	if (alog && (!vaudit_level() || strcmp(alog, vaudit_path()))) {
 		char aerr[512];
-		struct jsf_audit_cfg ac = {alog, alev, amax, akeep, replace};
+		struct vaudit_cfg ac = {alog, alev, amax, akeep, replace};
 		pthread_mutex_lock(&g_mu);
-		int e = jsf_audit_open(L, &ac, aerr, sizeof(aerr));
+		int e = vaudit_open(L, &ac, aerr, sizeof(aerr));
 		pthread_mutex_unlock(&g_mu);
 		if (e)
 			return fail(L, "jitsframe: auditlog: %s", aerr);
@@ -980,7 +980,7 @@ static int l_stop(lua_State *L)
 	if (s->installed)
 		uninstall(L, s);
 	pthread_mutex_lock(&g_mu);
-	jsf_audit_close("stopped by jitsframe.stop()");
+	vaudit_close("stopped by jitsframe.stop()");
 	pthread_mutex_unlock(&g_mu);
 	lua_pushboolean(L, 1);
 	return 1;
@@ -1010,7 +1010,7 @@ static int l_stats(lua_State *L)
 		lua_pushstring(L, g_last_skip);
 		lua_setfield(L, -2, "last_skip");
 	}
-	jsf_audit_stats(L);
+	vaudit_stats(L);
 	lua_setfield(L, -2, "auditlog");
 	pthread_mutex_unlock(&g_mu);
 	return 1;
@@ -1056,7 +1056,7 @@ __attribute__((destructor)) static void at_unload(void)
 		jsf_perfmap_close(g_pm);
 	}
 	g_region = NULL;
-	jsf_audit_close("end of log: process exit");
+	vaudit_close("end of log: process exit");
 }
 
 __attribute__((visibility("default"))) int luaopen_jitsframe(lua_State *L)
@@ -1067,7 +1067,7 @@ __attribute__((visibility("default"))) int luaopen_jitsframe(lua_State *L)
 	};
 	lua_newtable(L);
 	luaL_register(L, NULL, fns);
-	jsf_audit_register(L);
+	vaudit_register(L);
 	lua_pushstring(L, MOD_VERSION);
 	lua_setfield(L, -2, "version");
 	return 1;
