@@ -9,6 +9,7 @@
 #include "audit.h"
 #include "auditlog.h"
 #include "jitsframe.h"
+#include "jsfenv.h"
 #include "lj.h"
 
 #include <errno.h>
@@ -1637,25 +1638,25 @@ int vaudit_open(lua_State *L, const struct vaudit_cfg *cfg, char *err,
 	}
 	g_level = cfg->level;
 	/* debugging knobs of the raw trace reader (docs/AUDITLOG.md) */
-	const char *rc = getenv("JITSFRAME_AUDIT_RAWCHECK");
+	const char *rc = getenv(JSF_ENV_AUDIT_RAWCHECK);
 	if (rc && *rc) {
 		char *end;
 		unsigned long v = strtoul(rc, &end, 10);
 		if (*end || v > 1u << 30) {
 			snprintf(err, errlen,
-				 "JITSFRAME_AUDIT_RAWCHECK=%s: not a number "
-				 "of traces",
+				 JSF_ENV_AUDIT_RAWCHECK "=%s: not a number "
+							"of traces",
 				 rc);
 			return -EINVAL;
 		}
 		if (v == 0 && g_raw != RAW_OFF) {
 			g_raw = RAW_OFF;
 			snprintf(g_raw_why, sizeof(g_raw_why),
-				 "JITSFRAME_AUDIT_RAWCHECK=0");
+				 JSF_ENV_AUDIT_RAWCHECK "=0");
 		}
 		g_raw_recheck = v ? (unsigned)v : RAW_RECHECK;
 	}
-	g_raw_fault = getenv("JITSFRAME_AUDIT_RAWFAULT") != NULL;
+	g_raw_fault = getenv(JSF_ENV_AUDIT_RAWFAULT) != NULL;
 	struct astate *a = get_astate(L, 1);
 	if (!a) {
 		snprintf(err, errlen, "no jit.util");
@@ -1671,7 +1672,7 @@ int vaudit_open(lua_State *L, const struct vaudit_cfg *cfg, char *err,
 		g_in_func = 0;
 		return -EINVAL;
 	}
-	const char *nm = getenv("JITSFRAME_AUDITLOG_NOMAP");
+	const char *nm = getenv(JSF_ENV_AUDITLOG_NOMAP);
 	struct alogw_opts o = {cfg->path, cfg->max_bytes, cfg->keep,
 			       cfg->replace, nm && *nm && strcmp(nm, "0")};
 	int e = alogw_open(&g_w, &o, g_sb.data, g_sb.size);

@@ -13,6 +13,7 @@
 #include "audit.h"
 #include "jitdump.h"
 #include "jitsframe.h"
+#include "jsfenv.h"
 #include "lj.h"
 #include "vmcheck.h"
 
@@ -870,32 +871,28 @@ static int l_start(lua_State *L)
 			akeep = (unsigned)lua_tonumber(L, -1);
 		lua_pop(L, 9);
 	}
-	if (!alog && getenv("JITSFRAME_AUDITLOG") &&
-	    *getenv("JITSFRAME_AUDITLOG"))
-		alog = getenv("JITSFRAME_AUDITLOG");
-	if (!alevel && getenv("JITSFRAME_AUDITLOG_LEVEL") &&
+	if (!alog && getenv(JSF_ENV_AUDITLOG) && *getenv("JITSFRAME_AUDITLOG"))
+		alog = getenv(JSF_ENV_AUDITLOG);
+	if (!alevel && getenv(JSF_ENV_AUDITLOG_LEVEL) &&
 	    *getenv("JITSFRAME_AUDITLOG_LEVEL"))
-		alevel = getenv("JITSFRAME_AUDITLOG_LEVEL");
-	if (getenv("JITSFRAME_AUDITLOG_MAX") &&
-	    *getenv("JITSFRAME_AUDITLOG_MAX"))
-		amax = strtoull(getenv("JITSFRAME_AUDITLOG_MAX"), NULL, 0);
-	if (getenv("JITSFRAME_AUDITLOG_KEEP") &&
-	    *getenv("JITSFRAME_AUDITLOG_KEEP"))
-		akeep = (unsigned)strtoul(getenv("JITSFRAME_AUDITLOG_KEEP"),
-					  NULL, 0);
+		alevel = getenv(JSF_ENV_AUDITLOG_LEVEL);
+	if (getenv(JSF_ENV_AUDITLOG_MAX) && *getenv("JITSFRAME_AUDITLOG_MAX"))
+		amax = strtoull(getenv(JSF_ENV_AUDITLOG_MAX), NULL, 0);
+	if (getenv(JSF_ENV_AUDITLOG_KEEP) && *getenv("JITSFRAME_AUDITLOG_KEEP"))
+		akeep =
+		    (unsigned)strtoul(getenv(JSF_ENV_AUDITLOG_KEEP), NULL, 0);
 	int alev = VAUDIT_DEFAULT;
 	if (alevel && !strcmp(alevel, "full"))
 		alev = VAUDIT_FULL;
 	else if (alevel && strcmp(alevel, "default"))
 		return fail(L,
 			    "jitsframe: level must be \"default\" or \"full\"");
-	if (!jitdump && getenv("JITSFRAME_JITDUMP") &&
-	    *getenv("JITSFRAME_JITDUMP"))
-		jitdump = getenv("JITSFRAME_JITDUMP");
-	if (!perfmap && getenv("JITSFRAME_PERFMAP"))
-		perfmap = *getenv("JITSFRAME_PERFMAP") == '1';
+	if (!jitdump && getenv(JSF_ENV_JITDUMP) && *getenv("JITSFRAME_JITDUMP"))
+		jitdump = getenv(JSF_ENV_JITDUMP);
+	if (!perfmap && getenv(JSF_ENV_PERFMAP))
+		perfmap = *getenv(JSF_ENV_PERFMAP) == '1';
 	if (!path || !*path)
-		path = getenv("JITSFRAME_REGION");
+		path = getenv(JSF_ENV_REGION);
 	if (path && strlen(path) >= sizeof(g_base_path) - 16)
 		return fail(L, "jitsframe: region path too long");
 	pthread_mutex_lock(&g_mu);
