@@ -2,6 +2,7 @@
 /* The auditlog file writer: see auditw.h and docs/AUDITLOG.md. */
 #include "auditw.h"
 #include "auditfmt.h"
+#include "jitsframe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,13 +52,6 @@ struct alogw {
 	char err[256];
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 size_t alog_note_payload(char *buf, size_t cap, const char *text)
 {
 	msgpack_sbuffer sb;
@@ -69,7 +63,7 @@ size_t alog_note_payload(char *buf, size_t cap, const char *text)
 	msgpack_pack_str_with_body(&pk, "ev", 2);
 	msgpack_pack_str_with_body(&pk, "note", 4);
 	msgpack_pack_str_with_body(&pk, "ns", 2);
-	msgpack_pack_uint64(&pk, now_ns());
+	msgpack_pack_uint64(&pk, jsf_now_ns());
 	msgpack_pack_str_with_body(&pk, "text", 4);
 	msgpack_pack_str_with_body(&pk, text, tl);
 	size_t n = sb.size <= cap ? sb.size : 0;

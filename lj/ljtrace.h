@@ -11,7 +11,7 @@
  * exits); while searching, memory is read through a pipe (write(2)
  * says EFAULT where a load would fault), so no pointer is trusted. The
  * struct layouts come from a short list of LuaJIT's known ones (GC64
- * x86-64 only); the caller (vm/audit.c) keeps a layout only
+ * x86-64 only); the caller (vm/audit_raw.c) keeps a layout only
  * after the records it builds from it are byte for byte the ones built
  * through jit.util, over several traces, and checks again now and then.
  */
