@@ -49,7 +49,7 @@ crc_hw(uint32_t crc, const uint8_t *p, size_t len)
 
 static uint32_t crc_sw(uint32_t crc, const void *buf, size_t len);
 
-uint32_t jsf_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t alog_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 #if defined(__x86_64__)
 	static int hw = -1;
@@ -62,7 +62,7 @@ uint32_t jsf_crc32c(uint32_t crc, const void *buf, size_t len)
 }
 
 /* The portable one (also the reference the tests compare against). */
-uint32_t jsf_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+uint32_t alog_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	return crc_sw(crc, buf, len);
 }
@@ -106,22 +106,20 @@ static uint32_t get32(const uint8_t *p)
 	       (uint32_t)p[3] << 24;
 }
 
-void jsf_audit_magic(uint8_t out[JSF_AUDIT_MAGIC_LEN])
+void alog_magic(uint8_t out[ALOG_MAGIC_LEN])
 {
-	memset(out, 0, JSF_AUDIT_MAGIC_LEN);
-	memcpy(out, JSF_AUDIT_MAGIC, 8);
-	out[8] = JSF_AUDIT_VERSION;
+	memset(out, 0, ALOG_MAGIC_LEN);
+	memcpy(out, ALOG_MAGIC, 8);
+	out[8] = ALOG_VERSION;
 }
 
-void jsf_audit_frame(uint8_t out[JSF_AUDIT_FRAME], const void *payload,
-		     uint32_t len)
+void alog_frame(uint8_t out[ALOG_FRAME], const void *payload, uint32_t len)
 {
 	put32(out, len);
-	put32(out + 4, jsf_crc32c(0, payload, len));
+	put32(out + 4, alog_crc32c(0, payload, len));
 }
 
-void jsf_audit_reader_init(struct jsf_audit_reader *r, const void *buf,
-			   size_t len)
+void alog_reader_init(struct alog_reader *r, const void *buf, size_t len)
 {
 	memset(r, 0, sizeof(*r));
 	r->buf = buf;
@@ -129,9 +127,9 @@ void jsf_audit_reader_init(struct jsf_audit_reader *r, const void *buf,
 	msgpack_unpacked_init(&r->up);
 }
 
-int jsf_audit_read_file(struct jsf_audit_reader *r, const char *path)
+int alog_read_file(struct alog_reader *r, const char *path)
 {
-	jsf_audit_reader_init(r, NULL, 0);
+	alog_reader_init(r, NULL, 0);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
@@ -292,7 +290,7 @@ static int mp_skip(const uint8_t **pp, const uint8_t *end, int depth)
 	return 0;
 }
 
-static int damaged(struct jsf_audit_reader *r, size_t at, const char *why)
+static int damaged(struct alog_reader *r, size_t at, const char *why)
 {
 	snprintf(r->msg, sizeof(r->msg),
 		 "damaged at byte %zu: %s; %llu records decoded", at, why,
@@ -301,22 +299,22 @@ static int damaged(struct jsf_audit_reader *r, size_t at, const char *why)
 	return -1;
 }
 
-int jsf_audit_next(struct jsf_audit_reader *r, const msgpack_object **obj)
+int alog_next(struct alog_reader *r, const msgpack_object **obj)
 {
 	if (r->state)
 		return r->state > 0 ? 0 : -1;
 	if (r->off == 0) {
-		uint8_t m[JSF_AUDIT_MAGIC_LEN];
-		jsf_audit_magic(m);
-		if (r->len < JSF_AUDIT_MAGIC_LEN)
+		uint8_t m[ALOG_MAGIC_LEN];
+		alog_magic(m);
+		if (r->len < ALOG_MAGIC_LEN)
 			return damaged(r, 0,
 				       r->len ? "truncated file magic"
 					      : "empty file (no magic)");
 		if (memcmp(r->buf, m, 8))
 			return damaged(r, 0, "not an auditlog (bad magic)");
-		if (memcmp(r->buf, m, JSF_AUDIT_MAGIC_LEN))
+		if (memcmp(r->buf, m, ALOG_MAGIC_LEN))
 			return damaged(r, 8, "unsupported format version");
-		r->off = JSF_AUDIT_MAGIC_LEN;
+		r->off = ALOG_MAGIC_LEN;
 	}
 	size_t at = r->off;
 	if (at == r->len) {
@@ -329,9 +327,9 @@ int jsf_audit_next(struct jsf_audit_reader *r, const msgpack_object **obj)
 	 * last, so what follows is zeros, or a record that was being written
 	 * when its writer stopped: noted, not damage. */
 	size_t z = at;
-	while (z < r->len && z < at + JSF_AUDIT_FRAME && !r->buf[z])
+	while (z < r->len && z < at + ALOG_FRAME && !r->buf[z])
 		z++;
-	if (z == r->len || z == at + JSF_AUDIT_FRAME) {
+	if (z == r->len || z == at + ALOG_FRAME) {
 		r->state = 1;
 		r->msg[0] = 0;
 		while (z < r->len && !r->buf[z])
@@ -344,15 +342,15 @@ int jsf_audit_next(struct jsf_audit_reader *r, const msgpack_object **obj)
 				 at, (unsigned long long)r->nrec);
 		return 0;
 	}
-	if (r->len - at < JSF_AUDIT_FRAME)
+	if (r->len - at < ALOG_FRAME)
 		return damaged(r, at, "truncated record frame");
 	uint32_t len = get32(r->buf + at), crc = get32(r->buf + at + 4);
-	if (len == 0 || len > JSF_AUDIT_MAX_RECORD)
+	if (len == 0 || len > ALOG_MAX_RECORD)
 		return damaged(r, at, "impossible record length");
-	if (r->len - at - JSF_AUDIT_FRAME < len)
+	if (r->len - at - ALOG_FRAME < len)
 		return damaged(r, at, "truncated record");
-	const uint8_t *p = r->buf + at + JSF_AUDIT_FRAME;
-	if (jsf_crc32c(0, p, len) != crc)
+	const uint8_t *p = r->buf + at + ALOG_FRAME;
+	if (alog_crc32c(0, p, len) != crc)
 		return damaged(r, at, "checksum mismatch");
 	const uint8_t *q = p;
 	if (mp_skip(&q, p + len, 0) || q != p + len)
@@ -365,19 +363,19 @@ int jsf_audit_next(struct jsf_audit_reader *r, const msgpack_object **obj)
 	if (r->up.data.type != MSGPACK_OBJECT_MAP)
 		return damaged(r, at, "record is not a msgpack map");
 	if (r->nrec == 0) {
-		const msgpack_object *ev = jsf_mp_get(&r->up.data, "ev");
+		const msgpack_object *ev = alog_mp_get(&r->up.data, "ev");
 		uint32_t n;
-		const char *s = jsf_mp_str(ev, &n);
+		const char *s = alog_mp_str(ev, &n);
 		if (!s || n != 6 || memcmp(s, "header", 6))
 			return damaged(r, at, "first record is not a header");
 	}
-	r->off = at + JSF_AUDIT_FRAME + len;
+	r->off = at + ALOG_FRAME + len;
 	r->nrec++;
 	*obj = &r->up.data;
 	return 1;
 }
 
-void jsf_audit_reader_free(struct jsf_audit_reader *r)
+void alog_reader_free(struct alog_reader *r)
 {
 	msgpack_unpacked_destroy(&r->up);
 	if (r->owned)
@@ -386,7 +384,7 @@ void jsf_audit_reader_free(struct jsf_audit_reader *r)
 	r->owned = 0;
 }
 
-const msgpack_object *jsf_mp_get(const msgpack_object *map, const char *key)
+const msgpack_object *alog_mp_get(const msgpack_object *map, const char *key)
 {
 	if (!map || map->type != MSGPACK_OBJECT_MAP)
 		return NULL;
@@ -400,19 +398,19 @@ const msgpack_object *jsf_mp_get(const msgpack_object *map, const char *key)
 	return NULL;
 }
 
-const msgpack_object *jsf_mp_geti(const msgpack_object *map, int64_t key)
+const msgpack_object *alog_mp_geti(const msgpack_object *map, int64_t key)
 {
 	if (!map || map->type != MSGPACK_OBJECT_MAP)
 		return NULL;
 	for (uint32_t i = 0; i < map->via.map.size; i++) {
 		int64_t v;
-		if (jsf_mp_int(&map->via.map.ptr[i].key, &v) && v == key)
+		if (alog_mp_int(&map->via.map.ptr[i].key, &v) && v == key)
 			return &map->via.map.ptr[i].val;
 	}
 	return NULL;
 }
 
-int jsf_mp_int(const msgpack_object *o, int64_t *out)
+int alog_mp_int(const msgpack_object *o, int64_t *out)
 {
 	if (!o)
 		return 0;
@@ -427,10 +425,10 @@ int jsf_mp_int(const msgpack_object *o, int64_t *out)
 	return 0;
 }
 
-int jsf_mp_num(const msgpack_object *o, double *out)
+int alog_mp_num(const msgpack_object *o, double *out)
 {
 	int64_t i;
-	if (jsf_mp_int(o, &i)) {
+	if (alog_mp_int(o, &i)) {
 		*out = o->type == MSGPACK_OBJECT_POSITIVE_INTEGER
 			   ? (double)o->via.u64
 			   : (double)i;
@@ -444,7 +442,7 @@ int jsf_mp_num(const msgpack_object *o, double *out)
 	return 0;
 }
 
-const char *jsf_mp_str(const msgpack_object *o, uint32_t *len)
+const char *alog_mp_str(const msgpack_object *o, uint32_t *len)
 {
 	if (!o)
 		return NULL;

@@ -11,29 +11,28 @@
  * The reader stops at the first record that is truncated, too long, fails
  * its checksum or does not decode as exactly one msgpack map.
  */
-#ifndef JSF_AUDITFMT_H
-#define JSF_AUDITFMT_H
+#ifndef ALOG_AUDITFMT_H
+#define ALOG_AUDITFMT_H
 
 #include <msgpack.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define JSF_AUDIT_MAGIC "JSFAUDIT"
-#define JSF_AUDIT_VERSION 1
-#define JSF_AUDIT_MAGIC_LEN 16
-#define JSF_AUDIT_FRAME 8		  /* len + crc */
-#define JSF_AUDIT_MAX_RECORD (256u << 20) /* 256 MiB */
+#define ALOG_MAGIC "JSFAUDIT"
+#define ALOG_VERSION 1
+#define ALOG_MAGIC_LEN 16
+#define ALOG_FRAME 8		     /* len + crc */
+#define ALOG_MAX_RECORD (256u << 20) /* 256 MiB */
 
-uint32_t jsf_crc32c(uint32_t crc, const void *buf, size_t len);
-uint32_t jsf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+uint32_t alog_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t alog_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 /* Fill the 16-byte file magic. */
-void jsf_audit_magic(uint8_t out[JSF_AUDIT_MAGIC_LEN]);
+void alog_magic(uint8_t out[ALOG_MAGIC_LEN]);
 /* Frame header for a payload. */
-void jsf_audit_frame(uint8_t out[JSF_AUDIT_FRAME], const void *payload,
-		     uint32_t len);
+void alog_frame(uint8_t out[ALOG_FRAME], const void *payload, uint32_t len);
 
 /* Reader over a memory buffer (the whole file). */
-struct jsf_audit_reader {
+struct alog_reader {
 	const uint8_t *buf;
 	size_t len;
 	size_t off;	/* next record's offset */
@@ -42,24 +41,23 @@ struct jsf_audit_reader {
 	int state;	/* 0 reading, 1 clean end, -1 damaged */
 	char msg[256];	/* "damaged at byte N: <why>; K records decoded" */
 	msgpack_unpacked up;
-	int owned; /* buf is malloc'd by jsf_audit_read_file */
+	int owned; /* buf is malloc'd by alog_read_file */
 };
 
-void jsf_audit_reader_init(struct jsf_audit_reader *r, const void *buf,
-			   size_t len);
+void alog_reader_init(struct alog_reader *r, const void *buf, size_t len);
 /* Read a whole file into a reader: 0, or -errno (r->msg says why). */
-int jsf_audit_read_file(struct jsf_audit_reader *r, const char *path);
+int alog_read_file(struct alog_reader *r, const char *path);
 /* The next record: 1 and *obj (valid until the next call), 0 at a clean
  * end, -1 at damage (r->msg). */
-int jsf_audit_next(struct jsf_audit_reader *r, const msgpack_object **obj);
-void jsf_audit_reader_free(struct jsf_audit_reader *r);
+int alog_next(struct alog_reader *r, const msgpack_object **obj);
+void alog_reader_free(struct alog_reader *r);
 
 /* msgpack_object helpers for readers */
-const msgpack_object *jsf_mp_get(const msgpack_object *map, const char *key);
-const msgpack_object *jsf_mp_geti(const msgpack_object *map, int64_t key);
-int jsf_mp_int(const msgpack_object *o, int64_t *out); /* 1 if integral */
-int jsf_mp_num(const msgpack_object *o, double *out);
+const msgpack_object *alog_mp_get(const msgpack_object *map, const char *key);
+const msgpack_object *alog_mp_geti(const msgpack_object *map, int64_t key);
+int alog_mp_int(const msgpack_object *o, int64_t *out); /* 1 if integral */
+int alog_mp_num(const msgpack_object *o, double *out);
 /* A str (or bin) as pointer+length; NULL if not one. */
-const char *jsf_mp_str(const msgpack_object *o, uint32_t *len);
+const char *alog_mp_str(const msgpack_object *o, uint32_t *len);
 
 #endif

@@ -13,7 +13,7 @@
 
 struct cur {
 	const uint8_t *p, *end;
-	struct jsf_fproto *fp;
+	struct alog_fproto *fp;
 };
 
 static int fail(struct cur *c, const char *fmt, ...)
@@ -135,23 +135,23 @@ static int ktabk(struct cur *c)
 	return 0;
 }
 
-static int kgc(struct cur *c, struct jsf_fkgc *k)
+static int kgc(struct cur *c, struct alog_fkgc *k)
 {
 	uint32_t t, lo, hi;
 	if (uleb(c, &t, "GC constant type"))
 		return -1;
 	memset(k, 0, sizeof(*k));
-	if (t >= JSF_FK_STR) {
-		k->kind = JSF_FK_STR;
-		k->len = t - JSF_FK_STR;
+	if (t >= ALOG_FK_STR) {
+		k->kind = ALOG_FK_STR;
+		k->len = t - ALOG_FK_STR;
 		k->s = (const char *)c->p;
 		return skip(c, k->len, "string constant");
 	}
 	k->kind = (uint8_t)t;
 	switch (t) {
-	case JSF_FK_CHILD:
+	case ALOG_FK_CHILD:
 		return 0;
-	case JSF_FK_TAB: {
+	case ALOG_FK_TAB: {
 		uint32_t na, nh;
 		if (uleb(c, &na, "table constant") ||
 		    uleb(c, &nh, "table constant"))
@@ -170,10 +170,10 @@ static int kgc(struct cur *c, struct jsf_fkgc *k)
 				return -1;
 		return 0;
 	}
-	case JSF_FK_I64:
-	case JSF_FK_U64:
-	case JSF_FK_COMPLEX:
-		for (int i = 0; i < (t == JSF_FK_COMPLEX ? 2 : 1); i++) {
+	case ALOG_FK_I64:
+	case ALOG_FK_U64:
+	case ALOG_FK_COMPLEX:
+		for (int i = 0; i < (t == ALOG_FK_COMPLEX ? 2 : 1); i++) {
 			if (uleb(c, &lo, "cdata constant") ||
 			    uleb(c, &hi, "cdata constant"))
 				return -1;
@@ -184,7 +184,7 @@ static int kgc(struct cur *c, struct jsf_fkgc *k)
 	return fail(c, "unknown GC constant type %u", t);
 }
 
-static int proto(struct cur *c, struct jsf_fproto *p)
+static int proto(struct cur *c, struct alog_fproto *p)
 {
 	uint32_t sizedbg = 0, nbc;
 	if (byte(c, &p->pflags, "proto flags") ||
@@ -254,7 +254,7 @@ static int proto(struct cur *c, struct jsf_fproto *p)
 	return 0; /* the rest: local variable info, not needed */
 }
 
-int jsf_fproto_decode(struct jsf_fproto *p, const void *buf, size_t len)
+int alog_fproto_decode(struct alog_fproto *p, const void *buf, size_t len)
 {
 	memset(p, 0, sizeof(*p));
 	struct cur c = {buf, (const uint8_t *)buf + len, p};
@@ -311,7 +311,7 @@ int jsf_fproto_decode(struct jsf_fproto *p, const void *buf, size_t len)
 	return 0;
 }
 
-void jsf_fproto_free(struct jsf_fproto *p)
+void alog_fproto_free(struct alog_fproto *p)
 {
 	free(p->kgc);
 	free(p->kn);
@@ -321,14 +321,14 @@ void jsf_fproto_free(struct jsf_fproto *p)
 	p->uvname = NULL;
 }
 
-uint32_t jsf_fproto_ins(const struct jsf_fproto *p, uint32_t pc)
+uint32_t alog_fproto_ins(const struct alog_fproto *p, uint32_t pc)
 {
 	if (pc == 0 || pc >= p->sizebc)
 		return 0;
 	return rd32(p->ins + (size_t)(pc - 1) * 4, p->dflags & 1);
 }
 
-int64_t jsf_fproto_line(const struct jsf_fproto *p, uint32_t pc)
+int64_t alog_fproto_line(const struct alog_fproto *p, uint32_t pc)
 {
 	if (!p->has_debug || pc > p->sizebc)
 		return 0;
@@ -342,7 +342,7 @@ int64_t jsf_fproto_line(const struct jsf_fproto *p, uint32_t pc)
 	return (int32_t)(first + d);
 }
 
-const char *jsf_fproto_uvname(const struct jsf_fproto *p, uint32_t i)
+const char *alog_fproto_uvname(const struct alog_fproto *p, uint32_t i)
 {
 	if (i >= p->numuv)
 		return NULL;

@@ -16,30 +16,30 @@
  * The LAST proto is the function's own (children come first); the writer
  * keeps only that one.
  */
-#ifndef JSF_AUDITFUNC_H
-#define JSF_AUDITFUNC_H
+#ifndef ALOG_AUDITFUNC_H
+#define ALOG_AUDITFUNC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* GC constant kinds, as the dump codes them */
 enum {
-	JSF_FK_CHILD,
-	JSF_FK_TAB,
-	JSF_FK_I64,
-	JSF_FK_U64,
-	JSF_FK_COMPLEX,
-	JSF_FK_STR
+	ALOG_FK_CHILD,
+	ALOG_FK_TAB,
+	ALOG_FK_I64,
+	ALOG_FK_U64,
+	ALOG_FK_COMPLEX,
+	ALOG_FK_STR
 };
 
-struct jsf_fkgc {
-	uint8_t kind;  /* JSF_FK_* */
-	const char *s; /* JSF_FK_STR: the bytes (not 0-terminated) */
-	uint32_t len;  /* JSF_FK_STR: its length */
+struct alog_fkgc {
+	uint8_t kind;  /* ALOG_FK_* */
+	const char *s; /* ALOG_FK_STR: the bytes (not 0-terminated) */
+	uint32_t len;  /* ALOG_FK_STR: its length */
 	uint64_t v[2]; /* I64/U64: v[0]; COMPLEX: re, im (double bits) */
 };
 
-struct jsf_fproto {
+struct alog_fproto {
 	/* where the parts are in the input */
 	size_t head_len;	     /* the dump header */
 	size_t proto_off, proto_len; /* the last proto, length prefix
@@ -53,7 +53,7 @@ struct jsf_fproto {
 	const uint8_t *ins;	 /* sizebc-1 instructions (pc 1..) */
 	const uint8_t *lineinfo; /* sizebc-1 entries of 1 << lw bytes */
 	unsigned lw;
-	struct jsf_fkgc
+	struct alog_fkgc
 	    *kgc;   /* nkgc, in funck order: kgc[i] is funck(-nkgc+i) */
 	double *kn; /* nkn numbers, funck(0..nkn-1) */
 	const char **uvname; /* numuv names, 0-terminated (debug info) */
@@ -61,19 +61,19 @@ struct jsf_fproto {
 };
 
 /* Decode a dump: 0, or -1 with p->err. Pointers point into buf. */
-int jsf_fproto_decode(struct jsf_fproto *p, const void *buf, size_t len);
-void jsf_fproto_free(struct jsf_fproto *p);
+int alog_fproto_decode(struct alog_fproto *p, const void *buf, size_t len);
+void alog_fproto_free(struct alog_fproto *p);
 
 /* The instruction at pc (1..sizebc-1) as the dump has it (host order
  * undone: the value funcbc answers, as uint32). */
-uint32_t jsf_fproto_ins(const struct jsf_fproto *p, uint32_t pc);
+uint32_t alog_fproto_ins(const struct alog_fproto *p, uint32_t pc);
 
 /* funcinfo(f, pc).currentline's value, lj_debug_line's rules: pc 0 is the
  * first line, pc sizebc the last, no line info or pc > sizebc: 0. */
-int64_t jsf_fproto_line(const struct jsf_fproto *p, uint32_t pc);
+int64_t alog_fproto_line(const struct alog_fproto *p, uint32_t pc);
 
 /* funcuvname(f, i): the name, "" when the dump has no debug info, NULL
  * when i is out of range. */
-const char *jsf_fproto_uvname(const struct jsf_fproto *p, uint32_t i);
+const char *alog_fproto_uvname(const struct alog_fproto *p, uint32_t i);
 
 #endif

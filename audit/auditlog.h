@@ -6,8 +6,8 @@
  * format. Used by the Lua module (vm/) and the CLI (cli/); this header is
  * the library's face: nothing outside audit/ includes the others.
  */
-#ifndef JSF_AUDITLOG_H
-#define JSF_AUDITLOG_H
+#ifndef ALOG_AUDITLOG_H
+#define ALOG_AUDITLOG_H
 
 #include "auditfmt.h"
 #include "auditfunc.h"

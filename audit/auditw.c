@@ -2,6 +2,7 @@
 /* The auditlog file writer: see auditw.h and docs/AUDITLOG.md. */
 #include "auditw.h"
 #include "auditfmt.h"
+#include "jitsframe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,7 @@
  * write(2). */
 #define MAP_WINDOW (1u << 20)
 
-struct jsf_auditw {
+struct alogw {
 	int fd;
 	int reg;       /* a regular file: positional writes, mapping */
 	int nomap;     /* no mapping (not possible or given up): pwritev */
@@ -51,14 +52,7 @@ struct jsf_auditw {
 	char err[256];
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-size_t jsf_audit_note_payload(char *buf, size_t cap, const char *text)
+size_t alog_note_payload(char *buf, size_t cap, const char *text)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -69,7 +63,7 @@ size_t jsf_audit_note_payload(char *buf, size_t cap, const char *text)
 	msgpack_pack_str_with_body(&pk, "ev", 2);
 	msgpack_pack_str_with_body(&pk, "note", 4);
 	msgpack_pack_str_with_body(&pk, "ns", 2);
-	msgpack_pack_uint64(&pk, now_ns());
+	msgpack_pack_uint64(&pk, jsf_now_ns());
 	msgpack_pack_str_with_body(&pk, "text", 4);
 	msgpack_pack_str_with_body(&pk, text, tl);
 	size_t n = sb.size <= cap ? sb.size : 0;
@@ -151,7 +145,7 @@ static int store8(uint8_t *dst, uint64_t v)
 	return 0;
 }
 
-static void unmap(struct jsf_auditw *w)
+static void unmap(struct alogw *w)
 {
 	if (w->map)
 		munmap(w->map, w->mlen);
@@ -161,7 +155,7 @@ static void unmap(struct jsf_auditw *w)
 
 /* Map a window holding [off, off + want), allocating the file to its end.
  * 0; 1 when mapping is not possible here (use write(2)); -errno. */
-static int remap(struct jsf_auditw *w, size_t want)
+static int remap(struct alogw *w, size_t want)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uint64_t base = w->off & ~(uint64_t)(pg - 1);
@@ -203,7 +197,7 @@ static int remap(struct jsf_auditw *w, size_t want)
  * would be a stall. A kernel without MADV_POPULATE_WRITE (before 5.14)
  * says EINVAL: the pages then fault in as they are written. */
 #define POP_STEP (64u << 10)
-static void populate(struct jsf_auditw *w, size_t want)
+static void populate(struct alogw *w, size_t want)
 {
 #ifdef MADV_POPULATE_WRITE
 	uint64_t need = w->off + want, end = w->mbase + w->mlen;
@@ -228,10 +222,9 @@ static void populate(struct jsf_auditw *w, size_t want)
  * a reader, or a SIGKILL, never leaves a record whose bytes are not all
  * there, only the zeros of unwritten space where its frame would be
  * (docs/AUDITLOG.md). 0; 1: not mapped (use write(2)); -errno. */
-static int map_put(struct jsf_auditw *w, const struct iovec *iov, int n,
-		   size_t want)
+static int map_put(struct alogw *w, const struct iovec *iov, int n, size_t want)
 {
-	if (want < JSF_AUDIT_FRAME)
+	if (want < ALOG_FRAME)
 		return -EINVAL;
 	if (!w->map || w->off < w->mbase ||
 	    w->off + want > w->mbase + w->mlen) {
@@ -241,7 +234,7 @@ static int map_put(struct jsf_auditw *w, const struct iovec *iov, int n,
 	}
 	populate(w, want);
 	uint8_t *dst = w->map + (w->off - w->mbase);
-	uint8_t head[JSF_AUDIT_FRAME];
+	uint8_t head[ALOG_FRAME];
 	size_t at = 0;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *src = iov[i].iov_base;
@@ -268,11 +261,11 @@ static int map_put(struct jsf_auditw *w, const struct iovec *iov, int n,
 /* The pending records, then one record (len 0: none), in one go (one
  * copy into the mapping, or one writev; a short write continues); 0 or
  * -errno. */
-static int put(struct jsf_auditw *w, const void *payload, size_t len)
+static int put(struct alogw *w, const void *payload, size_t len)
 {
-	uint8_t fr[JSF_AUDIT_FRAME];
+	uint8_t fr[ALOG_FRAME];
 	if (len)
-		jsf_audit_frame(fr, payload, (uint32_t)len);
+		alog_frame(fr, payload, (uint32_t)len);
 	struct iovec iov[3] = {{w->pend, w->plen},
 			       {fr, len ? sizeof(fr) : 0},
 			       {(void *)payload, len}};
@@ -316,7 +309,7 @@ static int put(struct jsf_auditw *w, const void *payload, size_t len)
 	return 0;
 }
 
-static int put_raw(struct jsf_auditw *w, const void *p, size_t len)
+static int put_raw(struct alogw *w, const void *p, size_t len)
 {
 	while (len) {
 		ssize_t n = w->reg ? pwrite(w->fd, p, len, (off_t)w->off)
@@ -337,14 +330,14 @@ static int put_raw(struct jsf_auditw *w, const void *p, size_t len)
 
 /* Back to write(2) with the file cut to its last whole record (the
  * unwritten tail of the window goes). */
-static void unmap_cut(struct jsf_auditw *w)
+static void unmap_cut(struct alogw *w)
 {
 	unmap(w);
 	if (w->reg && w->fsize > w->off && ftruncate(w->fd, (off_t)w->off) == 0)
 		w->fsize = w->off;
 }
 
-static int create_file(struct jsf_auditw *w, int replace)
+static int create_file(struct alogw *w, int replace)
 {
 	/* read-write: a shared writable mapping needs it */
 	int fl = O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
@@ -359,10 +352,9 @@ static int create_file(struct jsf_auditw *w, int replace)
 	w->off = w->fsize = 0;
 	w->map = NULL;
 	w->mlen = 0;
-	uint8_t m[JSF_AUDIT_MAGIC_LEN];
-	jsf_audit_magic(m);
-	if (w->limit <
-	    JSF_AUDIT_MAGIC_LEN + JSF_AUDIT_FRAME + w->hlen + NOTE_ROOM)
+	uint8_t m[ALOG_MAGIC_LEN];
+	alog_magic(m);
+	if (w->limit < ALOG_MAGIC_LEN + ALOG_FRAME + w->hlen + NOTE_ROOM)
 		return -EFBIG;
 	int err = put_raw(w, m, sizeof(m));
 	if (!err)
@@ -372,7 +364,7 @@ static int create_file(struct jsf_auditw *w, int replace)
 
 /* Stop for good: cut back to the last whole record, add the note if it
  * fits, close. */
-static void stop(struct jsf_auditw *w, int err, const char *what)
+static void stop(struct alogw *w, int err, const char *what)
 {
 	if (w->fd < 0)
 		return;
@@ -393,8 +385,8 @@ static void stop(struct jsf_auditw *w, int err, const char *what)
 		snprintf(note, sizeof(note),
 			 "log stopped: %s; the program went on without it",
 			 w->err);
-		size_t n = jsf_audit_note_payload(buf, sizeof(buf), note);
-		if (n && w->off + JSF_AUDIT_FRAME + n <= w->limit &&
+		size_t n = alog_note_payload(buf, sizeof(buf), note);
+		if (n && w->off + ALOG_FRAME + n <= w->limit &&
 		    put(w, buf, n) != 0 && ftruncate(w->fd, (off_t)w->off)) {
 			/* nothing more we can do */
 		}
@@ -403,20 +395,20 @@ static void stop(struct jsf_auditw *w, int err, const char *what)
 	w->fd = -1;
 }
 
-int jsf_auditw_open(struct jsf_auditw **out, const struct jsf_auditw_opts *o,
-		    const void *header, size_t len)
+int alogw_open(struct alogw **out, const struct alogw_opts *o,
+	       const void *header, size_t len)
 {
 	*out = NULL;
-	if (!o->path || !*o->path || len == 0 || len > JSF_AUDIT_MAX_RECORD)
+	if (!o->path || !*o->path || len == 0 || len > ALOG_MAX_RECORD)
 		return -EINVAL;
-	struct jsf_auditw *w = calloc(1, sizeof(*w));
+	struct alogw *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->fd = -1;
 	w->path = strdup(o->path);
 	w->header = malloc(len);
 	if (!w->path || !w->header) {
-		jsf_auditw_forget(w);
+		alogw_forget(w);
 		return -ENOMEM;
 	}
 	memcpy(w->header, header, len);
@@ -435,14 +427,14 @@ int jsf_auditw_open(struct jsf_auditw **out, const struct jsf_auditw_opts *o,
 	if (err) {
 		/* never unlink: with replace it may be a file (or a device:
 		 * /dev/full) that was there before us */
-		jsf_auditw_forget(w);
+		alogw_forget(w);
 		return err;
 	}
 	*out = w;
 	return 0;
 }
 
-static void rotate(struct jsf_auditw *w)
+static void rotate(struct alogw *w)
 {
 	struct stat st;
 	if (fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -489,12 +481,12 @@ static void rotate(struct jsf_auditw *w)
 	char note[128], buf[256];
 	snprintf(note, sizeof(note), "rotated: file %u of this log",
 		 w->gen + 1);
-	size_t k = jsf_audit_note_payload(buf, sizeof(buf), note);
+	size_t k = alog_note_payload(buf, sizeof(buf), note);
 	if (k && (err = put(w, buf, k)) != 0)
 		stop(w, err, "writing");
 }
 
-void jsf_auditw_begin(struct jsf_auditw *w)
+void alogw_begin(struct alogw *w)
 {
 	/* not in the middle of a trace attempt (records held): every file
 	 * has whole attempts, start to stop */
@@ -503,13 +495,13 @@ void jsf_auditw_begin(struct jsf_auditw *w)
 		rotate(w);
 }
 
-int jsf_auditw_defer(struct jsf_auditw *w, const void *payload, size_t len)
+int alogw_defer(struct alogw *w, const void *payload, size_t len)
 {
 	if (!w || w->fd < 0)
 		return -EBADF;
-	if (len == 0 || len > JSF_AUDIT_MAX_RECORD)
+	if (len == 0 || len > ALOG_MAX_RECORD)
 		return -EINVAL;
-	size_t need = w->plen + JSF_AUDIT_FRAME + len;
+	size_t need = w->plen + ALOG_FRAME + len;
 	if (need > w->pcap) {
 		size_t cap = w->pcap ? w->pcap : 16384;
 		while (cap < need)
@@ -522,17 +514,17 @@ int jsf_auditw_defer(struct jsf_auditw *w, const void *payload, size_t len)
 		w->pend = p;
 		w->pcap = cap;
 	}
-	jsf_audit_frame(w->pend + w->plen, payload, (uint32_t)len);
-	memcpy(w->pend + w->plen + JSF_AUDIT_FRAME, payload, len);
+	alog_frame(w->pend + w->plen, payload, (uint32_t)len);
+	memcpy(w->pend + w->plen + ALOG_FRAME, payload, len);
 	w->plen = need;
 	w->pnrec++;
 	/* a long recording (full level): do not hold more than 1 MiB */
 	if (w->plen > (1u << 20))
-		return jsf_auditw_flush(w);
+		return alogw_flush(w);
 	return 0;
 }
 
-int jsf_auditw_flush(struct jsf_auditw *w)
+int alogw_flush(struct alogw *w)
 {
 	if (!w || w->fd < 0)
 		return -EBADF;
@@ -548,13 +540,13 @@ int jsf_auditw_flush(struct jsf_auditw *w)
 	return err;
 }
 
-int jsf_auditw_write(struct jsf_auditw *w, const void *payload, size_t len)
+int alogw_write(struct alogw *w, const void *payload, size_t len)
 {
 	if (!w || w->fd < 0)
 		return -EBADF;
-	if (len == 0 || len > JSF_AUDIT_MAX_RECORD)
+	if (len == 0 || len > ALOG_MAX_RECORD)
 		return -EINVAL;
-	if (w->off + w->plen + JSF_AUDIT_FRAME + len + NOTE_ROOM > w->limit) {
+	if (w->off + w->plen + ALOG_FRAME + len + NOTE_ROOM > w->limit) {
 		stop(w, -EFBIG, "writing");
 		return -EFBIG;
 	}
@@ -564,36 +556,36 @@ int jsf_auditw_write(struct jsf_auditw *w, const void *payload, size_t len)
 	return err;
 }
 
-unsigned jsf_auditw_gen(const struct jsf_auditw *w)
+unsigned alogw_gen(const struct alogw *w)
 {
 	return w ? w->gen : 0;
 }
 
-const char *jsf_auditw_error(const struct jsf_auditw *w)
+const char *alogw_error(const struct alogw *w)
 {
 	return w && w->err[0] ? w->err : NULL;
 }
 
-uint64_t jsf_auditw_bytes(const struct jsf_auditw *w)
+uint64_t alogw_bytes(const struct alogw *w)
 {
 	return w ? w->total : 0;
 }
 
-uint64_t jsf_auditw_records(const struct jsf_auditw *w)
+uint64_t alogw_records(const struct alogw *w)
 {
 	return w ? w->nrec : 0;
 }
 
-void jsf_auditw_close(struct jsf_auditw *w, const char *final_note)
+void alogw_close(struct alogw *w, const char *final_note)
 {
 	if (!w)
 		return;
 	if (w->fd >= 0)
-		(void)jsf_auditw_flush(w);
+		(void)alogw_flush(w);
 	if (w->fd >= 0 && final_note) {
 		char buf[640];
-		size_t n = jsf_audit_note_payload(buf, sizeof(buf), final_note);
-		if (n && w->off + JSF_AUDIT_FRAME + n <= w->limit &&
+		size_t n = alog_note_payload(buf, sizeof(buf), final_note);
+		if (n && w->off + ALOG_FRAME + n <= w->limit &&
 		    put(w, buf, n) == -EIO)
 			unmap(w); /* cut short under us: leave it */
 	}
@@ -602,10 +594,10 @@ void jsf_auditw_close(struct jsf_auditw *w, const char *final_note)
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
-	jsf_auditw_forget(w);
+	alogw_forget(w);
 }
 
-void jsf_auditw_forget(struct jsf_auditw *w)
+void alogw_forget(struct alogw *w)
 {
 	if (!w)
 		return;

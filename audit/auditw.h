@@ -8,13 +8,13 @@
  * error (the file is cut back to its last whole record and ends, when
  * there is room, with a note record). See docs/AUDITLOG.md.
  */
-#ifndef JSF_AUDITW_H
-#define JSF_AUDITW_H
+#ifndef ALOG_AUDITW_H
+#define ALOG_AUDITW_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct jsf_auditw_opts {
+struct alogw_opts {
 	const char *path;
 	uint64_t max_bytes; /* rotate when a file reaches this (0: never) */
 	unsigned keep;	    /* rotated files kept: PATH.1 .. PATH.keep */
@@ -22,36 +22,36 @@ struct jsf_auditw_opts {
 	int nomap;	    /* write(2) every record, never a shared mapping */
 };
 
-struct jsf_auditw;
+struct alogw;
 
 /* Create PATH and write the magic and the header record (a msgpack
  * payload, kept to start every rotated file). 0 or -errno. */
-int jsf_auditw_open(struct jsf_auditw **w, const struct jsf_auditw_opts *o,
-		    const void *header, size_t len);
+int alogw_open(struct alogw **w, const struct alogw_opts *o, const void *header,
+	       size_t len);
 /* Rotate first if the file has reached max_bytes and no deferred record
- * is waiting (the caller sees it in jsf_auditw_gen()). Call before
+ * is waiting (the caller sees it in alogw_gen()). Call before
  * building a record. */
-void jsf_auditw_begin(struct jsf_auditw *w);
+void alogw_begin(struct alogw *w);
 /* Append one record. 0 on success; -errno when it failed: the log has
- * stopped (jsf_auditw_error() says why; later calls fail at once). */
-int jsf_auditw_write(struct jsf_auditw *w, const void *payload, size_t len);
-/* Keep a record to go out with the next jsf_auditw_write (or flush), in
+ * stopped (alogw_error() says why; later calls fail at once). */
+int alogw_write(struct alogw *w, const void *payload, size_t len);
+/* Keep a record to go out with the next alogw_write (or flush), in
  * the same write(2): for records that only matter with the one that
  * follows (a trace's start before its stop or abort). A SIGKILL before
  * that write loses them. 0 or -errno (stopped). */
-int jsf_auditw_defer(struct jsf_auditw *w, const void *payload, size_t len);
-int jsf_auditw_flush(struct jsf_auditw *w);
+int alogw_defer(struct alogw *w, const void *payload, size_t len);
+int alogw_flush(struct alogw *w);
 /* Bumped by every rotation (each file starts with the header again). */
-unsigned jsf_auditw_gen(const struct jsf_auditw *w);
-const char *jsf_auditw_error(const struct jsf_auditw *w); /* NULL: fine */
-uint64_t jsf_auditw_bytes(const struct jsf_auditw *w);	  /* all files */
-uint64_t jsf_auditw_records(const struct jsf_auditw *w);
+unsigned alogw_gen(const struct alogw *w);
+const char *alogw_error(const struct alogw *w); /* NULL: fine */
+uint64_t alogw_bytes(const struct alogw *w);	/* all files */
+uint64_t alogw_records(const struct alogw *w);
 /* Write a note record (ev=note, ns, text) if still writing; close. */
-void jsf_auditw_close(struct jsf_auditw *w, const char *final_note);
+void alogw_close(struct alogw *w, const char *final_note);
 /* Detach in a fork child: free without writing or truncating. */
-void jsf_auditw_forget(struct jsf_auditw *w);
+void alogw_forget(struct alogw *w);
 /* A note record's msgpack payload into buf (returns its length, 0 if it
  * does not fit). */
-size_t jsf_audit_note_payload(char *buf, size_t cap, const char *text);
+size_t alog_note_payload(char *buf, size_t cap, const char *text);
 
 #endif

@@ -67,8 +67,8 @@ static uint64_t run_write(int n, const uint32_t *sz)
 	int fd = openf();
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < n; i++) {
-		uint8_t fr[JSF_AUDIT_FRAME];
-		jsf_audit_frame(fr, payload, sz[i]);
+		uint8_t fr[ALOG_FRAME];
+		alog_frame(fr, payload, sz[i]);
 		struct iovec iov[2] = {{fr, 8}, {payload, sz[i]}};
 		if (writev(fd, iov, 2) != (ssize_t)(8 + sz[i]))
 			exit(2);
@@ -102,7 +102,7 @@ static uint64_t run_mmap(int n, const uint32_t *sz)
 			m = nm;
 			cap = ncap;
 		}
-		jsf_audit_frame(m + off, payload, sz[i]);
+		alog_frame(m + off, payload, sz[i]);
 		memcpy(m + off + 8, payload, sz[i]);
 		off += need;
 	}
@@ -146,7 +146,7 @@ static uint64_t run_uring(int n, const uint32_t *sz, int wait_each)
 					break;
 			}
 		}
-		jsf_audit_frame(fr[slot], payload, sz[i]);
+		alog_frame(fr[slot], payload, sz[i]);
 		memcpy(buf[slot], payload, sz[i]);
 		iov[slot][0] = (struct iovec){fr[slot], 8};
 		iov[slot][1] = (struct iovec){buf[slot], sz[i]};
@@ -178,15 +178,15 @@ static uint64_t run_uring(int n, const uint32_t *sz, int wait_each)
 static uint64_t run_writer(int n, const uint32_t *sz)
 {
 	unlink(path);
-	struct jsf_auditw_opts o = {path, 0, 0, 0, 0};
-	struct jsf_auditw *w;
+	struct alogw_opts o = {path, 0, 0, 0, 0};
+	struct alogw *w;
 	uint64_t t0 = now_ns();
-	if (jsf_auditw_open(&w, &o, payload, 64))
+	if (alogw_open(&w, &o, payload, 64))
 		exit(4);
 	for (int i = 0; i < n; i++)
-		if (jsf_auditw_write(w, payload, sz[i]))
+		if (alogw_write(w, payload, sz[i]))
 			exit(4);
-	jsf_auditw_close(w, NULL);
+	alogw_close(w, NULL);
 	return now_ns() - t0;
 }
 

@@ -52,14 +52,14 @@ static const char usage[] =
 static int64_t geti(const msgpack_object *m, const char *k, int64_t dflt)
 {
 	int64_t v;
-	return jsf_mp_int(jsf_mp_get(m, k), &v) ? v : dflt;
+	return alog_mp_int(alog_mp_get(m, k), &v) ? v : dflt;
 }
 
 /* a str field as a NUL-terminated copy in buf */
 static const char *gets_(const msgpack_object *o, char *buf, size_t cap)
 {
 	uint32_t n;
-	const char *s = jsf_mp_str(o, &n);
+	const char *s = alog_mp_str(o, &n);
 	if (!s)
 		return NULL;
 	if (n >= cap)
@@ -72,7 +72,7 @@ static const char *gets_(const msgpack_object *o, char *buf, size_t cap)
 static int ev_is(const msgpack_object *r, const char *ev)
 {
 	uint32_t n;
-	const char *s = jsf_mp_str(jsf_mp_get(r, "ev"), &n);
+	const char *s = alog_mp_str(alog_mp_get(r, "ev"), &n);
 	return s && n == strlen(ev) && !memcmp(s, ev, n);
 }
 
@@ -142,7 +142,7 @@ static void json_obj(FILE *f, const msgpack_object *o, int depth)
 			} else {
 				fputc('"', f);
 				int64_t v;
-				if (jsf_mp_int(k, &v))
+				if (alog_mp_int(k, &v))
 					fprintf(f, "%" PRId64, v);
 				fputc('"', f);
 			}
@@ -207,22 +207,22 @@ static int add_fn(struct log *lg, const msgpack_object *r, char *err,
 	struct fn *f = &lg->fns[lg->nfn];
 	memset(f, 0, sizeof(*f));
 	f->id = (uint64_t)geti(r, "id", 0);
-	const msgpack_object *info = jsf_mp_get(r, "info");
+	const msgpack_object *info = alog_mp_get(r, "info");
 	f->ffid = geti(info, "ffid", -1);
 	f->addr = (uint64_t)geti(info, "addr", 0);
-	if (!gets_(jsf_mp_get(r, "locprefix"), f->prefix, sizeof(f->prefix)))
+	if (!gets_(alog_mp_get(r, "locprefix"), f->prefix, sizeof(f->prefix)))
 		f->prefix[0] = 0;
 	uint32_t dl;
-	const char *d = jsf_mp_str(jsf_mp_get(r, "dump"), &dl);
-	const msgpack_object *lines = jsf_mp_get(r, "lines");
+	const char *d = alog_mp_str(alog_mp_get(r, "dump"), &dl);
+	const msgpack_object *lines = alog_mp_get(r, "lines");
 	if (d) { /* format 2: the lines are in the bytecode dump */
-		struct jsf_fproto fp;
-		if (jsf_fproto_decode(&fp, d, dl)) {
+		struct alog_fproto fp;
+		if (alog_fproto_decode(&fp, d, dl)) {
 			snprintf(err, errlen,
 				 "func record %" PRIu64
 				 ": bad bytecode dump: %s",
 				 f->id, fp.err);
-			jsf_fproto_free(&fp);
+			alog_fproto_free(&fp);
 			return -1;
 		}
 		f->lines = calloc(fp.sizebc, sizeof(*f->lines));
@@ -230,9 +230,9 @@ static int add_fn(struct log *lg, const msgpack_object *r, char *err,
 			f->nlines = fp.sizebc;
 			for (uint32_t pc = 0; pc < fp.sizebc; pc++)
 				f->lines[pc] =
-				    (int32_t)jsf_fproto_line(&fp, pc);
+				    (int32_t)alog_fproto_line(&fp, pc);
 		}
-		jsf_fproto_free(&fp);
+		alog_fproto_free(&fp);
 	} else if (lines && lines->type == MSGPACK_OBJECT_MAP &&
 		   lines->via.map.size) { /* format 1 */
 		uint32_t n = lines->via.map.size;
@@ -241,10 +241,10 @@ static int add_fn(struct log *lg, const msgpack_object *r, char *err,
 			f->nlines = n;
 			for (uint32_t i = 0; i < n; i++) {
 				int64_t pc, ln;
-				if (jsf_mp_int(&lines->via.map.ptr[i].key,
-					       &pc) &&
-				    jsf_mp_int(&lines->via.map.ptr[i].val,
-					       &ln) &&
+				if (alog_mp_int(&lines->via.map.ptr[i].key,
+						&pc) &&
+				    alog_mp_int(&lines->via.map.ptr[i].val,
+						&ln) &&
 				    pc >= 0 && pc < n)
 					f->lines[pc] = (int32_t)ln;
 			}
@@ -273,22 +273,22 @@ static void fmtfunc(struct log *lg, uint64_t id, int64_t pc, char *out,
 
 static void read_header(struct log *lg, const msgpack_object *r)
 {
-	const msgpack_object *vmdef = jsf_mp_get(r, "vmdef");
+	const msgpack_object *vmdef = alog_mp_get(r, "vmdef");
 	uint32_t n;
-	const char *s = jsf_mp_str(jsf_mp_get(vmdef, "irnames"), &n);
+	const char *s = alog_mp_str(alog_mp_get(vmdef, "irnames"), &n);
 	free(lg->irnames);
 	lg->irnames = s ? strndup(s, n) : NULL;
-	const msgpack_object *te = jsf_mp_get(vmdef, "traceerr");
+	const msgpack_object *te = alog_mp_get(vmdef, "traceerr");
 	for (int i = 0; i < 128; i++)
-		if (!gets_(jsf_mp_geti(te, i), lg->traceerr[i],
+		if (!gets_(alog_mp_geti(te, i), lg->traceerr[i],
 			   sizeof(lg->traceerr[i])))
 			lg->traceerr[i][0] = 0;
-	const msgpack_object *ff = jsf_mp_get(vmdef, "ffnames");
+	const msgpack_object *ff = alog_mp_get(vmdef, "ffnames");
 	for (int i = 0; i < 256; i++)
-		if (!gets_(jsf_mp_geti(ff, i), lg->ffnames[i],
+		if (!gets_(alog_mp_geti(ff, i), lg->ffnames[i],
 			   sizeof(lg->ffnames[i])))
 			lg->ffnames[i][0] = 0;
-	if (!gets_(jsf_mp_get(jsf_mp_get(r, "vm"), "arch"), lg->arch,
+	if (!gets_(alog_mp_get(alog_mp_get(r, "vm"), "arch"), lg->arch,
 		   sizeof(lg->arch)))
 		lg->arch[0] = 0;
 }
@@ -305,15 +305,15 @@ static void fmtval(struct log *lg, const msgpack_object *o, char *out,
 		snprintf(out, cap, "nil");
 	else if (o->type == MSGPACK_OBJECT_BOOLEAN)
 		snprintf(out, cap, "%s", o->via.boolean ? "true" : "false");
-	else if (jsf_mp_int(o, &i))
+	else if (alog_mp_int(o, &i))
 		snprintf(out, cap, "%" PRId64, i);
-	else if (jsf_mp_num(o, &d))
+	else if (alog_mp_num(o, &d))
 		snprintf(out, cap, "%.14g", d);
-	else if ((s = jsf_mp_str(o, &n)))
+	else if ((s = alog_mp_str(o, &n)))
 		snprintf(out, cap, "\"%.*s\"", (int)(n > 40 ? 40 : n), s);
-	else if (jsf_mp_int(jsf_mp_get(o, "fn"), &i))
+	else if (alog_mp_int(alog_mp_get(o, "fn"), &i))
 		fmtfunc(lg, (uint64_t)i, 0, out, cap);
-	else if ((s = jsf_mp_str(jsf_mp_get(o, "str"), &n)))
+	else if ((s = alog_mp_str(alog_mp_get(o, "str"), &n)))
 		snprintf(out, cap, "%.*s", (int)n, s);
 	else
 		snprintf(out, cap, "?");
@@ -324,13 +324,13 @@ static void fmterr(struct log *lg, const msgpack_object *err,
 		   const msgpack_object *info, char *out, size_t cap)
 {
 	int64_t e;
-	if (!jsf_mp_int(err, &e) || e < 0 || e >= 128 || !lg->traceerr[e][0]) {
+	if (!alog_mp_int(err, &e) || e < 0 || e >= 128 || !lg->traceerr[e][0]) {
 		fmtval(lg, err, out, cap);
 		return;
 	}
 	char arg[256];
 	int64_t fid;
-	if (info && jsf_mp_int(jsf_mp_get(info, "fn"), &fid))
+	if (info && alog_mp_int(alog_mp_get(info, "fn"), &fid))
 		fmtfunc(lg, (uint64_t)fid, 0, arg, sizeof(arg));
 	else if (info && info->type == MSGPACK_OBJECT_STR)
 		snprintf(arg, sizeof(arg), "%.*s", (int)info->via.str.size,
@@ -361,10 +361,10 @@ static void list_event(struct log *lg, const msgpack_object *r, int json,
 	if (ev_is(r, "start")) {
 		fmtfunc(lg, (uint64_t)geti(r, "func", 0), geti(r, "pc", 0),
 			lg->startloc, sizeof(lg->startloc));
-		const msgpack_object *otr = jsf_mp_get(r, "otr");
+		const msgpack_object *otr = alog_mp_get(r, "otr");
 		int64_t o, x;
-		if (jsf_mp_int(otr, &o) &&
-		    jsf_mp_int(jsf_mp_get(r, "oex"), &x)) {
+		if (alog_mp_int(otr, &o) &&
+		    alog_mp_int(alog_mp_get(r, "oex"), &x)) {
 			if (x == -1)
 				snprintf(lg->startex, sizeof(lg->startex),
 					 "(%" PRId64 "/stitch) ", o);
@@ -376,10 +376,10 @@ static void list_event(struct log *lg, const msgpack_object *r, int json,
 		}
 	} else if (ev_is(r, "stop")) {
 		int64_t tr = geti(r, "tr", 0);
-		const msgpack_object *info = jsf_mp_get(r, "info");
+		const msgpack_object *info = alog_mp_get(r, "info");
 		int64_t link = geti(info, "link", 0);
 		char lt[32];
-		if (!gets_(jsf_mp_get(info, "linktype"), lt, sizeof(lt)))
+		if (!gets_(alog_mp_get(info, "linktype"), lt, sizeof(lt)))
 			snprintf(lt, sizeof(lt), "?");
 		if (json) {
 			printf("%s{\"ev\":\"stop\",\"tr\":%" PRId64 ",\"loc\":",
@@ -417,8 +417,8 @@ static void list_event(struct log *lg, const msgpack_object *r, int json,
 		char why[512];
 		fmtfunc(lg, (uint64_t)geti(r, "func", 0), geti(r, "pc", 0), loc,
 			sizeof(loc));
-		fmterr(lg, jsf_mp_get(r, "err"), jsf_mp_get(r, "errinfo"), why,
-		       sizeof(why));
+		fmterr(lg, alog_mp_get(r, "err"), alog_mp_get(r, "errinfo"),
+		       why, sizeof(why));
 		if (json) {
 			printf("%s{\"ev\":\"abort\",\"tr\":%" PRId64
 			       ",\"loc\":",
@@ -441,7 +441,7 @@ static void list_event(struct log *lg, const msgpack_object *r, int json,
 		printf("[TRACE flush]\n");
 	} else if (ev_is(r, "note")) {
 		char t[512];
-		if (gets_(jsf_mp_get(r, "text"), t, sizeof(t)) && !json)
+		if (gets_(alog_mp_get(r, "text"), t, sizeof(t)) && !json)
 			printf("[note: %s]\n", t);
 	}
 }
@@ -469,7 +469,7 @@ static void regname(const char *arch, int64_t rid, char *out, size_t cap)
 static void fmtk(struct log *lg, const msgpack_object *k, int64_t ref,
 		 char *out, size_t cap)
 {
-	const msgpack_object *e = jsf_mp_geti(k, ref);
+	const msgpack_object *e = alog_mp_geti(k, ref);
 	if (!e || e->type != MSGPACK_OBJECT_ARRAY || !e->via.array.size) {
 		snprintf(out, cap, "K%" PRId64, ref);
 		return;
@@ -539,43 +539,44 @@ static int dump_trace(struct log *lg, const msgpack_object *r, int json,
 		return EX_OK;
 	}
 	int64_t tr = geti(r, "tr", 0);
-	const msgpack_object *info = jsf_mp_get(r, "info");
-	const msgpack_object *ir = jsf_mp_get(r, "ir"), *k = jsf_mp_get(r, "k");
+	const msgpack_object *info = alog_mp_get(r, "info");
+	const msgpack_object *ir = alog_mp_get(r, "ir"),
+			     *k = alog_mp_get(r, "k");
 	int64_t nins = geti(info, "nins", 0), nk = geti(info, "nk", 0);
 	char lt[32];
-	if (!gets_(jsf_mp_get(info, "linktype"), lt, sizeof(lt)))
+	if (!gets_(alog_mp_get(info, "linktype"), lt, sizeof(lt)))
 		lt[0] = 0;
 	printf("---- TRACE %" PRId64 " (%s%s) link %" PRId64 " %s, %" PRId64
 	       " IR, %" PRId64 " constants, %" PRId64 " exits",
 	       tr, lg->startex, lg->startloc, geti(info, "link", 0), lt, nins,
 	       nk, geti(info, "nexit", 0));
-	if (jsf_mp_get(r, "spadj"))
+	if (alog_mp_get(r, "spadj"))
 		printf(", stack adjustment %" PRId64, geti(r, "spadj", 0));
 	printf("\n---- TRACE %" PRId64 " constants\n", tr);
 	for (int64_t i = -nk; i < 0; i++) {
 		char v[256];
-		const msgpack_object *e = jsf_mp_geti(k, i);
+		const msgpack_object *e = alog_mp_geti(k, i);
 		if (!e)
 			continue;
 		fmtk(lg, k, i, v, sizeof(v));
 		int64_t t = 0;
 		if (e->type == MSGPACK_OBJECT_ARRAY && e->via.array.size > 1)
-			jsf_mp_int(&e->via.array.ptr[1], &t);
+			alog_mp_int(&e->via.array.ptr[1], &t);
 		printf("K%03" PRId64 " %s %s\n", -i,
 		       t >= 0 && t < 24 ? irt[t] : "???", v);
 	}
 	printf("---- TRACE %" PRId64 " IR\n", tr);
 	size_t irlen = lg->irnames ? strlen(lg->irnames) : 0;
 	for (int64_t i = 1; i <= nins; i++) {
-		const msgpack_object *e = jsf_mp_geti(ir, i);
+		const msgpack_object *e = alog_mp_geti(ir, i);
 		if (!e || e->type != MSGPACK_OBJECT_ARRAY ||
 		    e->via.array.size < 5)
 			continue;
 		int64_t m, ot, op1, op2, ridsp;
 		const msgpack_object *a = e->via.array.ptr;
-		if (!jsf_mp_int(&a[0], &m) || !jsf_mp_int(&a[1], &ot) ||
-		    !jsf_mp_int(&a[2], &op1) || !jsf_mp_int(&a[3], &op2) ||
-		    !jsf_mp_int(&a[4], &ridsp))
+		if (!alog_mp_int(&a[0], &m) || !alog_mp_int(&a[1], &ot) ||
+		    !alog_mp_int(&a[2], &op1) || !alog_mp_int(&a[3], &op2) ||
+		    !alog_mp_int(&a[4], &ridsp))
 			continue;
 		char op[8] = "??????", reg[16] = "";
 		uint64_t oi = 6 * ((uint64_t)ot >> 8);
@@ -609,12 +610,12 @@ static int dump_trace(struct log *lg, const msgpack_object *r, int json,
 		}
 		putchar('\n');
 	}
-	const msgpack_object *snap = jsf_mp_get(r, "snap");
+	const msgpack_object *snap = alog_mp_get(r, "snap");
 	if (snap && snap->type == MSGPACK_OBJECT_MAP) {
 		printf("---- TRACE %" PRId64 " snapshots: %u\n", tr,
 		       snap->via.map.size);
 		for (uint32_t s = 0; s < snap->via.map.size; s++) {
-			const msgpack_object *sn = jsf_mp_geti(snap, s);
+			const msgpack_object *sn = alog_mp_geti(snap, s);
 			if (!sn)
 				continue;
 			printf("SNAP #%u [ ref %04" PRId64 " slots %" PRId64
@@ -624,7 +625,7 @@ static int dump_trace(struct log *lg, const msgpack_object *r, int json,
 		}
 	}
 	uint32_t len;
-	const char *mc = jsf_mp_str(jsf_mp_get(r, "mc"), &len);
+	const char *mc = alog_mp_str(alog_mp_get(r, "mc"), &len);
 	printf("---- TRACE %" PRId64 " mcode %u bytes at 0x%" PRIx64
 	       ", loop at +%" PRId64 "\n",
 	       tr, mc ? len : 0, (uint64_t)geti(r, "addr", 0),
@@ -695,10 +696,10 @@ int cmd_audit(int argc, char **argv)
 		return EX_USAGE;
 	}
 	const char *path = argv[optind];
-	struct jsf_audit_reader rd;
-	if (jsf_audit_read_file(&rd, path)) {
+	struct alog_reader rd;
+	if (alog_read_file(&rd, path)) {
 		fprintf(stderr, "jitsframe audit: %s\n", rd.msg);
-		jsf_audit_reader_free(&rd);
+		alog_reader_free(&rd);
 		return EX_INPUT;
 	}
 	struct log lg;
@@ -709,7 +710,7 @@ int cmd_audit(int argc, char **argv)
 	char floc[320] = "", fex[64] = "";
 	if (json && want < 0)
 		printf("{\"records\":[\n");
-	while ((ret = jsf_audit_next(&rd, &r)) == 1) {
+	while ((ret = alog_next(&rd, &r)) == 1) {
 		if (ev_is(r, "header"))
 			read_header(&lg, r);
 		else if (ev_is(r, "func")) {
@@ -762,11 +763,11 @@ int cmd_audit(int argc, char **argv)
 			rc = EX_FAIL;
 		} else {
 			/* decode that record again */
-			struct jsf_audit_reader one;
-			jsf_audit_reader_init(&one, rd.buf, rd.len);
+			struct alog_reader one;
+			alog_reader_init(&one, rd.buf, rd.len);
 			one.off = found - 1;
 			one.nrec = 1; /* not a header check */
-			if (jsf_audit_next(&one, &r) == 1) {
+			if (alog_next(&one, &r) == 1) {
 				snprintf(lg.startloc, sizeof(lg.startloc), "%s",
 					 floc);
 				snprintf(lg.startex, sizeof(lg.startex), "%s",
@@ -775,10 +776,10 @@ int cmd_audit(int argc, char **argv)
 				if (drc != EX_OK)
 					rc = drc;
 			}
-			jsf_audit_reader_free(&one);
+			alog_reader_free(&one);
 		}
 	}
-	jsf_audit_reader_free(&rd);
+	alog_reader_free(&rd);
 	for (size_t i = 0; i < lg.nfn; i++)
 		free(lg.fns[i].lines);
 	free(lg.fns);

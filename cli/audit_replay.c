@@ -13,6 +13,7 @@
  * ran live is the one that runs again.
  */
 #include "cli.h"
+#include "jsfenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +32,8 @@ static const char usage[] =
     "Default output: -jdump to stdout (or $LUAJIT_DUMPFILE), -jv to stderr\n"
     "(or $LUAJIT_VERBOSEFILE).\n"
     "\n"
-    "  JITSFRAME_LUAJIT  the luajit to replay with (by default, the first of\n"
+    "  " JSF_ENV_LUAJIT
+    "  the luajit to replay with (by default, the first of\n"
     "                    it, OpenResty's luajit2 beside this program, and\n"
     "                    luajit on PATH whose tables match the log's VM)\n"
     "\n"
@@ -117,7 +119,7 @@ int audit_replay_main(int argc, char **argv)
 		return EX_INPUT;
 	}
 
-	const char *luajit = getenv("JITSFRAME_LUAJIT");
+	const char *luajit = getenv(JSF_ENV_LUAJIT);
 	if (!luajit || !*luajit)
 		luajit = "luajit";
 	char **av = calloc((size_t)argc + 4, sizeof(*av));

@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 #include "jitdump.h"
+#include "jsfenv.h"
 #include "profile.h"
 
 #include <dirent.h>
@@ -224,7 +225,7 @@ int cmd_record(int argc, char **argv)
 	snprintf(folded_p, sizeof(folded_p), "%s/stacks.folded", adir);
 	snprintf(svg, sizeof(svg), "%s/flamegraph.svg", adir);
 	snprintf(log, sizeof(log), "%s/perf.log", adir);
-	setenv("JITSFRAME_JITDUMP", adir, 1);
+	setenv(JSF_ENV_JITDUMP, adir, 1);
 	/* perf keeps a build-id cache (~/.debug) and prefers it to the files
 	 * named in perf.data. The jitted-PID-N.so of other recordings can
 	 * share build-ids with ours and would then be read instead (seen:

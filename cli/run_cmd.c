@@ -7,6 +7,7 @@
  * same, so the default region is ${TMPDIR:-/tmp}/jitsframe-UID/PID.region.
  */
 #include "cli.h"
+#include "jsfenv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -47,10 +48,10 @@ static const char init_code[] =
     "local ok, m = pcall(require, 'jitsframe') "
     "if not ok then io.stderr:write('jitsframe: cannot load the module: ', "
     "tostring(m), '\\n') else "
-    "local r, e = m.start{replace = os.getenv('JITSFRAME_REGION_REPLACE') "
-    "== '1', quiet = os.getenv('JITSFRAME_QUIET') == '1'} "
+    "local r, e = m.start{replace = os.getenv('" JSF_ENV_REGION_REPLACE "') "
+    "== '1', quiet = os.getenv('" JSF_ENV_QUIET "') == '1'} "
     "if not r then io.stderr:write(e, '\\n') end end "
-    "local o = os.getenv('JITSFRAME_LUA_INIT') "
+    "local o = os.getenv('" JSF_ENV_LUA_INIT "') "
     "if o and o ~= '' then if o:sub(1, 1) == '@' then dofile(o:sub(2)) "
     "else assert(loadstring(o, '=LUA_INIT'))() end end";
 
@@ -81,11 +82,11 @@ int cli_vm_env(const char *who, const char *moddir, const char *region,
 		return EX_INPUT;
 	}
 	const char *old_init = getenv("LUA_INIT");
-	if (setenv("JITSFRAME_LUA_INIT", old_init ? old_init : "", 1) ||
+	if (setenv(JSF_ENV_LUA_INIT, old_init ? old_init : "", 1) ||
 	    setenv("LUA_INIT", init_code, 1) || cli_prepend_cpath(moddir) ||
-	    (region && setenv("JITSFRAME_REGION", region, 1)) ||
-	    setenv("JITSFRAME_REGION_REPLACE", replace ? "1" : "0", 1) ||
-	    setenv("JITSFRAME_QUIET", quiet ? "1" : "0", 1)) {
+	    (region && setenv(JSF_ENV_REGION, region, 1)) ||
+	    setenv(JSF_ENV_REGION_REPLACE, replace ? "1" : "0", 1) ||
+	    setenv(JSF_ENV_QUIET, quiet ? "1" : "0", 1)) {
 		fprintf(stderr, "%s: setenv: %s\n", who, strerror(errno));
 		return EX_INPUT;
 	}
@@ -169,10 +170,10 @@ int cmd_run(int argc, char **argv)
 	int rc = cli_vm_env("jitsframe run", moddir, region, replace, quiet);
 	if (rc)
 		return rc;
-	if ((alog && setenv("JITSFRAME_AUDITLOG", alog, 1)) ||
-	    (alevel && setenv("JITSFRAME_AUDITLOG_LEVEL", alevel, 1)) ||
-	    (amax && setenv("JITSFRAME_AUDITLOG_MAX", amax, 1)) ||
-	    (akeep && setenv("JITSFRAME_AUDITLOG_KEEP", akeep, 1))) {
+	if ((alog && setenv(JSF_ENV_AUDITLOG, alog, 1)) ||
+	    (alevel && setenv(JSF_ENV_AUDITLOG_LEVEL, alevel, 1)) ||
+	    (amax && setenv(JSF_ENV_AUDITLOG_MAX, amax, 1)) ||
+	    (akeep && setenv(JSF_ENV_AUDITLOG_KEEP, akeep, 1))) {
 		perror("jitsframe run: setenv");
 		return EX_INPUT;
 	}

@@ -6,8 +6,8 @@
  * SnapShot memory in LuaJIT's known layouts (ljtrace.h). The library's
  * face: nothing outside lj/ includes the others.
  */
-#ifndef JSF_LJ_H
-#define JSF_LJ_H
+#ifndef LJ_FACE_H
+#define LJ_FACE_H
 
 #include "ljrows.h"
 #include "ljtrace.h"

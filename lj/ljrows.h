@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* LuaJIT 2.1 x86-64 (GC64): unwind rows for one trace from its machine code. */
-#ifndef JSF_LJROWS_H
-#define JSF_LJROWS_H
+#ifndef LJ_LJROWS_H
+#define LJ_LJROWS_H
 
 #include "jitsframe.h"
 

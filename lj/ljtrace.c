@@ -18,7 +18,7 @@
 #define GCT_TRACE 9u
 #define SCAN_BYTES (64u << 10) /* from the global state onwards */
 
-const struct jsf_ljt_layout jsf_ljt_layouts[] = {
+const struct ljt_layout ljt_layouts[] = {
     /* 2.1 since 2021 (a32aeadc): SnapShot gained mcofs */
     {"2.1-2021", 10, 12, 32, 40, 48, 56, 84, 88, 96, 104, 106, 116, 120, 12, 4,
      4, 8, 10},
@@ -66,26 +66,26 @@ static size_t copy_safe(const int pfd[2], const void *src, void *dst,
 static size_t g_trace_off; /* of `GCRef *trace` from the global state */
 static int g_found;
 
-int jsf_ljt_matches(const uint8_t *T, const struct jsf_ljt_layout *lay,
-		    const struct jsf_ljt_known *k)
+int ljt_matches(const uint8_t *T, const struct ljt_layout *lay,
+		const struct ljt_known *k)
 {
-	return T[9] == GCT_TRACE && jsf_ljt_u16(T, lay->traceno) == k->tr &&
-	       jsf_ljt_u64(T, lay->mcode) == (uint64_t)k->mcode &&
-	       jsf_ljt_u32(T, lay->szmcode) == k->szmcode &&
-	       jsf_ljt_u32(T, lay->mcloop) == k->mcloop &&
-	       jsf_ljt_u32(T, lay->nins) == k->nins + JSF_LJT_REF_BIAS + 1 &&
-	       jsf_ljt_u32(T, lay->nk) == JSF_LJT_REF_BIAS - k->nk &&
-	       jsf_ljt_u16(T, lay->nsnap) == k->nexit &&
-	       jsf_ljt_u16(T, lay->link) == k->link;
+	return T[9] == GCT_TRACE && ljt_u16(T, lay->traceno) == k->tr &&
+	       ljt_u64(T, lay->mcode) == (uint64_t)k->mcode &&
+	       ljt_u32(T, lay->szmcode) == k->szmcode &&
+	       ljt_u32(T, lay->mcloop) == k->mcloop &&
+	       ljt_u32(T, lay->nins) == k->nins + LJT_REF_BIAS + 1 &&
+	       ljt_u32(T, lay->nk) == LJT_REF_BIAS - k->nk &&
+	       ljt_u16(T, lay->nsnap) == k->nexit &&
+	       ljt_u16(T, lay->link) == k->link;
 }
 
 static const uint8_t *G_of(const void *L)
 {
-	return (const uint8_t *)(uintptr_t)jsf_ljt_u64(L, 16);
+	return (const uint8_t *)(uintptr_t)ljt_u64(L, 16);
 }
 
-int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
-		     unsigned *layouts, char *why, size_t whylen)
+int ljt_discover(const void *L, const struct ljt_known *k, unsigned *layouts,
+		 char *why, size_t whylen)
 {
 	int pfd[2];
 	*layouts = 0;
@@ -105,7 +105,7 @@ int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
 		snprintf(why, whylen, "no trace or no lua_State to start from");
 		goto out;
 	}
-	const uint8_t *G = (const uint8_t *)(uintptr_t)jsf_ljt_u64(lbuf, 16);
+	const uint8_t *G = (const uint8_t *)(uintptr_t)ljt_u64(lbuf, 16);
 	/* the first 8 KiB (where every known version keeps it), then 64 */
 	scan = copy_safe(pfd, G, g, 8192);
 	if (scan < 16) {
@@ -117,9 +117,9 @@ int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
 again:
 	for (size_t off = 0; off + 16 <= scan; off += 8) {
 		/* GCRef *trace; TraceNo freetrace; MSize sizetrace; */
-		uint64_t arr = jsf_ljt_u64(g, (unsigned)off);
-		uint32_t freetr = jsf_ljt_u32(g, (unsigned)off + 8);
-		uint32_t size = jsf_ljt_u32(g, (unsigned)off + 12);
+		uint64_t arr = ljt_u64(g, (unsigned)off);
+		uint32_t freetr = ljt_u32(g, (unsigned)off + 8);
+		uint32_t size = ljt_u32(g, (unsigned)off + 12);
 		uint8_t tb[8];
 		if (!arr || (arr & 7) || arr >> 47 || size <= k->tr ||
 		    size > 65536 || !freetr || freetr > size)
@@ -127,14 +127,14 @@ again:
 		if (copy_safe(pfd, (const void *)(uintptr_t)(arr + 8 * k->tr),
 			      tb, 8) != 8)
 			continue;
-		uint64_t t = jsf_ljt_u64(tb, 0);
+		uint64_t t = ljt_u64(tb, 0);
 		if (!t || (t & 7) || t >> 47 ||
 		    copy_safe(pfd, (const void *)(uintptr_t)t, T, sizeof(T)) !=
 			sizeof(T))
 			continue;
 		unsigned mk = 0;
-		for (unsigned i = 0; jsf_ljt_layouts[i].name; i++)
-			if (jsf_ljt_matches(T, &jsf_ljt_layouts[i], k))
+		for (unsigned i = 0; ljt_layouts[i].name; i++)
+			if (ljt_matches(T, &ljt_layouts[i], k))
 				mk |= 1u << i;
 		if (mk) {
 			hits++;
@@ -166,20 +166,20 @@ out:
 	return ret;
 }
 
-const uint8_t *jsf_ljt_trace(const void *L, uint32_t tr,
-			     const struct jsf_ljt_layout *lay)
+const uint8_t *ljt_trace(const void *L, uint32_t tr,
+			 const struct ljt_layout *lay)
 {
 	if (!g_found || !tr)
 		return NULL;
 	const uint8_t *G = G_of(L);
 	if (!G)
 		return NULL;
-	uint64_t arr = jsf_ljt_u64(G, (unsigned)g_trace_off);
-	if (!arr || tr >= jsf_ljt_u32(G, (unsigned)g_trace_off + 12))
+	uint64_t arr = ljt_u64(G, (unsigned)g_trace_off);
+	if (!arr || tr >= ljt_u32(G, (unsigned)g_trace_off + 12))
 		return NULL;
-	const uint8_t *T = (const uint8_t *)(uintptr_t)jsf_ljt_u64(
-	    (const uint8_t *)arr, 8 * tr);
-	if (!T || T[9] != GCT_TRACE || jsf_ljt_u16(T, lay->traceno) != tr)
+	const uint8_t *T =
+	    (const uint8_t *)(uintptr_t)ljt_u64((const uint8_t *)arr, 8 * tr);
+	if (!T || T[9] != GCT_TRACE || ljt_u16(T, lay->traceno) != tr)
 		return NULL;
 	return T;
 }

@@ -11,21 +11,21 @@
  * exits); while searching, memory is read through a pipe (write(2)
  * says EFAULT where a load would fault), so no pointer is trusted. The
  * struct layouts come from a short list of LuaJIT's known ones (GC64
- * x86-64 only); the caller (vm/audit.c) keeps a layout only
+ * x86-64 only); the caller (vm/audit_raw.c) keeps a layout only
  * after the records it builds from it are byte for byte the ones built
  * through jit.util, over several traces, and checks again now and then.
  */
-#ifndef JSF_LJTRACE_H
-#define JSF_LJTRACE_H
+#ifndef LJ_LJTRACE_H
+#define LJ_LJTRACE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#define JSF_LJT_REF_BIAS 0x8000u
+#define LJT_REF_BIAS 0x8000u
 
 /* Offsets into GCtrace and SnapShot of one LuaJIT version family. */
-struct jsf_ljt_layout {
+struct ljt_layout {
 	const char *name;
 	uint8_t nsnap, nins, ir, nk, snap, snapmap, szmcode, mcode, mcloop,
 	    traceno, link, linktype;
@@ -35,10 +35,10 @@ struct jsf_ljt_layout {
 };
 
 /* The candidate layouts (a NULL name ends the list). */
-extern const struct jsf_ljt_layout jsf_ljt_layouts[];
+extern const struct ljt_layout ljt_layouts[];
 
 /* What jit.util says about trace tr (the search's key). */
-struct jsf_ljt_known {
+struct ljt_known {
 	uint32_t tr, nins, nk, nexit, link; /* traceinfo (nins/nk unbiased) */
 	uintptr_t mcode;		    /* tracemc: addr, #mcode, loop */
 	uint32_t szmcode, mcloop;
@@ -48,33 +48,33 @@ struct jsf_ljt_known {
  * trace k->tr as the key. 0 and a bitmask of the layouts that agree with
  * every field of k; -1 with a reason in why. Call once (a few dozen
  * system calls). */
-int jsf_ljt_discover(const void *L, const struct jsf_ljt_known *k,
-		     unsigned *layouts, char *why, size_t whylen);
+int ljt_discover(const void *L, const struct ljt_known *k, unsigned *layouts,
+		 char *why, size_t whylen);
 
 /* The GCtrace of trace tr through the discovered trace array, or NULL when
  * not discovered or the object there is not trace tr (layout lay). */
-const uint8_t *jsf_ljt_trace(const void *L, uint32_t tr,
-			     const struct jsf_ljt_layout *lay);
+const uint8_t *ljt_trace(const void *L, uint32_t tr,
+			 const struct ljt_layout *lay);
 
 /* Field readers (unaligned-safe; inline: the raw reader calls them for
  * every IR field). */
-static inline uint32_t jsf_ljt_u8(const uint8_t *p, unsigned off)
+static inline uint32_t ljt_u8(const uint8_t *p, unsigned off)
 {
 	return p[off];
 }
-static inline uint32_t jsf_ljt_u16(const uint8_t *p, unsigned off)
+static inline uint32_t ljt_u16(const uint8_t *p, unsigned off)
 {
 	uint16_t v;
 	memcpy(&v, p + off, 2);
 	return v;
 }
-static inline uint32_t jsf_ljt_u32(const uint8_t *p, unsigned off)
+static inline uint32_t ljt_u32(const uint8_t *p, unsigned off)
 {
 	uint32_t v;
 	memcpy(&v, p + off, 4);
 	return v;
 }
-static inline uint64_t jsf_ljt_u64(const uint8_t *p, unsigned off)
+static inline uint64_t ljt_u64(const uint8_t *p, unsigned off)
 {
 	uint64_t v;
 	memcpy(&v, p + off, 8);
@@ -82,7 +82,7 @@ static inline uint64_t jsf_ljt_u64(const uint8_t *p, unsigned off)
 }
 
 /* Does trace T (layout lay) agree with every field of k? */
-int jsf_ljt_matches(const uint8_t *T, const struct jsf_ljt_layout *lay,
-		    const struct jsf_ljt_known *k);
+int ljt_matches(const uint8_t *T, const struct ljt_layout *lay,
+		const struct ljt_known *k);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Lengths of the x86-64 instructions LuaJIT trace heads are made of. */
-#ifndef JSF_X86LEN_H
-#define JSF_X86LEN_H
+#ifndef LJ_X86LEN_H
+#define LJ_X86LEN_H
 
 #include <stddef.h>
 #include <stdint.h>

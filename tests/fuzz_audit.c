@@ -41,22 +41,22 @@ static void walk(const msgpack_object *o, int depth)
 
 static void check(const uint8_t *buf, size_t len, uint64_t maxrec)
 {
-	struct jsf_audit_reader r;
-	jsf_audit_reader_init(&r, buf, len);
+	struct alog_reader r;
+	alog_reader_init(&r, buf, len);
 	const msgpack_object *o;
 	int ret;
 	uint64_t n = 0;
-	while ((ret = jsf_audit_next(&r, &o)) == 1) {
+	while ((ret = alog_next(&r, &o)) == 1) {
 		if (o->type != MSGPACK_OBJECT_MAP) {
 			fprintf(stderr, "record is not a map\n");
 			abort();
 		}
 		walk(o, 0);
 		int64_t v;
-		(void)jsf_mp_int(jsf_mp_get(o, "tr"), &v);
+		(void)alog_mp_int(alog_mp_get(o, "tr"), &v);
 		uint32_t sl;
-		(void)jsf_mp_str(jsf_mp_get(o, "ev"), &sl);
-		(void)jsf_mp_geti(o, -1);
+		(void)alog_mp_str(alog_mp_get(o, "ev"), &sl);
+		(void)alog_mp_geti(o, -1);
 		n++;
 	}
 	if (n != r.nrec || n > maxrec) {
@@ -74,41 +74,41 @@ static void check(const uint8_t *buf, size_t len, uint64_t maxrec)
 			abort();
 		}
 	}
-	jsf_audit_reader_free(&r);
-	if (jsf_audit_next(&r, &o) == 1) /* after the end: stays ended */
+	alog_reader_free(&r);
+	if (alog_next(&r, &o) == 1) /* after the end: stays ended */
 		abort();
 }
 
 static void check_dump(const uint8_t *buf, size_t len)
 {
-	struct jsf_fproto p;
-	if (jsf_fproto_decode(&p, buf, len)) {
+	struct alog_fproto p;
+	if (alog_fproto_decode(&p, buf, len)) {
 		if (!p.err[0])
 			abort();
-		jsf_fproto_free(&p);
+		alog_fproto_free(&p);
 		return;
 	}
 	/* everything a reader asks, one past each end too */
 	volatile uint64_t sink = 0;
 	for (uint32_t pc = 0; pc <= p.sizebc + 1; pc++)
-		sink +=
-		    jsf_fproto_ins(&p, pc) + (uint64_t)jsf_fproto_line(&p, pc);
+		sink += alog_fproto_ins(&p, pc) +
+			(uint64_t)alog_fproto_line(&p, pc);
 	for (uint32_t i = 0; i <= p.numuv; i++) {
-		const char *n = jsf_fproto_uvname(&p, i);
+		const char *n = alog_fproto_uvname(&p, i);
 		if (n)
 			sink += strlen(n);
 		else if (i < p.numuv)
 			abort();
 	}
 	for (uint32_t i = 0; i < p.nkgc; i++)
-		if (p.kgc[i].kind == JSF_FK_STR && p.kgc[i].len)
+		if (p.kgc[i].kind == ALOG_FK_STR && p.kgc[i].len)
 			sink += (uint8_t)p.kgc[i].s[p.kgc[i].len - 1];
 	for (uint32_t i = 0; i < p.nkn; i++)
 		sink += p.kn[i] == p.kn[i];
 	if (p.head_len > len || p.proto_off + p.proto_len > len)
 		abort();
 	(void)sink;
-	jsf_fproto_free(&p);
+	alog_fproto_free(&p);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -129,17 +129,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(b);
 		return 0;
 	}
-	uint8_t *b = malloc(JSF_AUDIT_MAGIC_LEN + size * 9 + 16);
-	size_t o = JSF_AUDIT_MAGIC_LEN, i = 1;
+	uint8_t *b = malloc(ALOG_MAGIC_LEN + size * 9 + 16);
+	size_t o = ALOG_MAGIC_LEN, i = 1;
 	uint64_t frames = 0;
-	jsf_audit_magic(b);
+	alog_magic(b);
 	/* a valid header payload first half of the time */
 	if (data[0] & 1) {
 		static const uint8_t h[] = {0x81, 0xa2, 'e', 'v', 0xa6, 'h',
 					    'e',  'a',	'd', 'e', 'r'};
-		jsf_audit_frame(b + o, h, sizeof(h));
-		memcpy(b + o + JSF_AUDIT_FRAME, h, sizeof(h));
-		o += JSF_AUDIT_FRAME + sizeof(h);
+		alog_frame(b + o, h, sizeof(h));
+		memcpy(b + o + ALOG_FRAME, h, sizeof(h));
+		o += ALOG_FRAME + sizeof(h);
 		frames++;
 	}
 	while (i < size) {
@@ -148,9 +148,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			n = size - i;
 		if (n == 0)
 			continue;
-		jsf_audit_frame(b + o, data + i, (uint32_t)n);
-		memcpy(b + o + JSF_AUDIT_FRAME, data + i, n);
-		o += JSF_AUDIT_FRAME + n;
+		alog_frame(b + o, data + i, (uint32_t)n);
+		memcpy(b + o + ALOG_FRAME, data + i, n);
+		o += ALOG_FRAME + n;
 		i += n;
 		frames++;
 	}

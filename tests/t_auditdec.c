@@ -69,16 +69,15 @@ static uint8_t *slurp(const char *path, size_t *len)
  * returns records decoded, *tr_ok = all records' tr as written. */
 /* A mapped log DIR/NAME (path in p, 300 bytes) with one 300-byte record
  * (*a) written: its writer, still open. */
-static struct jsf_auditw *one_record(char *p, const char *name,
-				     const msgpack_sbuffer *h,
-				     msgpack_sbuffer *a)
+static struct alogw *one_record(char *p, const char *name,
+				const msgpack_sbuffer *h, msgpack_sbuffer *a)
 {
 	snprintf(p, 300, "%s/%s", dir, name);
-	struct jsf_auditw_opts o = {p, 0, 0, 0, 0};
-	struct jsf_auditw *w;
-	CHECK_EQ(jsf_auditw_open(&w, &o, h->data, h->size), 0);
+	struct alogw_opts o = {p, 0, 0, 0, 0};
+	struct alogw *w;
+	CHECK_EQ(alogw_open(&w, &o, h->data, h->size), 0);
 	*a = payload("start", 0, 300);
-	CHECK_EQ(jsf_auditw_write(w, a->data, a->size), 0);
+	CHECK_EQ(alogw_write(w, a->data, a->size), 0);
 	return w;
 }
 
@@ -95,21 +94,21 @@ static uint64_t decode(const uint8_t *buf, size_t len, int *state, char *msg,
 {
 	uint8_t *copy = malloc(len ? len : 1);
 	memcpy(copy, buf, len);
-	struct jsf_audit_reader r;
-	jsf_audit_reader_init(&r, copy, len);
+	struct alog_reader r;
+	alog_reader_init(&r, copy, len);
 	const msgpack_object *o;
 	int ret;
 	*tr_ok = 1;
-	while ((ret = jsf_audit_next(&r, &o)) == 1) {
+	while ((ret = alog_next(&r, &o)) == 1) {
 		int64_t tr;
-		if (r.nrec > 1 && (!jsf_mp_int(jsf_mp_get(o, "tr"), &tr) ||
+		if (r.nrec > 1 && (!alog_mp_int(alog_mp_get(o, "tr"), &tr) ||
 				   tr != (int64_t)r.nrec - 2))
 			*tr_ok = 0;
 	}
 	*state = ret;
 	snprintf(msg, msglen, "%s", r.msg);
 	uint64_t n = r.nrec;
-	jsf_audit_reader_free(&r);
+	alog_reader_free(&r);
 	free(copy);
 	return n;
 }
@@ -126,19 +125,19 @@ int main(void)
 	/* a log: header + NREC records, offsets known */
 	size_t off[NREC + 2];
 	msgpack_sbuffer h = payload("header", -1, 10);
-	struct jsf_auditw_opts o = {path, 0, 0, 0, 0};
-	struct jsf_auditw *w;
-	int err = jsf_auditw_open(&w, &o, h.data, h.size);
-	off[0] = JSF_AUDIT_MAGIC_LEN;
-	off[1] = off[0] + JSF_AUDIT_FRAME + h.size;
+	struct alogw_opts o = {path, 0, 0, 0, 0};
+	struct alogw *w;
+	int err = alogw_open(&w, &o, h.data, h.size);
+	off[0] = ALOG_MAGIC_LEN;
+	off[1] = off[0] + ALOG_FRAME + h.size;
 	for (int i = 0; i < NREC; i++) {
 		msgpack_sbuffer p = payload("stop", i, h_below(3000));
 		if (!err)
-			err = jsf_auditw_write(w, p.data, p.size);
-		off[i + 2] = off[i + 1] + JSF_AUDIT_FRAME + p.size;
+			err = alogw_write(w, p.data, p.size);
+		off[i + 2] = off[i + 1] + ALOG_FRAME + p.size;
 		msgpack_sbuffer_destroy(&p);
 	}
-	jsf_auditw_close(w, NULL);
+	alogw_close(w, NULL);
 	size_t len = 0;
 	uint8_t *log = slurp(path, &len);
 	char msg[256], want[256];
@@ -146,8 +145,8 @@ int main(void)
 
 	CASE("CRC32C: the standard check value, hardware = portable")
 	{
-		CHECK_EQ(jsf_crc32c(0, "123456789", 9), 0xE3069283u);
-		CHECK_EQ(jsf_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+		CHECK_EQ(alog_crc32c(0, "123456789", 9), 0xE3069283u);
+		CHECK_EQ(alog_crc32c_sw(0, "123456789", 9), 0xE3069283u);
 		uint8_t b[300];
 		for (int t = 0; t < 2000; t++) {
 			size_t n = h_below(sizeof(b)), at = h_below(8);
@@ -155,8 +154,9 @@ int main(void)
 				b[i] = (uint8_t)h_rand();
 			uint32_t seed = (uint32_t)h_rand();
 			CHECK_EQ(
-			    jsf_crc32c(seed, b + at, n - (n > at ? at : n)),
-			    jsf_crc32c_sw(seed, b + at, n - (n > at ? at : n)));
+			    alog_crc32c(seed, b + at, n - (n > at ? at : n)),
+			    alog_crc32c_sw(seed, b + at,
+					   n - (n > at ? at : n)));
 		}
 	}
 
@@ -182,7 +182,7 @@ int main(void)
 			    decode(log, cut, &state, msg, sizeof(msg), &trok);
 			CHECK_EQ(n, k);
 			CHECK(trok, "cut %zu", cut);
-			if (cut < JSF_AUDIT_MAGIC_LEN) {
+			if (cut < ALOG_MAGIC_LEN) {
 				CHECK_EQ(state, -1);
 				CHECK(!strncmp(msg, "damaged at byte 0: ", 19),
 				      "%s", msg);
@@ -218,7 +218,7 @@ int main(void)
 			    decode(b, len, &state, msg, sizeof(msg), &trok);
 			CHECK_EQ(state, -1);
 			CHECK(trok, "flip at %zu", at);
-			if (at < JSF_AUDIT_MAGIC_LEN) {
+			if (at < ALOG_MAGIC_LEN) {
 				CHECK_EQ(n, 0);
 				snprintf(
 				    want, sizeof(want),
@@ -279,23 +279,22 @@ int main(void)
 		{
 			char rp[300];
 			snprintf(rp, sizeof(rp), "%s/rot%d", dir, g_nomap);
-			struct jsf_auditw_opts ro = {rp, 8192, 2, 0, g_nomap};
-			struct jsf_auditw *rw;
-			CHECK_EQ(jsf_auditw_open(&rw, &ro, h.data, h.size), 0);
+			struct alogw_opts ro = {rp, 8192, 2, 0, g_nomap};
+			struct alogw *rw;
+			CHECK_EQ(alogw_open(&rw, &ro, h.data, h.size), 0);
 			size_t maxrec = 0;
 			for (int i = 0; i < 400; i++) {
-				jsf_auditw_begin(rw);
+				alogw_begin(rw);
 				msgpack_sbuffer p =
 				    payload("stop", i, h_below(700));
 				if (p.size > maxrec)
 					maxrec = p.size;
-				CHECK_EQ(jsf_auditw_write(rw, p.data, p.size),
-					 0);
+				CHECK_EQ(alogw_write(rw, p.data, p.size), 0);
 				msgpack_sbuffer_destroy(&p);
 			}
-			CHECK(jsf_auditw_gen(rw) >= 10, "rotated %u times",
-			      jsf_auditw_gen(rw));
-			jsf_auditw_close(rw, "end");
+			CHECK(alogw_gen(rw) >= 10, "rotated %u times",
+			      alogw_gen(rw));
+			alogw_close(rw, "end");
 			for (int f = 0; f <= 3; f++) {
 				char fp[320];
 				if (f)
@@ -311,17 +310,17 @@ int main(void)
 				}
 				CHECK(stat(fp, &st) == 0, "%s missing", fp);
 				CHECK((uint64_t)st.st_size <=
-					  8192 + JSF_AUDIT_FRAME + maxrec,
+					  8192 + ALOG_FRAME + maxrec,
 				      "%s: %lld bytes", fp,
 				      (long long)st.st_size);
-				struct jsf_audit_reader r;
-				CHECK_EQ(jsf_audit_read_file(&r, fp), 0);
+				struct alog_reader r;
+				CHECK_EQ(alog_read_file(&r, fp), 0);
 				const msgpack_object *ob;
 				int ret, first = 1;
-				while ((ret = jsf_audit_next(&r, &ob)) == 1) {
+				while ((ret = alog_next(&r, &ob)) == 1) {
 					uint32_t n;
-					const char *ev = jsf_mp_str(
-					    jsf_mp_get(ob, "ev"), &n);
+					const char *ev = alog_mp_str(
+					    alog_mp_get(ob, "ev"), &n);
 					if (first)
 						CHECK(ev && n == 6 &&
 							  !memcmp(ev, "header",
@@ -332,7 +331,7 @@ int main(void)
 				CHECK(ret == 0, "%s: %s", fp, r.msg);
 				CHECK(r.nrec > 3, "%s: %llu records", fp,
 				      (unsigned long long)r.nrec);
-				jsf_audit_reader_free(&r);
+				alog_reader_free(&r);
 			}
 		}
 
@@ -341,15 +340,15 @@ int main(void)
 		{
 			char dp[300];
 			snprintf(dp, sizeof(dp), "%s/defer%d", dir, g_nomap);
-			struct jsf_auditw_opts dop = {dp, 0, 0, 0, g_nomap};
-			struct jsf_auditw *dw;
-			CHECK_EQ(jsf_auditw_open(&dw, &dop, h.data, h.size), 0);
-			uint64_t b0 = jsf_auditw_bytes(dw);
+			struct alogw_opts dop = {dp, 0, 0, 0, g_nomap};
+			struct alogw *dw;
+			CHECK_EQ(alogw_open(&dw, &dop, h.data, h.size), 0);
+			uint64_t b0 = alogw_bytes(dw);
 			msgpack_sbuffer a = payload("start", 0, 100),
 					b = payload("func", 1, 100),
 					c = payload("stop", 2, 100);
-			CHECK_EQ(jsf_auditw_defer(dw, a.data, a.size), 0);
-			CHECK_EQ(jsf_auditw_defer(dw, b.data, b.size), 0);
+			CHECK_EQ(alogw_defer(dw, a.data, a.size), 0);
+			CHECK_EQ(alogw_defer(dw, b.data, b.size), 0);
 			/* the live file (zeros after the last record while the
 			 * writer has it mapped): only the header so far */
 			size_t dl;
@@ -358,21 +357,20 @@ int main(void)
 				 1);
 			CHECK(state == 0 && !msg[0], "live, clean: %s", msg);
 			free(d);
-			CHECK_EQ(jsf_auditw_bytes(dw), b0);
-			CHECK_EQ(jsf_auditw_write(dw, c.data, c.size), 0);
-			CHECK_EQ(jsf_auditw_bytes(dw),
-				 b0 + 3 * JSF_AUDIT_FRAME + a.size + b.size +
-				     c.size);
-			CHECK_EQ(jsf_auditw_records(dw), 4);
+			CHECK_EQ(alogw_bytes(dw), b0);
+			CHECK_EQ(alogw_write(dw, c.data, c.size), 0);
+			CHECK_EQ(alogw_bytes(dw), b0 + 3 * ALOG_FRAME + a.size +
+						      b.size + c.size);
+			CHECK_EQ(alogw_records(dw), 4);
 			d = slurp(dp, &dl);
 			CHECK_EQ(decode(d, dl, &state, msg, sizeof(msg), &trok),
 				 4);
 			CHECK(trok && state == 0 && !msg[0], "live: %s", msg);
 			free(d);
-			jsf_auditw_close(dw, NULL);
+			alogw_close(dw, NULL);
 			d = slurp(dp, &dl);
 			CHECK_EQ(dl,
-				 b0 + 3 * JSF_AUDIT_FRAME + a.size + b.size +
+				 b0 + 3 * ALOG_FRAME + a.size + b.size +
 				     c.size); /* the unwritten tail is gone */
 			uint64_t n =
 			    decode(d, dl, &state, msg, sizeof(msg), &trok);
@@ -395,14 +393,14 @@ int main(void)
 				 * the allocated space */
 				char up[300];
 				msgpack_sbuffer a;
-				struct jsf_auditw *uw =
+				struct alogw *uw =
 				    one_record(up, "unfinished", &h, &a);
-				jsf_auditw_close(uw, NULL);
+				alogw_close(uw, NULL);
 				size_t ul;
 				uint8_t *u = slurp(up, &ul);
 				uint8_t *big = calloc(1, ul + 4096);
 				memcpy(big, u, ul);
-				memcpy(big + ul + JSF_AUDIT_FRAME, a.data,
+				memcpy(big + ul + ALOG_FRAME, a.data,
 				       a.size); /* its payload, no frame yet */
 				uint64_t n = decode(big, ul + 4096, &state, msg,
 						    sizeof(msg), &trok);
@@ -432,22 +430,21 @@ int main(void)
 			{
 				char cp[300];
 				msgpack_sbuffer a;
-				struct jsf_auditw *cw =
+				struct alogw *cw =
 				    one_record(cp, "cut", &h, &a);
 				/* `logrotate copytruncate`: someone else
 				 * empties it */
 				CHECK_EQ(truncate(cp, 0), 0);
 				int e = 0;
 				for (int i = 0; i < 50 && !e; i++)
-					e = jsf_auditw_write(cw, a.data,
-							     a.size);
+					e = alogw_write(cw, a.data, a.size);
 				CHECK_EQ(e, -EIO);
-				const char *why = jsf_auditw_error(cw);
+				const char *why = alogw_error(cw);
 				CHECK(why && strstr(why, "cut short"), "%s",
 				      why ? why : "(none)");
-				CHECK(jsf_auditw_write(cw, a.data, a.size) != 0,
+				CHECK(alogw_write(cw, a.data, a.size) != 0,
 				      "stopped");
-				jsf_auditw_close(cw, NULL);
+				alogw_close(cw, NULL);
 				struct stat st;
 				CHECK(stat(cp, &st) == 0 && st.st_size == 0,
 				      "left alone: %lld bytes",
@@ -468,40 +465,38 @@ int main(void)
 				 * must never write past the limit */
 				struct rlimit rl = {50000, 50000};
 				setrlimit(RLIMIT_FSIZE, &rl);
-				struct jsf_auditw_opts fo = {fp, 0, 0, 0,
-							     g_nomap};
-				struct jsf_auditw *fw;
-				if (jsf_auditw_open(&fw, &fo, h.data, h.size))
+				struct alogw_opts fo = {fp, 0, 0, 0, g_nomap};
+				struct alogw *fw;
+				if (alogw_open(&fw, &fo, h.data, h.size))
 					_exit(3);
 				int i, e = 0;
 				for (i = 0; i < 1000 && !e; i++) {
 					msgpack_sbuffer p =
 					    payload("stop", i, 1500);
-					e = jsf_auditw_write(fw, p.data,
-							     p.size);
+					e = alogw_write(fw, p.data, p.size);
 					msgpack_sbuffer_destroy(&p);
 				}
-				if (!e || !jsf_auditw_error(fw))
+				if (!e || !alogw_error(fw))
 					_exit(4);
-				if (jsf_auditw_write(fw, "x", 1) ==
+				if (alogw_write(fw, "x", 1) ==
 				    0) /* stays stopped */
 					_exit(5);
-				jsf_auditw_close(fw, "never written");
+				alogw_close(fw, "never written");
 				_exit(0);
 			}
 			int st = 0;
 			waitpid(pid, &st, 0);
 			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 			      "child status %#x", st);
-			struct jsf_audit_reader r;
-			CHECK_EQ(jsf_audit_read_file(&r, fp), 0);
+			struct alog_reader r;
+			CHECK_EQ(alog_read_file(&r, fp), 0);
 			const msgpack_object *ob;
 			int ret;
 			char last[300] = "";
-			while ((ret = jsf_audit_next(&r, &ob)) == 1) {
+			while ((ret = alog_next(&r, &ob)) == 1) {
 				uint32_t n;
 				const char *t =
-				    jsf_mp_str(jsf_mp_get(ob, "text"), &n);
+				    alog_mp_str(alog_mp_get(ob, "text"), &n);
 				snprintf(last, sizeof(last), "%.*s",
 					 t ? (int)n : 0, t ? t : "");
 			}
@@ -515,7 +510,7 @@ int main(void)
 			printf(
 			    "# RLIMIT_FSIZE 50000: %llu records then \"%s\"\n",
 			    (unsigned long long)r.nrec, last);
-			jsf_audit_reader_free(&r);
+			alog_reader_free(&r);
 		}
 	}
 
@@ -523,14 +518,14 @@ int main(void)
 	{
 		char fp[300];
 		snprintf(fp, sizeof(fp), "%s/no/such/dir", dir);
-		struct jsf_auditw_opts fo = {fp, 0, 0, 1, 0};
-		struct jsf_auditw *fw = NULL;
-		CHECK_EQ(jsf_auditw_open(&fw, &fo, h.data, h.size), -ENOENT);
+		struct alogw_opts fo = {fp, 0, 0, 1, 0};
+		struct alogw *fw = NULL;
+		CHECK_EQ(alogw_open(&fw, &fo, h.data, h.size), -ENOENT);
 		CHECK(fw == NULL, "no writer");
 		/* an existing file without replace: EEXIST, left alone */
 		fo.path = path;
 		fo.replace = 0;
-		CHECK_EQ(jsf_auditw_open(&fw, &fo, h.data, h.size), -EEXIST);
+		CHECK_EQ(alogw_open(&fw, &fo, h.data, h.size), -EEXIST);
 		struct stat st;
 		CHECK(stat(path, &st) == 0 && (size_t)st.st_size == len,
 		      "untouched");
@@ -538,32 +533,32 @@ int main(void)
 
 	CASE("the reader refuses what is not a log")
 	{
-		struct jsf_audit_reader r;
-		CHECK(jsf_audit_read_file(&r, "/nonexistent/x") < 0, "missing");
-		jsf_audit_reader_free(&r);
+		struct alog_reader r;
+		CHECK(alog_read_file(&r, "/nonexistent/x") < 0, "missing");
+		alog_reader_free(&r);
 		const msgpack_object *ob;
-		jsf_audit_reader_init(&r, "JSFAUDIT\2\0\0\0\0\0\0\0", 16);
-		CHECK_EQ(jsf_audit_next(&r, &ob), -1);
+		alog_reader_init(&r, "JSFAUDIT\2\0\0\0\0\0\0\0", 16);
+		CHECK_EQ(alog_next(&r, &ob), -1);
 		CHECK(strstr(r.msg, "version"), "%s", r.msg);
-		jsf_audit_reader_free(&r);
+		alog_reader_free(&r);
 		/* a valid frame whose payload is an array, not a map */
 		uint8_t b[64];
-		jsf_audit_magic(b);
+		alog_magic(b);
 		uint8_t p[] = {0x91, 0x01};
-		jsf_audit_frame(b + 16, p, 2);
+		alog_frame(b + 16, p, 2);
 		memcpy(b + 24, p, 2);
-		jsf_audit_reader_init(&r, b, 26);
-		CHECK_EQ(jsf_audit_next(&r, &ob), -1);
+		alog_reader_init(&r, b, 26);
+		CHECK_EQ(alog_next(&r, &ob), -1);
 		CHECK(strstr(r.msg, "not a msgpack map"), "%s", r.msg);
-		jsf_audit_reader_free(&r);
+		alog_reader_free(&r);
 		/* a map claiming 2^32-1 entries in 5 bytes: no allocation */
 		uint8_t q[] = {0xdf, 0xff, 0xff, 0xff, 0xff};
-		jsf_audit_frame(b + 16, q, 5);
+		alog_frame(b + 16, q, 5);
 		memcpy(b + 24, q, 5);
-		jsf_audit_reader_init(&r, b, 29);
-		CHECK_EQ(jsf_audit_next(&r, &ob), -1);
+		alog_reader_init(&r, b, 29);
+		CHECK_EQ(alog_next(&r, &ob), -1);
 		CHECK(strstr(r.msg, "not one msgpack value"), "%s", r.msg);
-		jsf_audit_reader_free(&r);
+		alog_reader_free(&r);
 	}
 
 	/* The func records' bytecode dumps (audit/auditfunc.c), on LuaJIT's
@@ -613,8 +608,8 @@ int main(void)
 			free(a);
 			break;
 		}
-		struct jsf_fproto fp;
-		int rc = jsf_fproto_decode(&fp, d, dl);
+		struct alog_fproto fp;
+		int rc = alog_fproto_decode(&fp, d, dl);
 		CHECK_EQ(rc, 0);
 		unsigned nbc = 0, nk = 0, ngc = 0, nuv = 0;
 		char *ap = calloc(1, al + 1);
@@ -626,8 +621,8 @@ int main(void)
 		CHECK_EQ(fp.nkgc, ngc);
 		CHECK_EQ(fp.numuv, nuv);
 		CHECK(fp.numuv == 2 &&
-			  !strcmp(jsf_fproto_uvname(&fp, 0), "u1") &&
-			  !strcmp(jsf_fproto_uvname(&fp, 1), "u2"),
+			  !strcmp(alog_fproto_uvname(&fp, 0), "u1") &&
+			  !strcmp(alog_fproto_uvname(&fp, 1), "u2"),
 		      "upvalue names");
 		unsigned lines = 0;
 		for (char *l = strchr(ap, '\n'); l && l[1];
@@ -638,25 +633,25 @@ int main(void)
 			if (sscanf(l + 1, "%u %ld %lu", &pc, &line, &ins) != 3)
 				continue;
 			if (pc < nbc) /* currentline exists below bytecodes */
-				CHECK(jsf_fproto_line(&fp, pc) == line,
+				CHECK(alog_fproto_line(&fp, pc) == line,
 				      "line of pc %u: %lld vs %ld", pc,
-				      (long long)jsf_fproto_line(&fp, pc),
+				      (long long)alog_fproto_line(&fp, pc),
 				      line);
 			if (pc > 0 && pc < nbc)
-				CHECK(jsf_fproto_ins(&fp, pc) == ins,
+				CHECK(alog_fproto_ins(&fp, pc) == ins,
 				      "ins at pc %u", pc);
 			lines++;
 		}
 		CHECK_EQ(lines, nbc + 1);
-		CHECK(nbc > 10 && jsf_fproto_line(&fp, nbc - 1) > 300,
+		CHECK(nbc > 10 && alog_fproto_line(&fp, nbc - 1) > 300,
 		      "a function of more than 255 lines");
-		jsf_fproto_free(&fp);
+		alog_fproto_free(&fp);
 		for (size_t cut = 0; cut < dl; cut++) {
 			uint8_t *c = malloc(cut ? cut : 1);
 			memcpy(c, d, cut);
-			rc = jsf_fproto_decode(&fp, c, cut);
+			rc = alog_fproto_decode(&fp, c, cut);
 			CHECK(rc == -1 && fp.err[0], "cut at %zu", cut);
-			jsf_fproto_free(&fp);
+			alog_fproto_free(&fp);
 			free(c);
 		}
 		unsigned bad = 0;
@@ -664,14 +659,14 @@ int main(void)
 			uint8_t *c = malloc(dl);
 			memcpy(c, d, dl);
 			c[h_rand() % dl] ^= (uint8_t)(1 + h_rand() % 255);
-			if (jsf_fproto_decode(&fp, c, dl)) {
+			if (alog_fproto_decode(&fp, c, dl)) {
 				CHECK(fp.err[0], "no message");
 				bad++;
 			} else {
 				for (uint32_t pc = 0; pc <= fp.sizebc; pc++)
-					(void)jsf_fproto_line(&fp, pc);
+					(void)alog_fproto_line(&fp, pc);
 			}
-			jsf_fproto_free(&fp);
+			alog_fproto_free(&fp);
 			free(c);
 		}
 		printf("# dump %zu bytes; %u of 3000 changed dumps refused\n",

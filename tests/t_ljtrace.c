@@ -21,7 +21,7 @@ struct fake {
 	uint8_t L[64]; /* lua_State: glref at 16 */
 	uint64_t arr[64];
 	uint8_t T[128];
-	struct jsf_ljt_known k;
+	struct ljt_known k;
 };
 
 static void put16(uint8_t *p, unsigned off, uint32_t v)
@@ -39,26 +39,26 @@ static void put64(uint8_t *p, unsigned off, uint64_t v)
 }
 
 /* trace 7 in layout lay; the trace array pointer at G + at */
-static void build(struct fake *f, const struct jsf_ljt_layout *lay, size_t at)
+static void build(struct fake *f, const struct ljt_layout *lay, size_t at)
 {
 	memset(f->mem, 0, GSIZE);
 	memset(f->T, 0, sizeof(f->T));
 	memset(f->arr, 0, sizeof(f->arr));
-	f->k = (struct jsf_ljt_known){.tr = 7,
-				      .nins = 40,
-				      .nk = 9,
-				      .nexit = 5,
-				      .link = 7,
-				      .mcode = (uintptr_t)0x7f0012345000ull,
-				      .szmcode = 321,
-				      .mcloop = 200};
+	f->k = (struct ljt_known){.tr = 7,
+				  .nins = 40,
+				  .nk = 9,
+				  .nexit = 5,
+				  .link = 7,
+				  .mcode = (uintptr_t)0x7f0012345000ull,
+				  .szmcode = 321,
+				  .mcloop = 200};
 	f->T[9] = 9; /* gct: ~LJ_TTRACE */
 	put16(f->T, lay->traceno, 7);
 	put64(f->T, lay->mcode, f->k.mcode);
 	put32(f->T, lay->szmcode, 321);
 	put32(f->T, lay->mcloop, 200);
-	put32(f->T, lay->nins, 40 + JSF_LJT_REF_BIAS + 1);
-	put32(f->T, lay->nk, JSF_LJT_REF_BIAS - 9);
+	put32(f->T, lay->nins, 40 + LJT_REF_BIAS + 1);
+	put32(f->T, lay->nk, LJT_REF_BIAS - 9);
 	put16(f->T, lay->nsnap, 5);
 	put16(f->T, lay->link, 7);
 	f->arr[7] = (uint64_t)(uintptr_t)f->T;
@@ -70,8 +70,8 @@ static void build(struct fake *f, const struct jsf_ljt_layout *lay, size_t at)
 
 static unsigned layout_bit(const char *name)
 {
-	for (unsigned i = 0; jsf_ljt_layouts[i].name; i++)
-		if (!strcmp(jsf_ljt_layouts[i].name, name))
+	for (unsigned i = 0; ljt_layouts[i].name; i++)
+		if (!strcmp(ljt_layouts[i].name, name))
 			return 1u << i;
 	return 0;
 }
@@ -93,8 +93,8 @@ int main(void)
 	const unsigned n21 = layout_bit("2.1-2021") | layout_bit("2.1-2019");
 	const unsigned b3 = layout_bit("2.1-beta3");
 
-	for (unsigned i = 0; jsf_ljt_layouts[i].name; i++) {
-		const struct jsf_ljt_layout *lay = &jsf_ljt_layouts[i];
+	for (unsigned i = 0; ljt_layouts[i].name; i++) {
+		const struct ljt_layout *lay = &ljt_layouts[i];
 		CASE(lay->name)
 		{
 			build(&f, lay, 0x1238);
@@ -104,20 +104,20 @@ int main(void)
 			put64(f.mem, 0x108, 0x7fff0001);
 			put64(f.mem, 0x110, (uint64_t)(uintptr_t)(m + GSIZE));
 			put32(f.mem, 0x11c, 100);
-			int r = jsf_ljt_discover(f.L, &f.k, &mask, why,
-						 sizeof(why));
+			int r =
+			    ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
 			CHECK(r == 0, "%s", why);
 			unsigned want = (n21 & (1u << i)) ? n21 : b3;
 			CHECK_EQ(mask, want);
-			CHECK(jsf_ljt_trace(f.L, 7, lay) == f.T, "lookup");
-			CHECK(jsf_ljt_trace(f.L, 6, lay) == NULL, "empty slot");
+			CHECK(ljt_trace(f.L, 7, lay) == f.T, "lookup");
+			CHECK(ljt_trace(f.L, 6, lay) == NULL, "empty slot");
 			f.arr[6] = (uint64_t)(uintptr_t)f.T; /* says 7 */
-			CHECK(jsf_ljt_trace(f.L, 6, lay) == NULL,
+			CHECK(ljt_trace(f.L, 6, lay) == NULL,
 			      "wrong traceno accepted");
-			CHECK(jsf_ljt_trace(f.L, 64, lay) == NULL,
+			CHECK(ljt_trace(f.L, 64, lay) == NULL,
 			      "beyond sizetrace");
 			f.T[9] = 8;
-			CHECK(jsf_ljt_trace(f.L, 7, lay) == NULL,
+			CHECK(ljt_trace(f.L, 7, lay) == NULL,
 			      "not a trace object");
 		}
 	}
@@ -132,8 +132,8 @@ int main(void)
 			 fields[j]);
 		CASE(name)
 		{
-			for (unsigned i = 0; jsf_ljt_layouts[i].name; i++) {
-				build(&f, &jsf_ljt_layouts[i], 0x800);
+			for (unsigned i = 0; ljt_layouts[i].name; i++) {
+				build(&f, &ljt_layouts[i], 0x800);
 				switch (j) {
 				case 0:
 					f.k.tr = 8;
@@ -164,10 +164,10 @@ int main(void)
 					f.T[9] = 8;
 					break;
 				}
-				int r = jsf_ljt_discover(f.L, &f.k, &mask, why,
-							 sizeof(why));
+				int r = ljt_discover(f.L, &f.k, &mask, why,
+						     sizeof(why));
 				CHECK(r == -1 && mask == 0, "%s: r=%d mask=%u",
-				      jsf_ljt_layouts[i].name, r, mask);
+				      ljt_layouts[i].name, r, mask);
 				CHECK(strstr(why, "not found"), "%s", why);
 			}
 		}
@@ -175,37 +175,36 @@ int main(void)
 
 	CASE("trace array beyond the first 8 KiB: found")
 	{
-		build(&f, &jsf_ljt_layouts[0], 0x9a08);
-		int r = jsf_ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
+		build(&f, &ljt_layouts[0], 0x9a08);
+		int r = ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
 		CHECK(r == 0, "%s", why);
-		CHECK(jsf_ljt_trace(f.L, 7, &jsf_ljt_layouts[0]) == f.T,
-		      "lookup");
+		CHECK(ljt_trace(f.L, 7, &ljt_layouts[0]) == f.T, "lookup");
 	}
 
 	CASE("two trace arrays: ambiguous, refused")
 	{
-		build(&f, &jsf_ljt_layouts[0], 0x800);
+		build(&f, &ljt_layouts[0], 0x800);
 		put64(f.mem, 0x900, (uint64_t)(uintptr_t)f.arr);
 		put32(f.mem, 0x908, 1);
 		put32(f.mem, 0x90c, 64);
-		int r = jsf_ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
+		int r = ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
 		CHECK(r == -1, "found");
 		CHECK(strstr(why, "ambiguous"), "%s", why);
 	}
 
 	CASE("sizetrace not beyond the trace: refused")
 	{
-		build(&f, &jsf_ljt_layouts[0], 0x800);
+		build(&f, &ljt_layouts[0], 0x800);
 		put32(f.mem, 0x80c, 7);
-		int r = jsf_ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
+		int r = ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
 		CHECK(r == -1, "found");
 	}
 
 	CASE("global state pointer to nowhere: refused, no fault")
 	{
-		build(&f, &jsf_ljt_layouts[0], 0x800);
+		build(&f, &ljt_layouts[0], 0x800);
 		put64(f.L, 16, (uint64_t)(uintptr_t)(m + GSIZE));
-		int r = jsf_ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
+		int r = ljt_discover(f.L, &f.k, &mask, why, sizeof(why));
 		CHECK(r == -1 && strstr(why, "not readable"), "%s", why);
 	}
 	free(fp);

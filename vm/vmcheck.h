@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Verify, on the running VM, the frame layout the rows depend on. */
-#ifndef JSF_VMCHECK_H
-#define JSF_VMCHECK_H
+#ifndef VM_VMCHECK_H
+#define VM_VMCHECK_H
 
 #include <stdint.h>
 

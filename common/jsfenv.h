@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every environment variable shared between the CLI (cli/), the Lua
+ * module (vm/), the libraries and the tests: one name each, with who sets
+ * it, who reads it and what it means. Header only. Lua code (vm/replay.lua
+ * and the LUA_INIT snippet's Lua text) spells the same names as literals.
+ */
+#ifndef COMMON_JSFENV_H
+#define COMMON_JSFENV_H
+
+/* --- the CLI's `run`/`record` -> the Lua module (jitsframe.start) --- */
+
+/* set by `run --region`, read by start(): the region's path (else
+ * ${TMPDIR:-/tmp}/jitsframe-UID/PID.region) */
+#define JSF_ENV_REGION "JITSFRAME_REGION"
+/* set by `run` ("1"/"0", --replace), read by the LUA_INIT snippet: start()
+ * may replace an existing region file */
+#define JSF_ENV_REGION_REPLACE "JITSFRAME_REGION_REPLACE"
+/* set by `run` ("1"/"0", --quiet), read by the LUA_INIT snippet: start()
+ * prints nothing */
+#define JSF_ENV_QUIET "JITSFRAME_QUIET"
+/* set by `run` to the user's own LUA_INIT, read (and run) by the LUA_INIT
+ * snippet after it started the module */
+#define JSF_ENV_LUA_INIT "JITSFRAME_LUA_INIT"
+/* set by `record` (its output directory), read by start(): write perf's
+ * jitdump (jit-PID.dump) into this directory */
+#define JSF_ENV_JITDUMP "JITSFRAME_JITDUMP"
+/* set by the user ("1"), read by start(): write /tmp/perf-PID.map */
+#define JSF_ENV_PERFMAP "JITSFRAME_PERFMAP"
+/* set by `run --auditlog`, read by start(): the auditlog's path */
+#define JSF_ENV_AUDITLOG "JITSFRAME_AUDITLOG"
+/* set by `run --auditlog-level`, read by start(): "default" or "full" */
+#define JSF_ENV_AUDITLOG_LEVEL "JITSFRAME_AUDITLOG_LEVEL"
+/* set by `run --auditlog-max`, read by start(): rotate at this many bytes */
+#define JSF_ENV_AUDITLOG_MAX "JITSFRAME_AUDITLOG_MAX"
+/* set by `run --auditlog-keep`, read by start(): rotated files kept */
+#define JSF_ENV_AUDITLOG_KEEP "JITSFRAME_AUDITLOG_KEEP"
+
+/* --- debugging knobs of the Lua module's auditlog (docs/AUDITLOG.md) --- */
+
+/* set by the user or tests (non-empty, not "0"), read by the module's
+ * auditlog open: write(2) every record, never a shared mapping */
+#define JSF_ENV_AUDITLOG_NOMAP "JITSFRAME_AUDITLOG_NOMAP"
+/* set by the user or tests (a count), read by the module's auditlog open:
+ * check the raw trace reader against jit.util on one trace in N (0: no
+ * raw reads) */
+#define JSF_ENV_AUDIT_RAWCHECK "JITSFRAME_AUDIT_RAWCHECK"
+/* set by tests/t_audit_raw.sh, read by the module's auditlog open: inject
+ * a fault into the raw trace reader's output (tests only) */
+#define JSF_ENV_AUDIT_RAWFAULT "JITSFRAME_AUDIT_RAWFAULT"
+
+/* --- `audit replay` and its Lua driver (vm/replay.lua) --- */
+
+/* set by the user, read by `audit replay` and vm/replay.lua: the luajit to
+ * replay with */
+#define JSF_ENV_LUAJIT "JITSFRAME_LUAJIT"
+/* set and read by vm/replay.lua when it re-runs itself under the luajit it
+ * picked (Lua only) */
+#define JSF_ENV_REPLAY_PICKED "JITSFRAME_REPLAY_PICKED"
+/* set by tests/t_audit_replay.sh ("EV:K"), read by vm/replay.lua: skip the
+ * K-th record of event EV (a self-test; Lua only) */
+#define JSF_ENV_REPLAY_SKIP "JITSFRAME_REPLAY_SKIP"
+/* set by the user or tests, read by vm/replay.lua: print the counts of
+ * records and traces replayed at the end (Lua only) */
+#define JSF_ENV_REPLAY_STATS "JITSFRAME_REPLAY_STATS"
+
+/* --- the CLI's libraries --- */
+
+/* set by tests (t_report.sh, non-empty, not "0"), read by unwind/
+ * (elfcfi.c): ignore ELF .sframe sections, use .eh_frame/.debug_frame */
+#define JSF_ENV_NO_SFRAME "JITSFRAME_NO_SFRAME"
+/* set by the user or tests, read by profile/ (profile.c): the directory of
+ * the HTML flame graph's viewer (else viewer/ beside the program, then
+ * ../share/jitsframe/viewer) */
+#define JSF_ENV_VIEWER "JITSFRAME_VIEWER"
+
+#endif

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the auditlog's files in vm/ share (audit.h says which does what):
+ * the per-Lua-state cache, the context of one record's build, the packing
+ * helpers, the constants the raw reader and the builders agree on.
+ */
+#ifndef VM_AUDITINT_H
+#define VM_AUDITINT_H
+
+#include "audit.h"
+#include "auditlog.h"
+#include "lj.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Per Lua state: cached functions and the function-id table. */
+struct astate {
+	int util_ref, fnids_ref, tostring_ref, typeof_ref, build_ref;
+	int uref[16];	/* registry refs of the jit.util functions (U_*) */
+	unsigned gen;	/* writer generation the fnids belong to */
+	uint32_t gexit; /* shared exit stubs already sent */
+	int gexit_none; /* traceexitstub(i) answers nil: per trace */
+};
+
+/* util functions, pushed once per record at fixed stack slots */
+enum {
+	U_FUNCINFO,
+	U_FUNCBC,
+	U_FUNCK,
+	U_FUNCUVNAME,
+	U_TRACEINFO,
+	U_TRACEIR,
+	U_TRACEK,
+	U_TRACESNAP,
+	U_TRACEMC,
+	U_TRACEEXITSTUB,
+	U_IRCALLADDR,
+	U_N
+};
+
+/* One record's build (and the header's). */
+struct ctx {
+	struct vaudit *A;
+	struct astate *a;
+	int fnids; /* stack index of the weak id table */
+	int32_t spadj;
+	const char *kind; /* "trace", "record", "texit" */
+	int defer;	  /* set by build: write with the next record */
+	int in_func;	  /* building a func record: functions not followed */
+	int kbox;	  /* packing a tracek value of type I64/U64 */
+};
+
+/* IR opcodes of the constants, from the log's own jit.vmdef.irnames */
+enum { K_PRI, K_INT, K_GC, K_PTR, K_KPTR, K_NULL, K_NUM, K_INT64, K_SLOT, K_N };
+_Static_assert(K_N == VAUDIT_NKOP, "struct vaudit's kop[]");
+extern const char *const va_kop_names[K_N];
+#define IRT_I64 21 /* IR types of 64-bit integers (jit/dump.lua's too) */
+#define IRT_U64 22
+
+/* Raw trace reads (ljtrace.h): not tried yet, checking, on, off. */
+enum { RAW_UNTRIED, RAW_CHECKING, RAW_ON, RAW_OFF };
+
+/* ----------------------------------------------------------- packing */
+
+static inline void pstr(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+static inline void pnum(msgpack_packer *pk, lua_Number d)
+{
+	/* integral, in range and not -0: an int; else the exact double */
+	if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+	    d == floor(d) && !(d == 0 && signbit(d)))
+		msgpack_pack_int64(pk, (int64_t)d);
+	else
+		msgpack_pack_double(pk, d);
+}
+
+/* A map whose size is filled in at the end (map32, size patched). */
+static inline size_t map_begin(msgpack_sbuffer *sb)
+{
+	static const char m[5] = {(char)0xdf, 0, 0, 0, 0};
+	size_t at = sb->size;
+	msgpack_sbuffer_write(sb, m, 5);
+	return at;
+}
+
+static inline void map_end(msgpack_sbuffer *sb, size_t at, uint32_t n)
+{
+	if (!sb->data || at + 5 > sb->size)
+		return;
+	sb->data[at + 1] = (char)(n >> 24);
+	sb->data[at + 2] = (char)(n >> 16);
+	sb->data[at + 3] = (char)(n >> 8);
+	sb->data[at + 4] = (char)n;
+}
+
+static inline void call_util(lua_State *L, struct ctx *c, int u, int nargs,
+			     int nres)
+{
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[u]);
+	lua_insert(L, -1 - nargs);
+	lua_call(L, nargs, nres);
+}
+
+/* a constant op whose value takes the next slot too */
+static inline int is_k64(const struct vaudit *A, int o)
+{
+	return o == A->kop[K_NUM] || o == A->kop[K_INT64] ||
+	       o == A->kop[K_GC] || o == A->kop[K_PTR] || o == A->kop[K_KPTR];
+}
+
+/* --------------------------------------- the builders (audit_build.c) */
+
+void va_pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
+		 int expand, int depth);
+/* key then the value at the top of the stack (popped) */
+void va_kv_top(lua_State *L, struct ctx *c, msgpack_packer *pk, const char *k,
+	       int expand);
+/* The id of the function at idx; its func record goes out first. */
+uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx);
+uint64_t va_rec_head(msgpack_packer *pk, const char *ev);
+void va_field_int(msgpack_packer *pk, const char *k, lua_State *L, int idx);
+/* A trace through jit.util (see audit_build.c). */
+uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
+			    msgpack_sbuffer *sb, lua_Integer tr, int mc,
+			    const uint8_t *T, const struct ljt_layout *lay,
+			    lua_Integer *nexit);
+/* Lua C functions run protected: a trace-event record (stack 1 = ctx, 2..
+ * = the event's args), the header (1 = ctx) into A->sb. */
+int va_build(lua_State *L);
+int va_build_header(lua_State *L);
+
+/* ------------------------------------------ the raw reader (audit_raw.c) */
+
+/* A stopped trace's info, ir, k, snap, mc, addr, loop: raw or through
+ * jit.util. Returns the fields packed. */
+uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
+			    msgpack_sbuffer *sb, lua_Integer tr,
+			    lua_Integer *nexit);
+
+/* ---------------------------------------- the writer glue (audit_write.c) */
+
+/* Write a record; a deferred one goes out with the next written one. */
+void va_put_record(struct vaudit *A, msgpack_sbuffer *sb, int defer);
+
+#endif

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The module's sinks (vm.h): the region (libjitsframe; one per process,
+ * a fork child makes its own), perf's jitdump and perf map (perfmap/).
+ * Every call here runs with m->mu held.
+ */
+#include "jitdump.h"
+#include "jitsframe.h"
+#include "vm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int default_path(char *buf, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[2048];
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	snprintf(dir, sizeof(dir), "%s/jitsframe-%u", tmp, (unsigned)getuid());
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	struct stat st;
+	/* Ours, a real directory, not writable by others: else refuse. */
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022))
+		return -EPERM;
+	snprintf(buf, len, "%s/%d.region", dir, (int)getpid());
+	return 0;
+}
+
+/* Create this process's region (m->mu held). */
+static int open_region(struct vmod *m)
+{
+	int err;
+	struct jsf_region_opts o = {.sz = sizeof(o)};
+	if (m->base_path[0]) {
+		if (m->pid && m->pid != getpid()) /* a forked child: own file */
+			snprintf(m->path, sizeof(m->path), "%s-%d",
+				 m->base_path, (int)getpid());
+		else
+			snprintf(m->path, sizeof(m->path), "%s", m->base_path);
+	} else {
+		err = default_path(m->path, sizeof(m->path));
+		if (err) {
+			vm_log(
+			    m,
+			    "cannot prepare the default region directory: %s",
+			    strerror(-err));
+			return err;
+		}
+		o.flags = JSF_REGION_REPLACE; /* stale file of a reused pid */
+	}
+	if (m->replace)
+		o.flags = JSF_REGION_REPLACE;
+	err = jsf_region_create(&m->region, m->path, &o);
+	if (err) {
+		vm_log(m, "cannot create region %s: %s", m->path,
+		       jsf_strerror(err));
+		return err;
+	}
+	m->pid = getpid();
+	m->epoch++;
+	if (m->jd_dir[0]) {
+		err = jsf_jitdump_open(&m->jd, m->jd_dir);
+		if (err)
+			vm_log(m, "cannot create %s/jit-%d.dump: %s", m->jd_dir,
+			       (int)getpid(), strerror(-err));
+	}
+	if (m->want_perfmap) {
+		err = jsf_perfmap_open(&m->pm);
+		if (err)
+			vm_log(m, "cannot create /tmp/perf-%d.map: %s",
+			       (int)getpid(), strerror(-err));
+	}
+	return 0;
+}
+
+/* Make sure the region belongs to this process (fork), m->mu held. */
+VM_HOT int vm_ensure_region(struct vmod *m)
+{
+	if (m->region && m->pid != vm_self_pid()) {
+		jsf_region_detach(m->region); /* the parent's: leave it alone */
+		m->region = NULL;
+		/* the parent's jitdump and perf map are its own too */
+		if (m->jd)
+			jsf_jitdump_close(m->jd);
+		if (m->pm)
+			jsf_perfmap_close(m->pm);
+		m->jd = NULL;
+		m->pm = NULL;
+	}
+	if (!m->region)
+		return open_region(m);
+	return 0;
+}
+
+void vm_stop_publishing(struct vmod *m, const char *what, int err)
+{
+	if (!m->failed)
+		vm_log(m, "%s failed (%s): no more rows will be published",
+		       what, jsf_strerror(err));
+	m->failed = 1;
+}
+
+/* The name perf shows: TRACE_n::chunk:line. */
+VM_HOT static void trace_name(const struct tinfo *ti, uint32_t tr, char *buf,
+			      size_t len)
+{
+	snprintf(buf, len, "TRACE_%u::%s:%u", tr, ti->file[0] ? ti->file : "?",
+		 ti->line);
+}
+
+/* Published traces of state ctx overlapping [lo, hi) (jitdump layout). */
+VM_HOT static uint32_t neighbours(uint64_t lo, uint64_t hi,
+				  struct jsf_code_info *out, uint32_t max,
+				  void *ctx)
+{
+	struct lstate *s = ctx;
+	uint32_t n = 0;
+	for (uint32_t i = 0; s && i < s->used && n < max; i++) {
+		const struct tinfo *t = &s->t[i];
+		uint64_t a = t->start,
+			 e = t->map_hi > a + t->size ? t->map_hi : a + t->size;
+		if (!t->live || e <= lo || a >= hi)
+			continue;
+		out[n++] = (struct jsf_code_info){
+		    t->start, t->size, t->rows, t->nrows, t->eh_lo, t->map_hi};
+	}
+	return n;
+}
+
+/* The perf sinks: code (read from the trace's own memory), rows, line. */
+VM_HOT static void publish_perf(struct vmod *m, struct lstate *s,
+				struct tinfo *ti, uint32_t tr, uint64_t now)
+{
+	char name[160];
+	if (!m->jd && !m->pm)
+		return;
+	trace_name(ti, tr, name, sizeof(name));
+	if (m->jd) {
+		/* perf's line table ends at the last entry: give the trace's
+		 * line to its first and its last byte. */
+		const char *file = ti->file[0] ? ti->file : "?";
+		struct jsf_jd_placed placed;
+		struct jsf_line line[2] = {
+		    {ti->start, ti->line, file},
+		    {ti->start + ti->size - 1, ti->line, file}};
+		int err = jsf_jitdump_code(
+		    m->jd, ti->start, (const void *)(uintptr_t)ti->start,
+		    ti->size, name, ti->rows, ti->nrows, line, ti->line ? 2 : 0,
+		    now, neighbours, s, &placed);
+		ti->eh_lo = placed.eh_lo;
+		ti->map_hi = placed.map_hi;
+		if (err) {
+			vm_log(m,
+			       "writing the jitdump failed (%s); it stops here",
+			       strerror(-err));
+			jsf_jitdump_close(m->jd);
+			m->jd = NULL;
+		}
+	}
+	if (m->pm && jsf_perfmap_add(m->pm, ti->start, ti->size, name)) {
+		vm_log(m, "writing the perf map failed; it stops here");
+		jsf_perfmap_close(m->pm);
+		m->pm = NULL;
+	}
+}
+
+VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
+		       uint32_t tr, uint64_t now)
+{
+	int err = jsf_region_add(m->region, ti->start, ti->size, ti->rows,
+				 ti->nrows, now);
+	if (err == 0) {
+		ti->live = 1;
+		m->published++;
+		publish_perf(m, s, ti, tr, now);
+	} else if (err == -EEXIST) {
+		m->skipped++;
+		snprintf(m->last_skip, sizeof(m->last_skip),
+			 "overlaps a published trace");
+	} else {
+		vm_stop_publishing(m, "adding a trace", err);
+	}
+}
+
+VM_HOT void vm_unpublish(struct vmod *m, struct tinfo *ti, uint64_t now)
+{
+	if (!ti->live)
+		return;
+	ti->live = 0;
+	int err = jsf_region_remove(m->region, ti->start, now);
+	if (err == 0)
+		m->removed++;
+	else if (err != -ENOENT)
+		vm_stop_publishing(m, "removing a trace", err);
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Lua module's internals (vm/), its files by job:
+ *   module.c  the Lua API (start/stop/stats/rows), options, the process
+ *             state, the fork-aware pid, messages;
+ *   attach.c  the jit.attach multiplexer (one dispatcher per VM event);
+ *   traces.c  the trace table (per Lua state) and the event handlers;
+ *   sinks.c   the region, perf's jitdump and perf map;
+ *   vmcheck.c the VM frame layout check;
+ *   audit_*.c the auditlog (audit.h).
+ * The process state (struct vmod) is passed to whatever needs it; a Lua
+ * state's table (struct lstate) points to it.
+ */
+#ifndef VM_VM_H
+#define VM_VM_H
+
+#include "audit.h"
+#include "jitsframe.h"
+#include "lj.h"
+
+#include <lua.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What is known of one trace number. */
+struct tinfo {
+	uint64_t start;
+	uint32_t size;
+	int32_t spadj;
+	uint8_t nrows;
+	uint8_t live;
+	struct jsf_row rows[LJ_MAX_ROWS];
+	uint32_t line;		/* Lua source line where the trace starts */
+	uint64_t eh_lo, map_hi; /* where its jitdump unwind data went */
+	char file[96];		/* its chunk name */
+};
+
+/* The module's process state: one region (and jitdump, perf map,
+ * auditlog) per process, shared by every Lua state in it. mu guards it
+ * all (and the auditlog). */
+struct vmod {
+	/* what every event touches first (a few cache lines) */
+	pthread_mutex_t mu;
+	struct jsf_region *region;
+	struct jsf_jitdump *jd; /* perf sinks (perfmap/): jitdump, perf map */
+	struct jsf_perfmap *pm;
+	pid_t pid;	/* process that owns region */
+	unsigned epoch; /* bumped when a region is (re)created */
+	int failed;	/* an internal error stopped publishing */
+	int layout;	/* 0 unknown, 1 verified, -1 refused */
+	int quiet;
+	int replace; /* replace an existing file at an explicit path */
+	int want_perfmap;
+	uint64_t traces, published, skipped, removed;
+	struct vaudit audit;
+	/* strings */
+	char path[4200];      /* the region's path */
+	char base_path[4000]; /* as configured (explicit path or "") */
+	char jd_dir[2048];    /* the jitdump's directory ("": none) */
+	char refusal[256];
+	char last_skip[128];
+};
+
+/* Per Lua state (a userdata in its registry). */
+struct lstate {
+	struct vmod *m;
+	struct tinfo *t; /* indexed by trace number */
+	uint32_t cap;
+	uint32_t used; /* 1 + the highest trace number seen */
+	int enabled;
+	int installed;	/* dispatcher attached, jit.attach wrapped */
+	unsigned epoch; /* the m->epoch its traces were published in */
+	/* chains_ref: event name -> the handlers others attached, called
+	 * after ours; disps_ref: event name -> our dispatcher for it */
+	int chains_ref, orig_ref, disps_ref, util_ref;
+};
+
+/* The code every trace event runs, from several files, placed together
+ * (.text.hot: the linker groups it) so that an event after a long compile
+ * touches few cold code lines and pages, as when it was one file. */
+#define VM_HOT __attribute__((section(".text.hot.jitsframe_vm")))
+
+/* module.c */
+/* This process's pid, without a system call (refreshed in a fork child). */
+pid_t vm_self_pid(void);
+void vm_log(const struct vmod *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Require a module, leaving it on the stack; 0 on success. */
+int vm_require(lua_State *L, const char *name);
+
+/* attach.c: multiplex "trace" (plus "record" and "texit" for a full
+ * auditlog), wrapping jit.attach; 0 or -1. uninstall gives LuaJIT back its
+ * own attach, leaving others' handlers attached. */
+int vm_install(lua_State *L, struct lstate *s);
+void vm_uninstall(lua_State *L, struct lstate *s);
+
+/* traces.c */
+struct lstate *vm_get_state(lua_State *L); /* NULL: none yet */
+struct lstate *vm_new_state(struct vmod *m, lua_State *L);
+/* Our part of VM event ev; its arguments are the stack, 1..top. */
+void vm_event(lua_State *L, struct lstate *s, const char *ev);
+/* Withdraw every trace of s (m->mu held). */
+void vm_on_flush(struct vmod *m, struct lstate *s);
+
+/* sinks.c, all with m->mu held */
+/* Make sure the region (and the perf sinks) belong to this process. */
+int vm_ensure_region(struct vmod *m);
+void vm_stop_publishing(struct vmod *m, const char *what, int err);
+/* Add trace tr of state s (ti) to the region and the perf sinks. */
+void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti, uint32_t tr,
+		uint64_t now);
+void vm_unpublish(struct vmod *m, struct tinfo *ti, uint64_t now);
+
+#endif
