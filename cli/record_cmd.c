@@ -106,7 +106,7 @@ static void tail_file(const char *path, const char *prefix)
 	fclose(f);
 }
 
-static void add_load(const struct jsf_jd_load *l, void *ctx)
+static void add_load(const struct jd_load *l, void *ctx)
 {
 	folded_add_load(ctx, l->pid, l->index, l->ts, l->code_addr, l->lo,
 			l->hi, l->name);
@@ -374,7 +374,7 @@ int cmd_record(int argc, char **argv)
 			continue;
 		char jp[PATH_MAX + 300];
 		snprintf(jp, sizeof(jp), "%s/%s", adir, de->d_name);
-		jsf_jitdump_loads(jp, add_load, f);
+		jd_loads(jp, add_load, f);
 	}
 	if (dd)
 		closedir(dd);

@@ -5,6 +5,7 @@
  * region at each sample's time, and write the profiles (profile.h).
  */
 #include "cli.h"
+#include "jsfenv.h"
 #include "profile.h"
 #include "unwind.h"
 
@@ -166,8 +167,8 @@ static int write_html(const struct prof *prof, const char *path)
 		    "(d3-flame-graph) is missing (looked for %s), so %s "
 		    "says the interactive viewer is unavailable; the other "
 		    "files hold the profile. To get it, run `make` with npm "
-		    "installed and the npm registry reachable, or set "
-		    "JITSFRAME_VIEWER=DIR.\n",
+		    "installed and the npm registry reachable, or "
+		    "set " JSF_ENV_VIEWER "=DIR.\n",
 		    where, path);
 	return w;
 }
@@ -253,7 +254,7 @@ int report_run(const struct report_opts *opts)
 	}
 	struct rep *r = calloc(1, sizeof(*r));
 	/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
-	const char *nosf = getenv("JITSFRAME_NO_SFRAME");
+	const char *nosf = getenv(JSF_ENV_NO_SFRAME);
 	struct uw_opts uo = {.no_sframe = nosf && *nosf && strcmp(nosf, "0")};
 	if (r)
 		r->u = uw_new(t, &uo);

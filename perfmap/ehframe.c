@@ -62,7 +62,7 @@ static void close_entry(struct buf *b, size_t start)
 }
 
 /* One FDE for fn, whose start is at fn_minus_eh from the .eh_frame start. */
-static int put_fde(struct buf *b, size_t cie, const struct jsf_unwind_fn *fn,
+static int put_fde(struct buf *b, size_t cie, const struct jd_unwind_fn *fn,
 		   int64_t fn_minus_eh)
 {
 	size_t fde = b->n;
@@ -135,9 +135,8 @@ static int put_fde(struct buf *b, size_t cie, const struct jsf_unwind_fn *fn,
 	return 0;
 }
 
-size_t jsf_ehframe_fns(const struct jsf_unwind_fn *fns, uint32_t nfns,
-		       uint64_t eh_addr, uint8_t *out, size_t cap,
-		       size_t *hdr_size)
+size_t eh_fns(const struct jd_unwind_fn *fns, uint32_t nfns, uint64_t eh_addr,
+	      uint8_t *out, size_t cap, size_t *hdr_size)
 {
 	struct buf b = {out, 0, cap};
 	size_t fde_at[JSF_EH_MAX_FNS];

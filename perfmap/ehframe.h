@@ -12,7 +12,7 @@
 #define JSF_EH_MAX(n) (128 + (size_t)(n)*24)
 
 /* One function's unwind rows at an absolute address. */
-struct jsf_unwind_fn {
+struct jd_unwind_fn {
 	uint64_t start;
 	uint32_t size;
 	const struct jsf_row *rows;
@@ -24,8 +24,7 @@ struct jsf_unwind_fn {
  * sorted by start), the .eh_frame being at address eh_addr.
  */
 #define JSF_EH_MAX_FNS 8
-size_t jsf_ehframe_fns(const struct jsf_unwind_fn *fns, uint32_t nfns,
-		       uint64_t eh_addr, uint8_t *out, size_t cap,
-		       size_t *hdr_size);
+size_t eh_fns(const struct jd_unwind_fn *fns, uint32_t nfns, uint64_t eh_addr,
+	      uint8_t *out, size_t cap, size_t *hdr_size);
 
 #endif

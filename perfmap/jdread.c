@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int jsf_jitdump_loads(const char *path,
-		      void (*cb)(const struct jsf_jd_load *l, void *ctx),
-		      void *ctx)
+int jd_loads(const char *path, void (*cb)(const struct jd_load *l, void *ctx),
+	     void *ctx)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -72,7 +71,7 @@ int jsf_jitdump_loads(const char *path,
 		}
 		/* CODE_LOAD: ts, pid, tid, vma, code_addr, size, index, name */
 		if (rh[0] == 0 && rh[1] >= 8 + 8 + 8 + 3 * 8 + 8 + 1) {
-			struct jsf_jd_load l;
+			struct jd_load l;
 			memcpy(&l.ts, rec, 8);
 			memcpy(&l.pid, rec + 8, 4);
 			memcpy(&l.code_addr, rec + 8 + 8 + 8, 8);

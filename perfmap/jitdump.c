@@ -22,7 +22,7 @@
 #define JD_MAGIC 0x4A695444
 enum { JD_CODE_LOAD = 0, JD_DEBUG_INFO = 2, JD_UNWINDING_INFO = 4 };
 
-struct jsf_jitdump {
+struct jd_writer {
 	pthread_mutex_t mu;
 	int fd;
 	void *marker;
@@ -92,9 +92,9 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
+int jd_open(struct jd_writer **out, const char *dir)
 {
-	struct jsf_jitdump *w = calloc(1, sizeof(*w));
+	struct jd_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	pthread_mutex_init(&w->mu, NULL);
@@ -130,7 +130,7 @@ int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
 	int err = b.oom ? -ENOMEM : write_all(w->fd, b.p, b.n);
 	free(b.p);
 	if (err) {
-		jsf_jitdump_close(w);
+		jd_close(w);
 		return err;
 	}
 	*out = w;
@@ -158,8 +158,8 @@ int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir)
  * range reaches another load's unwind data, the mapping is stretched to the
  * end of that load and carries FDEs for everything it covers.
  */
-static uint32_t clip(const struct jsf_code_info *ci, uint64_t lo, uint64_t hi,
-		     struct jsf_unwind_fn *fn, struct jsf_row *rb)
+static uint32_t clip(const struct jd_code_info *ci, uint64_t lo, uint64_t hi,
+		     struct jd_unwind_fn *fn, struct jsf_row *rb)
 {
 	uint64_t a = ci->start, e = ci->start + ci->size;
 	uint64_t ca = a > lo ? a : lo, ce = e < hi ? e : hi;
@@ -176,35 +176,33 @@ static uint32_t clip(const struct jsf_code_info *ci, uint64_t lo, uint64_t hi,
 			rb[k++].offset -= off;
 		}
 	}
-	*fn = (struct jsf_unwind_fn){ca, (uint32_t)(ce - ca), rb, k};
+	*fn = (struct jd_unwind_fn){ca, (uint32_t)(ce - ca), rb, k};
 	return k ? 1 : 0;
 }
 
-int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
-		     uint32_t size, const char *name,
-		     const struct jsf_row *rows, uint32_t nrows,
-		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts,
-		     jsf_neighbours_fn nb, void *nbctx,
-		     struct jsf_jd_placed *placed)
+int jd_code(struct jd_writer *w, uint64_t addr, const void *code, uint32_t size,
+	    const char *name, const struct jsf_row *rows, uint32_t nrows,
+	    const struct jd_line *lines, uint32_t nlines, uint64_t ts,
+	    jd_neighbours_fn nb, void *nbctx, struct jd_placed *placed)
 {
 	struct jbuf b = {0};
 	size_t rec, hdr = 0, ulen = 0;
 	uint8_t eh[JSF_EH_MAX(16) * JSF_EH_MAX_FNS];
 	uint64_t code_addr = addr, declared = size, mapped = 0, eh_addr = 0;
-	struct jsf_unwind_fn fns[JSF_EH_MAX_FNS] = {{addr, size, rows, nrows}};
+	struct jd_unwind_fn fns[JSF_EH_MAX_FNS] = {{addr, size, rows, nrows}};
 	struct jsf_row rowbuf[JSF_EH_MAX_FNS][16];
 	uint32_t nfns = 1;
 	if (nrows && nrows <= 16)
-		ulen = jsf_ehframe_fns(fns, 1, addr, eh, sizeof(eh), &hdr);
+		ulen = eh_fns(fns, 1, addr, eh, sizeof(eh), &hdr);
 	if (ulen && ulen + 8 <= size) {
 		declared = (size - ulen) & ~7ull;
 		eh_addr = addr + declared;
-		ulen = jsf_ehframe_fns(fns, 1, eh_addr, eh, sizeof(eh), &hdr);
+		ulen = eh_fns(fns, 1, eh_addr, eh, sizeof(eh), &hdr);
 		mapped = addr + size - eh_addr;
 	} else if (ulen) {
 		eh_addr = addr + ((size + 7) & ~7ull);
 		uint64_t hi = eh_addr + ulen;
-		struct jsf_code_info ci[JSF_EH_MAX_FNS];
+		struct jd_code_info ci[JSF_EH_MAX_FNS];
 		for (int round = 0; round < 8 && ulen; round++) {
 			uint32_t n = nb ? nb(addr + size, hi, ci,
 					     JSF_EH_MAX_FNS - 1, nbctx)
@@ -220,8 +218,7 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 				nfns += clip(&ci[i], addr + size, hi,
 					     &fns[nfns], rowbuf[nfns]);
 			}
-			ulen = jsf_ehframe_fns(fns, nfns, eh_addr, eh,
-					       sizeof(eh), &hdr);
+			ulen = eh_fns(fns, nfns, eh_addr, eh, sizeof(eh), &hdr);
 			if (eh_addr + ulen > target)
 				target = eh_addr + ulen;
 			if (target == hi)
@@ -235,7 +232,7 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 	if (!ulen)
 		mapped = eh_addr = 0;
 	if (placed)
-		*placed = (struct jsf_jd_placed){eh_addr, eh_addr + mapped};
+		*placed = (struct jd_placed){eh_addr, eh_addr + mapped};
 	if (nlines) {
 		rec = b.n;
 		j32(&b, JD_DEBUG_INFO);
@@ -284,12 +281,12 @@ int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
 	return err;
 }
 
-const char *jsf_jitdump_path(const struct jsf_jitdump *w)
+const char *jd_path(const struct jd_writer *w)
 {
 	return w->path;
 }
 
-void jsf_jitdump_close(struct jsf_jitdump *w)
+void jd_close(struct jd_writer *w)
 {
 	if (!w)
 		return;
@@ -302,11 +299,11 @@ void jsf_jitdump_close(struct jsf_jitdump *w)
 
 /* ---------------------------------------------------------- perf map */
 
-struct jsf_perfmap {
+struct pmap {
 	FILE *f;
 };
 
-int jsf_perfmap_open(struct jsf_perfmap **out)
+int pmap_open(struct pmap **out)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
@@ -315,7 +312,7 @@ int jsf_perfmap_open(struct jsf_perfmap **out)
 	    path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	struct jsf_perfmap *m = calloc(1, sizeof(*m));
+	struct pmap *m = calloc(1, sizeof(*m));
 	if (!m || !(m->f = fdopen(fd, "w"))) {
 		close(fd);
 		free(m);
@@ -325,8 +322,7 @@ int jsf_perfmap_open(struct jsf_perfmap **out)
 	return 0;
 }
 
-int jsf_perfmap_add(struct jsf_perfmap *m, uint64_t addr, uint32_t size,
-		    const char *name)
+int pmap_add(struct pmap *m, uint64_t addr, uint32_t size, const char *name)
 {
 	if (fprintf(m->f, "%llx %x %s\n", (unsigned long long)addr, size,
 		    name) < 0 ||
@@ -335,7 +331,7 @@ int jsf_perfmap_add(struct jsf_perfmap *m, uint64_t addr, uint32_t size,
 	return 0;
 }
 
-void jsf_perfmap_close(struct jsf_perfmap *m)
+void pmap_close(struct pmap *m)
 {
 	if (!m)
 		return;

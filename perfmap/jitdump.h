@@ -8,20 +8,20 @@
 
 #include <stdint.h>
 
-struct jsf_jitdump;
+struct jd_writer;
 
 /* One source line of machine code at `addr`. */
-struct jsf_line {
+struct jd_line {
 	uint64_t addr;
 	uint32_t line;
 	const char *file;
 };
 
 /* Create DIR/jit-PID.dump (O_EXCL, 0600) and map it so perf records it. */
-int jsf_jitdump_open(struct jsf_jitdump **out, const char *dir);
+int jd_open(struct jd_writer **out, const char *dir);
 
 /* Code already described to perf, as the neighbours callback reports it. */
-struct jsf_code_info {
+struct jd_code_info {
 	uint64_t start;
 	uint32_t size;
 	const struct jsf_row *rows;
@@ -30,12 +30,12 @@ struct jsf_code_info {
 };
 
 /* The published code overlapping [lo, hi): how many were put in out. */
-typedef uint32_t (*jsf_neighbours_fn)(uint64_t lo, uint64_t hi,
-				      struct jsf_code_info *out, uint32_t max,
-				      void *ctx);
+typedef uint32_t (*jd_neighbours_fn)(uint64_t lo, uint64_t hi,
+				     struct jd_code_info *out, uint32_t max,
+				     void *ctx);
 
 /* Where a load's unwind data went (for the neighbours of later loads). */
-struct jsf_jd_placed {
+struct jd_placed {
 	uint64_t eh_lo, map_hi; /* 0, 0: no unwind data */
 };
 
@@ -46,18 +46,16 @@ struct jsf_jd_placed {
  * already loaded around; *placed (may be NULL) receives where this load's
  * unwind data went. See the comment in jitdump.c.
  */
-int jsf_jitdump_code(struct jsf_jitdump *w, uint64_t addr, const void *code,
-		     uint32_t size, const char *name,
-		     const struct jsf_row *rows, uint32_t nrows,
-		     const struct jsf_line *lines, uint32_t nlines, uint64_t ts,
-		     jsf_neighbours_fn nb, void *nbctx,
-		     struct jsf_jd_placed *placed);
+int jd_code(struct jd_writer *w, uint64_t addr, const void *code, uint32_t size,
+	    const char *name, const struct jsf_row *rows, uint32_t nrows,
+	    const struct jd_line *lines, uint32_t nlines, uint64_t ts,
+	    jd_neighbours_fn nb, void *nbctx, struct jd_placed *placed);
 
-const char *jsf_jitdump_path(const struct jsf_jitdump *w);
-void jsf_jitdump_close(struct jsf_jitdump *w);
+const char *jd_path(const struct jd_writer *w);
+void jd_close(struct jd_writer *w);
 
 /* One CODE_LOAD read back. */
-struct jsf_jd_load {
+struct jd_load {
 	uint32_t pid;
 	uint64_t index; /* the N of perf inject's jitted-PID-N.so */
 	uint64_t ts;
@@ -68,15 +66,13 @@ struct jsf_jd_load {
 
 /* Call cb for every CODE_LOAD of a jitdump file. Returns how many, or a
  * negative errno. */
-int jsf_jitdump_loads(const char *path,
-		      void (*cb)(const struct jsf_jd_load *l, void *ctx),
-		      void *ctx);
+int jd_loads(const char *path, void (*cb)(const struct jd_load *l, void *ctx),
+	     void *ctx);
 
 /* /tmp/perf-PID.map: append "START SIZE name" lines. */
-struct jsf_perfmap;
-int jsf_perfmap_open(struct jsf_perfmap **out);
-int jsf_perfmap_add(struct jsf_perfmap *m, uint64_t addr, uint32_t size,
-		    const char *name);
-void jsf_perfmap_close(struct jsf_perfmap *m);
+struct pmap;
+int pmap_open(struct pmap **out);
+int pmap_add(struct pmap *m, uint64_t addr, uint32_t size, const char *name);
+void pmap_close(struct pmap *m);
 
 #endif

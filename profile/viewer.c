@@ -4,6 +4,7 @@
  * through npm into build/viewer): where its files are, and copying them
  * into the page (profint.h).
  */
+#include "jsfenv.h"
 #include "profint.h"
 
 #include <errno.h>
@@ -41,7 +42,7 @@ int pf_find_viewer(char *dir, size_t size, char *where, size_t wsize)
 {
 	char exe[PATH_MAX], cand[2][PATH_MAX];
 	int nc = 0;
-	const char *env = getenv("JITSFRAME_VIEWER");
+	const char *env = getenv(JSF_ENV_VIEWER);
 	if (env && *env) {
 		if (strlen(env) < sizeof(cand[0]))
 			strcpy(cand[nc++], env);

@@ -34,14 +34,13 @@ int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr, uint64_t pc,
 	const uint8_t *s = sec;
 	if (!s || len < SFRAME_HDR_SIZE || ldu(s, 2) != SFRAME_MAGIC ||
 	    (s[2] != SFRAME_V1 && s[2] != SFRAME_V2))
-		return jsf__fail(-EBADMSG, ".sframe: not an SFrame V1/V2 "
-					   "section");
+		return sf_fail(-EBADMSG, ".sframe: not an SFrame V1/V2 "
+					 "section");
 	if (s[4] != SFRAME_ABI_AMD64_LE)
-		return jsf__fail(-EBADMSG, ".sframe: ABI %u is not x86-64",
-				 s[4]);
+		return sf_fail(-EBADMSG, ".sframe: ABI %u is not x86-64", s[4]);
 	if ((int8_t)s[6] != SFRAME_RA_FIXED_X86_64)
-		return jsf__fail(-EOPNOTSUPP,
-				 ".sframe: RA not at the fixed CFA-8");
+		return sf_fail(-EOPNOTSUPP,
+			       ".sframe: RA not at the fixed CFA-8");
 	unsigned ver = s[2], flags = s[3];
 	uint64_t aux = s[7], nfde = ldu(s + SH_NUM_FDES, 4),
 		 fre_len = ldu(s + SH_FRE_LEN, 4),
@@ -52,8 +51,8 @@ int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr, uint64_t pc,
 	if (base > len || fdeoff > len - base ||
 	    nfde > (len - base - fdeoff) / fsz || freoff > len - base ||
 	    fre_len > len - base - freoff)
-		return jsf__fail(-EBADMSG, ".sframe: tables outside the "
-					   "section");
+		return sf_fail(-EBADMSG, ".sframe: tables outside the "
+					 "section");
 	const uint8_t *fdes = s + base + fdeoff, *fres = s + base + freoff;
 	/* the FDE covering pc: binary search when sorted, else a scan */
 	const uint8_t *hit = NULL;
@@ -87,8 +86,8 @@ int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr, uint64_t pc,
 	bool pcmask = (info >> 4) & 1;
 	uint32_t rep = ver == SFRAME_V2 ? hit[17] : SFRAME_V1_PLT_REP;
 	if (fre_type > 2 || fre_off > fre_len || (pcmask && !rep))
-		return jsf__fail(-EBADMSG, ".sframe: bad FDE at %#llx",
-				 (unsigned long long)fstart);
+		return sf_fail(-EBADMSG, ".sframe: bad FDE at %#llx",
+			       (unsigned long long)fstart);
 	unsigned aw = 1u << fre_type;
 	uint64_t off = pc - fstart, key = pcmask ? off % rep : off;
 	const uint8_t *p = fres + fre_off, *end = fres + fre_len;
@@ -96,13 +95,13 @@ int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr, uint64_t pc,
 	uint64_t next = pcmask ? rep : fsize;
 	for (uint32_t i = 0; i < nfre; i++) {
 		if ((uint64_t)(end - p) < aw + 1)
-			return jsf__fail(-EBADMSG, ".sframe: FRE outside the "
-						   "section");
+			return sf_fail(-EBADMSG, ".sframe: FRE outside the "
+						 "section");
 		uint64_t st = ldu(p, aw);
 		unsigned fi = p[aw], n = (fi >> 1) & 0xf, sc = (fi >> 5) & 3;
 		if (sc > 2 || (uint64_t)(end - p) < aw + 1 + (n << sc))
-			return jsf__fail(-EBADMSG, ".sframe: FRE outside the "
-						   "section");
+			return sf_fail(-EBADMSG, ".sframe: FRE outside the "
+						 "section");
 		if (st > key) {
 			next = st;
 			break;
@@ -115,12 +114,12 @@ int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr, uint64_t pc,
 	struct jsf_row r;
 	unsigned fi = best[aw];
 	if (((fi >> 1) & 0xf) > 2 || (fi & 0x80))
-		return jsf__fail(-EOPNOTSUPP,
-				 ".sframe: row at %#llx outside the x86-64 "
-				 "form (RA offset stored, or mangled RA)",
-				 (unsigned long long)pc);
-	if (!jsf__decode_fre(best, (size_t)(end - best), fre_type, &r))
-		return jsf__fail(-EBADMSG, ".sframe: bad FRE");
+		return sf_fail(-EOPNOTSUPP,
+			       ".sframe: row at %#llx outside the x86-64 "
+			       "form (RA offset stored, or mangled RA)",
+			       (unsigned long long)pc);
+	if (!sf_decode_fre(best, (size_t)(end - best), fre_type, &r))
+		return sf_fail(-EBADMSG, ".sframe: bad FRE");
 	if (func_start)
 		*func_start = fstart;
 	if (func_size)

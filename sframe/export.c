@@ -22,19 +22,19 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 	struct jsf_export_opts opt = {0};
 	if (!v || !out || !out_len)
 		return -EINVAL;
-	int oerr = jsf__opts_in(&opt, sizeof(opt), o, "jsf_export_opts");
+	int oerr = sf_opts_in(&opt, sizeof(opt), o, "jsf_export_opts");
 	if (oerr)
 		return oerr;
 	unsigned ver = opt.version ? opt.version : 3;
 	if (ver != 1 && ver != 3)
 		return -EINVAL;
-	struct jsf_snap tmp = {0};
-	const struct jsf_snap *s;
-	int err = jsf__view_snap(v, &tmp, &s);
+	struct sf_snap tmp = {0};
+	const struct sf_snap *s;
+	int err = sf_view_snap(v, &tmp, &s);
 	if (err)
 		return err;
 	/* Select, and size the output. */
-	const struct jsf_sent **sel =
+	const struct sf_ent **sel =
 	    calloc(s->log_n ? s->log_n : 1, sizeof(*sel));
 	uint8_t *buf = NULL;
 	if (!sel) {
@@ -44,15 +44,15 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 	uint32_t n = 0;
 	uint64_t fre_bytes = 0, nfres = 0;
 	for (uint32_t i = 0; i < s->log_n; i++) {
-		const struct jsf_sent *e = &s->e[i];
-		if (!jsf__alive(e, opt.at_ns))
+		const struct sf_ent *e = &s->e[i];
+		if (!sf_alive(e, opt.at_ns))
 			continue;
 		if (n && sel[n - 1]->start + sel[n - 1]->size > e->start) {
 			err = -EBADMSG; /* overlapping live functions */
 			goto out;
 		}
 		sel[n++] = e;
-		fre_bytes += JSF_FUNC_ENC_MAX(e->nrows);
+		fre_bytes += SF_FUNC_ENC_MAX(e->nrows);
 		nfres += e->nrows;
 	}
 	if (n == 0) {
@@ -80,7 +80,7 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 	uint8_t *fre = fdes + (size_t)n * fde_size;
 	uint32_t fre_len = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		const struct jsf_sent *e = sel[i];
+		const struct sf_ent *e = sel[i];
 		const struct jsf_row *rows = s->rows + e->row0;
 		uint8_t *p = fdes + (size_t)i * fde_size;
 		if (ver == 3) {
@@ -91,20 +91,20 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 				p[k] = (uint8_t)(rel >> (8 * k));
 			put32(p + 8, e->size);
 			put32(p + 12, fre_len);
-			fre_len += (uint32_t)jsf__encode_func(
+			fre_len += (uint32_t)sf_encode_func(
 			    rows, e->nrows, e->size, fre + fre_len);
 		} else {
 			/* V1: {i32 start; u32 size; u32 first FRE; u32
 			 * num_fres; u8 info}; info = FRE type, PC type
 			 * increment. */
-			unsigned t = jsf__fre_type(e->size);
+			unsigned t = sf_fre_type(e->size);
 			put32(p, (uint32_t)(e->start - base));
 			put32(p + 4, e->size);
 			put32(p + 8, fre_len);
 			put32(p + 12, e->nrows);
 			p[16] = (uint8_t)t;
-			fre_len += (uint32_t)jsf__encode_fres(rows, e->nrows, t,
-							      fre + fre_len);
+			fre_len += (uint32_t)sf_encode_fres(rows, e->nrows, t,
+							    fre + fre_len);
 		}
 	}
 	buf[0] = SFRAME_MAGIC & 0xff;
@@ -129,6 +129,6 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 out:
 	free(buf);
 	free(sel);
-	jsf__snap_free(&tmp);
+	sf_snap_free(&tmp);
 	return err;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Private to libjitsframe: the region layout (docs/ABI.md) and helpers. */
-#ifndef JSF_INTERNAL_H
-#define JSF_INTERNAL_H
+#ifndef SF_INTERNAL_H
+#define SF_INTERNAL_H
 
 #include "jitsframe.h"
 
@@ -31,13 +31,13 @@
 #define SH_FREOFF 24
 
 /* --- region layout --- */
-#define JSF_REGION_MAGIC "JSFREGN"  /* 8 bytes with the NUL */
-#define JSF_SECTION_MAGIC "JSFSECT" /* 8 bytes with the NUL */
-#define JSF_RHDR_SIZE 4096
-#define JSF_SHDR_SIZE 64
-#define JSF_LOG_ENTRY_SIZE 32
-#define JSF_STATE_LIVE 1
-#define JSF_STATE_CLOSED 2
+#define SF_REGION_MAGIC "JSFREGN"  /* 8 bytes with the NUL */
+#define SF_SECTION_MAGIC "JSFSECT" /* 8 bytes with the NUL */
+#define SF_RHDR_SIZE 4096
+#define SF_SHDR_SIZE 64
+#define SF_LOG_ENTRY_SIZE 32
+#define SF_STATE_LIVE 1
+#define SF_STATE_CLOSED 2
 
 /* Region header at file offset 0 (all fields little-endian, naturally
  * aligned; the atomically accessed ones are marked). */
@@ -122,37 +122,36 @@ static inline void copy_out(uint8_t *dst, const uint8_t *src, size_t n)
 
 /* --- FRE encoding (sfenc.c) --- */
 
-struct jsf_arch;
+struct sf_arch;
 
 /* Largest encoded size of a function with n rows (attr + FREs). */
-#define JSF_FUNC_ENC_MAX(n) \
-	(SFRAME_V3_ATTR_SIZE + (size_t)(n) * (4 + 1 + 2 * 4))
+#define SF_FUNC_ENC_MAX(n) (SFRAME_V3_ATTR_SIZE + (size_t)(n) * (4 + 1 + 2 * 4))
 
 /* Check rows for a function of `size` bytes on architecture a; 0 or
- * -EINVAL (through jsf__fail, naming the row and the rule). */
-int jsf__check_rows(const struct jsf_arch *a, const struct jsf_row *rows,
-		    uint32_t nrows, uint32_t size);
+ * -EINVAL (through sf_fail, naming the row and the rule). */
+int sf_check_rows(const struct sf_arch *a, const struct jsf_row *rows,
+		  uint32_t nrows, uint32_t size);
 
 /* FRE start-address type (0, 1, 2) for a function of `size` bytes. */
-unsigned jsf__fre_type(uint32_t size);
+unsigned sf_fre_type(uint32_t size);
 
 /* Encode the FREs only (no attribute record) into out; returns bytes. */
-size_t jsf__encode_fres(const struct jsf_row *rows, uint32_t nrows,
-			unsigned fre_type, uint8_t *out);
+size_t sf_encode_fres(const struct jsf_row *rows, uint32_t nrows,
+		      unsigned fre_type, uint8_t *out);
 
 /* Encode the V3 attribute record + FREs; returns bytes. */
-size_t jsf__encode_func(const struct jsf_row *rows, uint32_t nrows,
-			uint32_t size, uint8_t *out);
+size_t sf_encode_func(const struct jsf_row *rows, uint32_t nrows, uint32_t size,
+		      uint8_t *out);
 
 /*
  * Decode one FRE at p (at most `avail` bytes). Returns its length, or 0 when
  * malformed (bad width/count, or does not fit).
  */
-size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
-		       struct jsf_row *row);
+size_t sf_decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
+		     struct jsf_row *row);
 /* The region's only architecture so far: rows read back state its fixed
  * return-address rule (RA at CFA - 8). */
-#define JSF_X86_64_RA_FIXED (-8)
+#define SF_X86_64_RA_FIXED (-8)
 
 /*
  * Read the function whose attribute record is at fre_area+attr_off
@@ -161,18 +160,17 @@ size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
  * or -EBADMSG if the record is malformed. Checks the kernel's per-FRE rules
  * against func_size.
  */
-int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
-		   uint32_t func_size, uint32_t off, struct jsf_row *row,
-		   struct jsf_row *all, uint32_t allcap);
+int sf_read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
+		 uint32_t func_size, uint32_t off, struct jsf_row *row,
+		 struct jsf_row *all, uint32_t allcap);
 
 /* Bytes of the attribute record + FREs at attr, or 0 if malformed. */
-uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len,
-		       uint32_t attr);
+uint32_t sf_func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr);
 
 /* --- architectures, errors, options (sfenc.c) --- */
 
 /* What the row model needs of an architecture. */
-struct jsf_arch {
+struct sf_arch {
 	uint32_t id;	  /* JSF_ARCH_* */
 	const char *name; /* "x86-64" */
 	int8_t ra_fixed;  /* RA at CFA + ra_fixed in every row (SFrame's
@@ -180,13 +178,13 @@ struct jsf_arch {
 	bool implemented; /* a region can be created for it */
 };
 /* The architecture `id` (0: the host's), or NULL if unknown. */
-const struct jsf_arch *jsf__arch(uint32_t id);
+const struct sf_arch *sf_arch(uint32_t id);
 
 /*
  * Record why a call fails (for jsf_strerror on this thread) and return err.
  * Every failure with a cause more precise than its errno goes through it.
  */
-int jsf__fail(int err, const char *fmt, ...)
+int sf_fail(int err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /*
@@ -197,44 +195,44 @@ int jsf__fail(int err, const char *fmt, ...)
  * be 0, else -EINVAL. Copies into dst (dsz bytes, zeroed first). `what`
  * names the struct for the error text.
  */
-int jsf__opts_in(void *dst, size_t dsz, const void *src, const char *what);
+int sf_opts_in(void *dst, size_t dsz, const void *src, const char *what);
 
 /* Formatted message into a caller buffer (never overflows). */
-void jsf__msg(char *msg, size_t len, const char *fmt, ...)
+void sf_msg(char *msg, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* --- snapshots of a section block (snap.c) --- */
 
-struct jsf_sent { /* one logged function, decoded */
+struct sf_ent { /* one logged function, decoded */
 	uint64_t start, add, remove;
 	uint32_t size, attr, nrows, row0;
 	uint32_t log_idx;
 };
 
-struct jsf_snap {
+struct sf_snap {
 	uint8_t *blk; /* private copy of the section block (owned) */
 	uint64_t blk_len;
 	uint64_t blk_addr; /* the block's address in the producer */
 	uint32_t fde_cap, fre_cap, log_cap, log_n;
-	const uint8_t *sf;  /* SFrame header inside blk */
-	uint32_t sec_len;   /* bytes of the SFrame section in use */
-	struct jsf_sent *e; /* log_n entries sorted by (start, log index) */
+	const uint8_t *sf; /* SFrame header inside blk */
+	uint32_t sec_len;  /* bytes of the SFrame section in use */
+	struct sf_ent *e;  /* log_n entries sorted by (start, log index) */
 	struct jsf_row *rows;
 	uint32_t maxsize; /* largest function: bounds the backward scan */
 	uint32_t nlive;
 };
 
 /* Parse and check a block copy; takes ownership of blk. */
-int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
-		    uint64_t blk_addr, char *msg, size_t msglen);
-void jsf__snap_free(struct jsf_snap *s);
+int sf_snap_parse(struct sf_snap *s, uint8_t *blk, uint64_t len,
+		  uint64_t blk_addr, char *msg, size_t msglen);
+void sf_snap_free(struct sf_snap *s);
 /* The function covering pc at time t (0: live at the end), or NULL. */
-const struct jsf_sent *jsf__snap_find(const struct jsf_snap *s, uint64_t pc,
-				      uint64_t t);
+const struct sf_ent *sf_snap_find(const struct sf_snap *s, uint64_t pc,
+				  uint64_t t);
 /* The row of f at pc. */
-struct jsf_row jsf__snap_row(const struct jsf_snap *s, const struct jsf_sent *f,
-			     uint64_t pc);
-static inline bool jsf__alive(const struct jsf_sent *f, uint64_t t)
+struct jsf_row sf_snap_row(const struct sf_snap *s, const struct sf_ent *f,
+			   uint64_t pc);
+static inline bool sf_alive(const struct sf_ent *f, uint64_t t)
 {
 	if (t == 0)
 		return f->remove == 0;
@@ -242,27 +240,27 @@ static inline bool jsf__alive(const struct jsf_sent *f, uint64_t t)
 }
 
 /* --- region header read by views and the validator (view.c) --- */
-struct jsf_rinfo {
+struct sf_rinfo {
 	uint32_t abi, arch, state, pid;
 	uint64_t max_size, file_size, producer_base, create_ns, close_ns;
 	uint64_t seq, sec_off;
 };
-/* Check a region header (hdr: JSF_RHDR_SIZE bytes) against the file size. */
-int jsf__rhdr_parse(const uint8_t *hdr, uint64_t st_size, struct jsf_rinfo *ri,
-		    char *msg, size_t msglen);
+/* Check a region header (hdr: SF_RHDR_SIZE bytes) against the file size. */
+int sf_rhdr_parse(const uint8_t *hdr, uint64_t st_size, struct sf_rinfo *ri,
+		  char *msg, size_t msglen);
 /*
  * Open `path` and take a consistent snapshot of its current section (live:
  * under the seqlock; post-mortem: read from the file). *live tells which.
  */
-int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
-	      bool *live, bool *recovered, char *msg, size_t msglen);
+int sf_load(const char *path, struct sf_rinfo *ri, struct sf_snap *s,
+	    bool *live, bool *recovered, char *msg, size_t msglen);
 /* A view's snapshot: its own (post-mortem) or a fresh one in *tmp (live;
- * free it with jsf__snap_free). */
-int jsf__view_snap(const struct jsf_view *v, struct jsf_snap *tmp,
-		   const struct jsf_snap **out);
+ * free it with sf_snap_free). */
+int sf_view_snap(const struct jsf_view *v, struct sf_snap *tmp,
+		 const struct sf_snap **out);
 /* jsf_validate_sframe with the region's relaxation (empty allowed). */
-int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
-			 uint64_t text_start, uint64_t text_size,
-			 bool allow_empty, char *msg, size_t msglen);
+int sf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
+		       uint64_t text_start, uint64_t text_size,
+		       bool allow_empty, char *msg, size_t msglen);
 
 #endif

@@ -127,9 +127,9 @@ static uint64_t block_size(uint32_t fde_cap, uint32_t fre_cap, uint32_t log_cap,
 			   uint32_t *log_off)
 {
 	uint64_t sec = SFRAME_HDR_SIZE + 4 + (uint64_t)fde_cap * 16 + fre_cap;
-	uint64_t lo = round_up(JSF_SHDR_SIZE + sec, 8);
+	uint64_t lo = round_up(SF_SHDR_SIZE + sec, 8);
 	*log_off = (uint32_t)lo;
-	return round_up(lo + (uint64_t)log_cap * JSF_LOG_ENTRY_SIZE, 4096);
+	return round_up(lo + (uint64_t)log_cap * SF_LOG_ENTRY_SIZE, 4096);
 }
 
 static void set_section(struct jsf_region *r, uint64_t off, uint32_t fde_cap,
@@ -139,7 +139,7 @@ static void set_section(struct jsf_region *r, uint64_t off, uint32_t fde_cap,
 	uint8_t *blk = r->base + off;
 	r->sec_off = off;
 	r->sec_total = total;
-	r->sf = blk + JSF_SHDR_SIZE;
+	r->sf = blk + SF_SHDR_SIZE;
 	r->fde0 = r->sf + SFRAME_HDR_SIZE + 4;
 	r->fre = r->fde0 + (size_t)fde_cap * SFRAME_V3_FDE_SIZE;
 	r->log = blk + log_off;
@@ -183,14 +183,14 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 	if (!ents || !remap)
 		goto out;
 	for (uint32_t i = 0; i < ln; i++) {
-		const uint8_t *p = r->log + (size_t)i * JSF_LOG_ENTRY_SIZE;
+		const uint8_t *p = r->log + (size_t)i * SF_LOG_ENTRY_SIZE;
 		struct lent *e = &ents[i];
 		e->start = LD64(p + LE_START);
 		e->add = LD64(p + LE_ADD);
 		e->remove = LD64(p + LE_REMOVE);
 		e->size = LD32(p + LE_SIZE);
 		e->attr = LD32(p + LE_ATTR);
-		e->len = jsf__func_len(r->fre, r->fre_used, e->attr);
+		e->len = sf_func_len(r->fre, r->fre_used, e->attr);
 		if (!e->len) {
 			err = -EIO; /* our own data is corrupt: stop */
 			goto out;
@@ -225,7 +225,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint64_t fre_cap =
 		    round_up(2 * (fre_bytes + need_fre) + 1024, 64);
 		uint32_t log_off = 0;
-		uint64_t total = 0, off = JSF_RHDR_SIZE;
+		uint64_t total = 0, off = SF_RHDR_SIZE;
 		bool fits = fde_cap <= 0x7ffffff && log_cap <= 0x7ffffff &&
 			    fre_cap <= 0x7fffffff;
 		if (fits) {
@@ -249,9 +249,9 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		/* Write the whole new block; no reader can reach it yet. */
 		uint8_t *blk = r->base + off;
 		const uint8_t *old_fre = r->fre;
-		for (uint64_t i = 0; i < JSF_SHDR_SIZE; i += 8)
+		for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
 			ST64(blk + i, 0);
-		copy_out(blk + SB_MAGIC, (const uint8_t *)JSF_SECTION_MAGIC, 8);
+		copy_out(blk + SB_MAGIC, (const uint8_t *)SF_SECTION_MAGIC, 8);
 		ST64(blk + SB_TOTAL, total);
 		ST32(blk + SB_FDE_CAP, fde_cap);
 		ST32(blk + SB_FRE_CAP, fre_cap);
@@ -260,7 +260,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		ST32(blk + SB_SEC_LEN,
 		     SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
 		uint32_t fre_used = 0, num_fres = 0;
-		uint8_t *new_fre = blk + JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
+		uint8_t *new_fre = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
 				   fde_cap * SFRAME_V3_FDE_SIZE;
 		uint8_t *new_log = blk + log_off;
 		/* Records are bump-allocated in log order, so when nothing is
@@ -286,7 +286,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			fre_used = whole ? r->fre_used : fre_used + e->len;
 			num_fres += ldu(old_fre + e->attr, 2);
 			write_log_entry(
-			    new_log + (size_t)remap[i] * JSF_LOG_ENTRY_SIZE, e);
+			    new_log + (size_t)remap[i] * SF_LOG_ENTRY_SIZE, e);
 		}
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
@@ -302,7 +302,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			e.attr_off = ents[r->win[r->lo + i].log_idx].new_attr;
 			win[lo + i] = e;
 		}
-		uint8_t *sf = blk + JSF_SHDR_SIZE;
+		uint8_t *sf = blk + SF_SHDR_SIZE;
 		ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
 			     ((uint32_t)(SFRAME_F_FDE_SORTED |
 					 SFRAME_F_FDE_FUNC_START_PCREL)
@@ -351,18 +351,18 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if ((err = jsf__opts_in(&o, sizeof(o), opts, "jsf_region_opts")))
+	if ((err = sf_opts_in(&o, sizeof(o), opts, "jsf_region_opts")))
 		return err;
-	const struct jsf_arch *arch = jsf__arch(o.arch);
+	const struct sf_arch *arch = sf_arch(o.arch);
 	if (!arch || !arch->implemented)
-		return jsf__fail(-EOPNOTSUPP,
-				 "architecture %u: %s regions are not "
-				 "implemented (x86-64 only)",
-				 o.arch, arch ? arch->name : "unknown");
+		return sf_fail(-EOPNOTSUPP,
+			       "architecture %u: %s regions are not "
+			       "implemented (x86-64 only)",
+			       o.arch, arch ? arch->name : "unknown");
 	if (o.flags & ~(uint32_t)JSF_REGION_REPLACE)
-		return jsf__fail(-EINVAL,
-				 "jsf_region_opts.flags: unknown bits 0x%x",
-				 o.flags & ~(uint32_t)JSF_REGION_REPLACE);
+		return sf_fail(-EINVAL,
+			       "jsf_region_opts.flags: unknown bits 0x%x",
+			       o.flags & ~(uint32_t)JSF_REGION_REPLACE);
 	struct jsf_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -375,10 +375,10 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 		r->initial = 1u << 24;
 	r->fd = -1;
 	if (r->max_size < 64 * 1024 || r->max_size > (1ull << 40)) {
-		err = jsf__fail(-EINVAL,
-				"jsf_region_opts.max_size %llu: outside [64 "
-				"KiB, 1 TiB]",
-				(unsigned long long)r->max_size);
+		err = sf_fail(-EINVAL,
+			      "jsf_region_opts.max_size %llu: outside [64 "
+			      "KiB, 1 TiB]",
+			      (unsigned long long)r->max_size);
 		goto fail;
 	}
 	if (path) {
@@ -421,14 +421,14 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 		err = -errno;
 		goto fail;
 	}
-	err = ensure_file(r, JSF_RHDR_SIZE);
+	err = ensure_file(r, SF_RHDR_SIZE);
 	if (err)
 		goto fail;
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	uint8_t *h = r->base;
 	ST32(h + RH_ABI, JSF_ABI_VERSION);
-	ST32(h + RH_HDR_SIZE, JSF_RHDR_SIZE);
+	ST32(h + RH_HDR_SIZE, SF_RHDR_SIZE);
 	ST32(h + RH_ARCH, r->arch);
 	ST64(h + RH_MAX_SIZE, r->max_size);
 	ST64(h + RH_PRODUCER_BASE, (uint64_t)(uintptr_t)r->base);
@@ -436,16 +436,16 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	ST64(h + RH_CREATE_REAL,
 	     (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
 	ST32(h + RH_PID, (uint32_t)getpid());
-	ST32(h + RH_STATE, JSF_STATE_LIVE);
+	ST32(h + RH_STATE, SF_STATE_LIVE);
 	/* First section: placed right after the header (sec_off/total 0 make
 	 * rebuild() put it there). */
-	r->sec_off = JSF_RHDR_SIZE + ((uint64_t)1 << 62);
+	r->sec_off = SF_RHDR_SIZE + ((uint64_t)1 << 62);
 	err = rebuild(r, 0, false);
 	if (err)
 		goto fail;
 	r->compactions = 0;
 	/* Magic last: a reader never accepts a half-initialised header. */
-	copy_out(h + RH_MAGIC, (const uint8_t *)JSF_REGION_MAGIC, 8);
+	copy_out(h + RH_MAGIC, (const uint8_t *)SF_REGION_MAGIC, 8);
 	*out = r;
 	return 0;
 fail:
@@ -465,11 +465,11 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		      const struct jsf_row *rows, uint32_t nrows, uint64_t now)
 {
 	if (start + size < start || size == 0)
-		return jsf__fail(-EINVAL,
-				 "function [0x%llx, +%u): empty or past the "
-				 "end of the address space",
-				 (unsigned long long)start, size);
-	int err = jsf__check_rows(jsf__arch(r->arch), rows, nrows, size);
+		return sf_fail(-EINVAL,
+			       "function [0x%llx, +%u): empty or past the "
+			       "end of the address space",
+			       (unsigned long long)start, size);
+	int err = sf_check_rows(sf_arch(r->arch), rows, nrows, size);
 	if (err)
 		return err;
 	uint32_t k = lower_bound(r, start);
@@ -482,16 +482,16 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		     start)
 		hit = &r->win[r->lo + k - 1];
 	if (hit)
-		return jsf__fail(-EEXIST,
-				 "function [0x%llx, +%u) overlaps the live "
-				 "function [0x%llx, +%u)",
-				 (unsigned long long)start, size,
-				 (unsigned long long)hit->start, hit->size);
+		return sf_fail(-EEXIST,
+			       "function [0x%llx, +%u) overlaps the live "
+			       "function [0x%llx, +%u)",
+			       (unsigned long long)start, size,
+			       (unsigned long long)hit->start, hit->size);
 	uint8_t stackbuf[512], *enc = stackbuf;
-	size_t maxlen = JSF_FUNC_ENC_MAX(nrows);
+	size_t maxlen = SF_FUNC_ENC_MAX(nrows);
 	if (maxlen > sizeof(stackbuf) && !(enc = malloc(maxlen)))
 		return -ENOMEM;
-	uint32_t len = (uint32_t)jsf__encode_func(rows, nrows, size, enc);
+	uint32_t len = (uint32_t)sf_encode_func(rows, nrows, size, enc);
 	if (r->fre_cap - r->fre_used < len || r->log_n == r->log_cap ||
 	    r->n == r->fde_cap) {
 		err = rebuild(r, len, false);
@@ -510,7 +510,7 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	/* 2. the log entry, published with release. */
 	struct lent le = {
 	    .start = start, .add = now, .size = size, .new_attr = attr};
-	write_log_entry(r->log + (size_t)r->log_n * JSF_LOG_ENTRY_SIZE, &le);
+	write_log_entry(r->log + (size_t)r->log_n * SF_LOG_ENTRY_SIZE, &le);
 	r->log_n++;
 	ST32R(r->base + r->sec_off + SB_LOG_N, r->log_n);
 	/* 3. the FDE: append with a release count, or rewrite in a seqlock. */
@@ -574,7 +574,7 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 	if (k < r->n && r->win[r->lo + k].start == start) {
 		const struct pent *e = &r->win[r->lo + k];
 		/* The tombstone: the log entry gets its removal time... */
-		ST64R(r->log + (size_t)e->log_idx * JSF_LOG_ENTRY_SIZE +
+		ST64R(r->log + (size_t)e->log_idx * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
 		/* ...and the FDE leaves the index (close the smaller side). */
@@ -603,7 +603,7 @@ int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
 	for (uint32_t i = 0; i < r->n; i++)
 		ST64R(r->log +
 			  (size_t)r->win[r->lo + i].log_idx *
-			      JSF_LOG_ENTRY_SIZE +
+			      SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
 	seq_begin(r);
@@ -666,7 +666,7 @@ void jsf_region_destroy(struct jsf_region *r)
 	if (!r)
 		return;
 	ST64(r->base + RH_CLOSE_NS, jsf_now_ns());
-	ST32R(r->base + RH_STATE, JSF_STATE_CLOSED);
+	ST32R(r->base + RH_STATE, SF_STATE_CLOSED);
 	munmap(r->base, r->max_size);
 	close(r->fd); /* releases the producer lock */
 	free(r->win);

@@ -26,12 +26,12 @@ uint64_t jsf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static const struct jsf_arch arches[] = {
-    {JSF_ARCH_X86_64, "x86-64", JSF_X86_64_RA_FIXED, true},
+static const struct sf_arch arches[] = {
+    {JSF_ARCH_X86_64, "x86-64", SF_X86_64_RA_FIXED, true},
     {JSF_ARCH_AARCH64, "AArch64", 0, false},
 };
 
-const struct jsf_arch *jsf__arch(uint32_t id)
+const struct sf_arch *sf_arch(uint32_t id)
 {
 	if (id == 0)
 		id = JSF_ARCH_X86_64;
@@ -45,7 +45,7 @@ const struct jsf_arch *jsf__arch(uint32_t id)
 static __thread int last_err;
 static __thread char last_msg[256];
 
-int jsf__fail(int err, const char *fmt, ...)
+int sf_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -55,7 +55,7 @@ int jsf__fail(int err, const char *fmt, ...)
 	return err;
 }
 
-int jsf__opts_in(void *dst, size_t dsz, const void *src, const char *what)
+int sf_opts_in(void *dst, size_t dsz, const void *src, const char *what)
 {
 	memset(dst, 0, dsz);
 	if (!src)
@@ -63,18 +63,17 @@ int jsf__opts_in(void *dst, size_t dsz, const void *src, const char *what)
 	size_t sz;
 	memcpy(&sz, src, sizeof(sz));
 	if (sz < sizeof(size_t))
-		return jsf__fail(-EINVAL,
-				 "struct %s: sz %zu is smaller than "
-				 "the sz field itself",
-				 what, sz);
+		return sf_fail(-EINVAL,
+			       "struct %s: sz %zu is smaller than "
+			       "the sz field itself",
+			       what, sz);
 	for (size_t i = dsz; i < sz; i++)
 		if (((const unsigned char *)src)[i])
-			return jsf__fail(
-			    -EINVAL,
-			    "struct %s: sz %zu from a newer caller "
-			    "sets byte %zu, a field this library "
-			    "(%zu bytes) does not know",
-			    what, sz, i, dsz);
+			return sf_fail(-EINVAL,
+				       "struct %s: sz %zu from a newer caller "
+				       "sets byte %zu, a field this library "
+				       "(%zu bytes) does not know",
+				       what, sz, i, dsz);
 	memcpy(dst, src, sz < dsz ? sz : dsz);
 	*(size_t *)dst = dsz;
 	return 0;
@@ -106,7 +105,7 @@ const char *jsf_strerror(int err)
 	}
 }
 
-void jsf__msg(char *msg, size_t len, const char *fmt, ...)
+void sf_msg(char *msg, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 	if (!msg || !len)
@@ -116,42 +115,41 @@ void jsf__msg(char *msg, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-int jsf__check_rows(const struct jsf_arch *a, const struct jsf_row *rows,
-		    uint32_t nrows, uint32_t size)
+int sf_check_rows(const struct sf_arch *a, const struct jsf_row *rows,
+		  uint32_t nrows, uint32_t size)
 {
 	if (!rows || nrows == 0)
-		return jsf__fail(-EINVAL, "no rows");
+		return sf_fail(-EINVAL, "no rows");
 	if (nrows > 0xffff || nrows > size)
-		return jsf__fail(-EINVAL,
-				 "%u rows for a %u-byte function (at most one "
-				 "a byte, 65535 in all)",
-				 nrows, size);
+		return sf_fail(-EINVAL,
+			       "%u rows for a %u-byte function (at most one "
+			       "a byte, 65535 in all)",
+			       nrows, size);
 	if (rows[0].offset != 0)
-		return jsf__fail(-EINVAL,
-				 "row 0 starts at offset %u, not 0: every "
-				 "address of the function needs a row",
-				 rows[0].offset);
+		return sf_fail(-EINVAL,
+			       "row 0 starts at offset %u, not 0: every "
+			       "address of the function needs a row",
+			       rows[0].offset);
 	for (uint32_t i = 0; i < nrows; i++) {
 		const struct jsf_row *r = &rows[i];
 		if (r->offset >= size)
-			return jsf__fail(-EINVAL,
-					 "row %u: offset %u is outside the "
-					 "%u-byte function",
-					 i, r->offset, size);
+			return sf_fail(-EINVAL,
+				       "row %u: offset %u is outside the "
+				       "%u-byte function",
+				       i, r->offset, size);
 		if (i && r->offset <= rows[i - 1].offset)
-			return jsf__fail(-EINVAL,
-					 "row %u: offset %u does not follow "
-					 "row %u's %u (offsets strictly "
-					 "increase)",
-					 i, r->offset, i - 1,
-					 rows[i - 1].offset);
+			return sf_fail(-EINVAL,
+				       "row %u: offset %u does not follow "
+				       "row %u's %u (offsets strictly "
+				       "increase)",
+				       i, r->offset, i - 1, rows[i - 1].offset);
 		if (r->outermost)
 			continue;
 		if (r->cfa_base != JSF_SP && r->cfa_base != JSF_FP)
-			return jsf__fail(-EINVAL,
-					 "row %u: CFA base %u is neither "
-					 "JSF_SP nor JSF_FP",
-					 i, r->cfa_base);
+			return sf_fail(-EINVAL,
+				       "row %u: CFA base %u is neither "
+				       "JSF_SP nor JSF_FP",
+				       i, r->cfa_base);
 		bool ra_ok;
 		switch (r->ra_rule) {
 		case JSF_RA_DEFAULT:
@@ -164,7 +162,7 @@ int jsf__check_rows(const struct jsf_arch *a, const struct jsf_row *rows,
 			ra_ok = false;
 		}
 		if (!ra_ok)
-			return jsf__fail(
+			return sf_fail(
 			    -EINVAL,
 			    "row %u: return-address rule %u (offset %d) "
 			    "cannot be expressed on %s (RA always at CFA%+d)",
@@ -173,7 +171,7 @@ int jsf__check_rows(const struct jsf_arch *a, const struct jsf_row *rows,
 	return 0;
 }
 
-unsigned jsf__fre_type(uint32_t size)
+unsigned sf_fre_type(uint32_t size)
 {
 	/* Start offsets are < size, so this width always fits them. */
 	if (size <= 0x100)
@@ -192,8 +190,8 @@ static unsigned word_size_code(int32_t v)
 	return 2;
 }
 
-size_t jsf__encode_fres(const struct jsf_row *rows, uint32_t nrows,
-			unsigned fre_type, uint8_t *out)
+size_t sf_encode_fres(const struct jsf_row *rows, uint32_t nrows,
+		      unsigned fre_type, uint8_t *out)
 {
 	unsigned aw = 1u << fre_type;
 	uint8_t *p = out;
@@ -220,21 +218,21 @@ size_t jsf__encode_fres(const struct jsf_row *rows, uint32_t nrows,
 	return (size_t)(p - out);
 }
 
-size_t jsf__encode_func(const struct jsf_row *rows, uint32_t nrows,
-			uint32_t size, uint8_t *out)
+size_t sf_encode_func(const struct jsf_row *rows, uint32_t nrows, uint32_t size,
+		      uint8_t *out)
 {
-	unsigned t = jsf__fre_type(size);
+	unsigned t = sf_fre_type(size);
 	out[0] = (uint8_t)nrows;
 	out[1] = (uint8_t)(nrows >> 8);
 	out[2] = (uint8_t)t; /* FDE type PCINC, no signal frame */
 	out[3] = 0;	     /* info2: default FDE type */
 	out[4] = 0;	     /* rep_size */
 	return SFRAME_V3_ATTR_SIZE +
-	       jsf__encode_fres(rows, nrows, t, out + SFRAME_V3_ATTR_SIZE);
+	       sf_encode_fres(rows, nrows, t, out + SFRAME_V3_ATTR_SIZE);
 }
 
-size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
-		       struct jsf_row *row)
+size_t sf_decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
+		     struct jsf_row *row)
 {
 	unsigned aw = 1u << fre_type;
 	if (fre_type > 2 || avail < aw + 1)
@@ -256,7 +254,7 @@ size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
 	row->cfa_base = base ? JSF_SP : JSF_FP;
 	row->cfa_offset = lds(p + aw + 1, ws);
 	row->ra_rule = JSF_RA_CFA;
-	row->ra_offset = JSF_X86_64_RA_FIXED;
+	row->ra_offset = SF_X86_64_RA_FIXED;
 	if (n == 2) {
 		row->has_fp = true;
 		row->fp_offset = lds(p + aw + 1 + ws, ws);
@@ -264,9 +262,9 @@ size_t jsf__decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
 	return len;
 }
 
-int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
-		   uint32_t func_size, uint32_t off, struct jsf_row *row,
-		   struct jsf_row *all, uint32_t allcap)
+int sf_read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
+		 uint32_t func_size, uint32_t off, struct jsf_row *row,
+		 struct jsf_row *all, uint32_t allcap)
 {
 	if (attr_off > fre_len || fre_len - attr_off < SFRAME_V3_ATTR_SIZE)
 		return -EBADMSG;
@@ -284,7 +282,7 @@ int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
 	uint32_t prev = 0;
 	for (uint32_t i = 0; i < nfres; i++) {
 		struct jsf_row r;
-		size_t l = jsf__decode_fre(p, avail, t, &r);
+		size_t l = sf_decode_fre(p, avail, t, &r);
 		if (!l || r.offset >= func_size || (i && r.offset <= prev))
 			return -EBADMSG;
 		prev = r.offset;
@@ -306,7 +304,7 @@ int jsf__read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
 	return (int)nfres;
 }
 
-uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr)
+uint32_t sf_func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr)
 {
 	if (attr > fre_len || fre_len - attr < SFRAME_V3_ATTR_SIZE)
 		return 0;
@@ -316,7 +314,7 @@ uint32_t jsf__func_len(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr)
 	for (uint32_t i = 0; i < n; i++) {
 		struct jsf_row row;
 		size_t l =
-		    jsf__decode_fre(fre_area + off, fre_len - off, t, &row);
+		    sf_decode_fre(fre_area + off, fre_len - off, t, &row);
 		if (!l)
 			return 0;
 		off += l;

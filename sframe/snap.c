@@ -12,13 +12,13 @@
 
 static int cmp_sent(const void *a, const void *b)
 {
-	const struct jsf_sent *x = a, *y = b;
+	const struct sf_ent *x = a, *y = b;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	return x->log_idx < y->log_idx ? -1 : x->log_idx > y->log_idx;
 }
 
-void jsf__snap_free(struct jsf_snap *s)
+void sf_snap_free(struct sf_snap *s)
 {
 	free(s->blk);
 	free(s->e);
@@ -26,23 +26,23 @@ void jsf__snap_free(struct jsf_snap *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
-		    uint64_t blk_addr, char *msg, size_t msglen)
+int sf_snap_parse(struct sf_snap *s, uint8_t *blk, uint64_t len,
+		  uint64_t blk_addr, char *msg, size_t msglen)
 {
 	memset(s, 0, sizeof(*s));
 	s->blk = blk;
 	s->blk_len = len;
 	s->blk_addr = blk_addr;
-#define BAD(...)                                    \
-	do {                                        \
-		jsf__msg(msg, msglen, __VA_ARGS__); \
-		jsf__snap_free(s);                  \
-		return -EBADMSG;                    \
+#define BAD(...)                                  \
+	do {                                      \
+		sf_msg(msg, msglen, __VA_ARGS__); \
+		sf_snap_free(s);                  \
+		return -EBADMSG;                  \
 	} while (0)
-	if (len < JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4)
+	if (len < SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4)
 		BAD("section block truncated (%llu bytes)",
 		    (unsigned long long)len);
-	if (memcmp(blk, JSF_SECTION_MAGIC, 8))
+	if (memcmp(blk, SF_SECTION_MAGIC, 8))
 		BAD("section block: bad magic");
 	if (LD64(blk + SB_TOTAL) != len)
 		BAD("section block: size %llu does not match %llu",
@@ -56,13 +56,13 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	uint64_t sec_cap =
 	    SFRAME_HDR_SIZE + 4 + (uint64_t)s->fde_cap * 16 + s->fre_cap;
 	if (LD32(blk + SB_SEC_LEN) != sec_cap ||
-	    JSF_SHDR_SIZE + sec_cap > log_off ||
-	    log_off + (uint64_t)s->log_cap * JSF_LOG_ENTRY_SIZE > len)
+	    SF_SHDR_SIZE + sec_cap > log_off ||
+	    log_off + (uint64_t)s->log_cap * SF_LOG_ENTRY_SIZE > len)
 		BAD("section block: capacities exceed the block");
 	if (s->log_n > s->log_cap)
 		BAD("function log: %u entries published, capacity %u", s->log_n,
 		    s->log_cap);
-	const uint8_t *sf = blk + JSF_SHDR_SIZE;
+	const uint8_t *sf = blk + SF_SHDR_SIZE;
 	s->sf = sf;
 	if (LD16(sf) != SFRAME_MAGIC || LD8(sf + 2) != SFRAME_V3)
 		BAD("SFrame header: bad magic or version");
@@ -80,8 +80,8 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	uint64_t total_rows = 0, fre_bytes = 0;
 	for (uint32_t i = 0; i < s->log_n; i++) {
 		const uint8_t *p =
-		    blk + log_off + (size_t)i * JSF_LOG_ENTRY_SIZE;
-		struct jsf_sent *e = &s->e[i];
+		    blk + log_off + (size_t)i * SF_LOG_ENTRY_SIZE;
+		struct sf_ent *e = &s->e[i];
 		e->start = LD64(p + LE_START);
 		e->add = LD64(p + LE_ADD);
 		e->remove = LD64(p + LE_REMOVE);
@@ -97,15 +97,15 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 		/* Each function owns its record: together they cannot need
 		 * more bytes than the FRE sub-section holds (this also bounds
 		 * the work and memory a hostile file can cause). */
-		uint32_t flen = jsf__func_len(fre, fre_len, e->attr);
+		uint32_t flen = sf_func_len(fre, fre_len, e->attr);
 		fre_bytes += flen;
 		if (flen && fre_bytes > fre_len)
 			BAD("function log: entries share or overlap FRE "
 			    "records "
 			    "(%llu bytes referenced, %u exist)",
 			    (unsigned long long)fre_bytes, fre_len);
-		int n = jsf__read_func(fre, fre_len, e->attr, e->size, 0, NULL,
-				       NULL, 0);
+		int n = sf_read_func(fre, fre_len, e->attr, e->size, 0, NULL,
+				     NULL, 0);
 		if (n < 0)
 			BAD("function log entry %u (start %#llx): malformed "
 			    "rows at "
@@ -125,9 +125,9 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	if (!s->rows)
 		BAD("out of memory");
 	for (uint32_t i = 0; i < s->log_n; i++) {
-		struct jsf_sent *e = &s->e[i];
-		jsf__read_func(fre, fre_len, e->attr, e->size, 0, NULL,
-			       s->rows + e->row0, e->nrows);
+		struct sf_ent *e = &s->e[i];
+		sf_read_func(fre, fre_len, e->attr, e->size, 0, NULL,
+			     s->rows + e->row0, e->nrows);
 		if (s->rows[e->row0].offset != 0)
 			BAD("function log entry %u: first row not at offset 0",
 			    i);
@@ -137,8 +137,8 @@ int jsf__snap_parse(struct jsf_snap *s, uint8_t *blk, uint64_t len,
 	return 0;
 }
 
-const struct jsf_sent *jsf__snap_find(const struct jsf_snap *s, uint64_t pc,
-				      uint64_t t)
+const struct sf_ent *sf_snap_find(const struct sf_snap *s, uint64_t pc,
+				  uint64_t t)
 {
 	uint32_t a = 0, b = s->log_n; /* first entry with start > pc */
 	while (a < b) {
@@ -150,17 +150,17 @@ const struct jsf_sent *jsf__snap_find(const struct jsf_snap *s, uint64_t pc,
 	}
 	/* Walk back over every function that could still cover pc. */
 	while (a-- > 0) {
-		const struct jsf_sent *f = &s->e[a];
+		const struct sf_ent *f = &s->e[a];
 		if (pc - f->start >= s->maxsize)
 			break;
-		if (pc - f->start < f->size && jsf__alive(f, t))
+		if (pc - f->start < f->size && sf_alive(f, t))
 			return f;
 	}
 	return NULL;
 }
 
-struct jsf_row jsf__snap_row(const struct jsf_snap *s, const struct jsf_sent *f,
-			     uint64_t pc)
+struct jsf_row sf_snap_row(const struct sf_snap *s, const struct sf_ent *f,
+			   uint64_t pc)
 {
 	const struct jsf_row *r = s->rows + f->row0;
 	uint32_t off = (uint32_t)(pc - f->start), a = 0, b = f->nrows;

@@ -30,15 +30,15 @@ static uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
-#define BAD(...)                                    \
-	do {                                        \
-		jsf__msg(msg, msglen, __VA_ARGS__); \
-		return -EBADMSG;                    \
+#define BAD(...)                                  \
+	do {                                      \
+		sf_msg(msg, msglen, __VA_ARGS__); \
+		return -EBADMSG;                  \
 	} while (0)
 
-int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
-			 uint64_t text_start, uint64_t text_size,
-			 bool allow_empty, char *msg, size_t msglen)
+int sf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
+		       uint64_t text_start, uint64_t text_size,
+		       bool allow_empty, char *msg, size_t msglen)
 {
 	const uint8_t *b = buf;
 	if (!buf || len < SFRAME_HDR_SIZE)
@@ -160,7 +160,7 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 				BAD("FDE %u FRE %u: mangled-RA bit on AMD64", i,
 				    k);
 			size_t l =
-			    jsf__decode_fre(fre + off, fre_len - off, t, &r);
+			    sf_decode_fre(fre + off, fre_len - off, t, &r);
 			if (!l)
 				BAD("FDE %u FRE %u: data words run past the "
 				    "FRE "
@@ -185,8 +185,8 @@ int jsf__validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 	if (seen_fres > nfres)
 		BAD("FDEs reference %llu FREs, header num_fres is %u",
 		    (unsigned long long)seen_fres, nfres);
-	jsf__msg(msg, msglen, "valid SFrame V3 section: %u functions, %u FREs",
-		 nf, nfres);
+	sf_msg(msg, msglen, "valid SFrame V3 section: %u functions, %u FREs",
+	       nf, nfres);
 	return 0;
 }
 
@@ -194,50 +194,49 @@ int jsf_validate_sframe(const void *buf, size_t len, uint64_t sec_addr,
 			uint64_t text_start, uint64_t text_size, char *msg,
 			size_t msglen)
 {
-	return jsf__validate_sframe(buf, len, sec_addr, text_start, text_size,
-				    false, msg, msglen);
+	return sf_validate_sframe(buf, len, sec_addr, text_start, text_size,
+				  false, msg, msglen);
 }
 
 /* The SFrame index (nf entries at fdes) holds exactly the log's live
  * functions, in order; with skip, without the entry of that log index (an
  * add in flight); with tmax, also the entries removed at tmax (a removal
  * in flight). Sets why on a mismatch. */
-static int index_matches(const struct jsf_snap *s, const uint8_t *fdes,
+static int index_matches(const struct sf_snap *s, const uint8_t *fdes,
 			 uint32_t nf, uint32_t skip, uint64_t tmax, char *why,
 			 size_t whylen)
 {
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < s->log_n; i++) {
-		const struct jsf_sent *e = &s->e[i];
+		const struct sf_ent *e = &s->e[i];
 		bool in = e->remove ? (tmax && e->remove == tmax)
 				    : e->log_idx != skip;
 		if (!in)
 			continue;
 		if (k == nf) {
-			jsf__msg(
-			    why, whylen,
-			    "live function %#llx is missing from the index",
-			    (unsigned long long)e->start);
+			sf_msg(why, whylen,
+			       "live function %#llx is missing from the index",
+			       (unsigned long long)e->start);
 			return 0;
 		}
 		const uint8_t *p = fdes + (size_t)k * 16;
 		uint64_t start = s->blk_addr + (uint64_t)(p - s->blk) + rd64(p);
 		if (start != e->start || rd32(p + 8) != e->size ||
 		    rd32(p + 12) != e->attr) {
-			jsf__msg(why, whylen,
-				 "index entry %u (%#llx) does not match live "
-				 "function "
-				 "%#llx of the log",
-				 k, (unsigned long long)start,
-				 (unsigned long long)e->start);
+			sf_msg(why, whylen,
+			       "index entry %u (%#llx) does not match live "
+			       "function "
+			       "%#llx of the log",
+			       k, (unsigned long long)start,
+			       (unsigned long long)e->start);
 			return 0;
 		}
 		k++;
 	}
 	if (k != nf) {
-		jsf__msg(why, whylen,
-			 "index has %u entries, the log %u live functions", nf,
-			 k);
+		sf_msg(why, whylen,
+		       "index has %u entries, the log %u live functions", nf,
+		       k);
 		return 0;
 	}
 	return 1;
@@ -245,26 +244,26 @@ static int index_matches(const struct jsf_snap *s, const uint8_t *fdes,
 
 int jsf_validate_region(const char *path, char *msg, size_t msglen)
 {
-	struct jsf_rinfo ri;
-	struct jsf_snap s;
+	struct sf_rinfo ri;
+	struct sf_snap s;
 	bool live, recovered;
 	char sub[400];
-	int err = jsf__load(path, &ri, &s, &live, &recovered, sub, sizeof(sub));
+	int err = sf_load(path, &ri, &s, &live, &recovered, sub, sizeof(sub));
 	if (err) {
-		jsf__msg(msg, msglen, "%s", sub);
+		sf_msg(msg, msglen, "%s", sub);
 		return err == -ENOMEM ? err : -EBADMSG;
 	}
 	/* Live functions never overlap (the log is sorted by start). */
-	const struct jsf_sent *prev = NULL;
+	const struct sf_ent *prev = NULL;
 	for (uint32_t i = 0; i < s.log_n; i++) {
-		const struct jsf_sent *e = &s.e[i];
+		const struct sf_ent *e = &s.e[i];
 		if (e->remove)
 			continue;
 		if (prev && prev->start + prev->size > e->start) {
-			jsf__msg(msg, msglen,
-				 "live functions overlap: %#llx+%u and %#llx",
-				 (unsigned long long)prev->start, prev->size,
-				 (unsigned long long)e->start);
+			sf_msg(msg, msglen,
+			       "live functions overlap: %#llx+%u and %#llx",
+			       (unsigned long long)prev->start, prev->size,
+			       (unsigned long long)e->start);
 			goto bad;
 		}
 		prev = e;
@@ -274,17 +273,17 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		 * the log (authoritative, crash-consistent) was checked above
 		 * and readers rebuild the index from it (docs/ABI.md,
 		 * "Crashes"). */
-		jsf__msg(msg, msglen,
-			 "valid (recovered): producer died mid-update; %u live "
-			 "functions rebuilt from the log of %u",
-			 s.nlive, s.log_n);
-		jsf__snap_free(&s);
+		sf_msg(msg, msglen,
+		       "valid (recovered): producer died mid-update; %u live "
+		       "functions rebuilt from the log of %u",
+		       s.nlive, s.log_n);
+		sf_snap_free(&s);
 		return 0;
 	}
-	err = jsf__validate_sframe(s.sf, s.sec_len, s.blk_addr + JSF_SHDR_SIZE,
-				   0, 0, true, sub, sizeof(sub));
+	err = sf_validate_sframe(s.sf, s.sec_len, s.blk_addr + SF_SHDR_SIZE, 0,
+				 0, true, sub, sizeof(sub));
 	if (err) {
-		jsf__msg(msg, msglen, "SFrame section: %s", sub);
+		sf_msg(msg, msglen, "SFrame section: %s", sub);
 		goto bad;
 	}
 	/* The SFrame index holds exactly the live functions of the log, in
@@ -292,7 +291,7 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 	uint32_t nf = rd32(s.sf + SH_NUM_FDES);
 	uint32_t fdeoff = rd32(s.sf + SH_FDEOFF);
 	if (fdeoff % 16 != 4 || (fdeoff - 4) / 16 + (uint64_t)nf > s.fde_cap) {
-		jsf__msg(
+		sf_msg(
 		    msg, msglen,
 		    "FDE window (fdeoff %u, %u entries) is not a run of the %u "
 		    "slots",
@@ -304,7 +303,7 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 	int match =
 	    index_matches(&s, fdes, nf, UINT32_MAX, 0, why, sizeof(why));
 	const char *inflight = NULL;
-	if (!match && !live && ri.state != JSF_STATE_CLOSED) {
+	if (!match && !live && ri.state != SF_STATE_CLOSED) {
 		/* A producer killed between the two publishing steps of one
 		 * operation (docs/ABI.md section 4): an add whose log entry is
 		 * published but not yet its index entry, or a removal whose
@@ -328,27 +327,27 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		match = inflight != NULL;
 	}
 	if (!match) {
-		jsf__msg(msg, msglen, "%s", why);
+		sf_msg(msg, msglen, "%s", why);
 		goto bad;
 	}
 	if (inflight) {
-		jsf__msg(msg, msglen,
-			 "valid (producer died inside %s: the log is "
-			 "authoritative): "
-			 "%u live functions, %u logged",
-			 inflight, s.nlive, s.log_n);
-		jsf__snap_free(&s);
+		sf_msg(msg, msglen,
+		       "valid (producer died inside %s: the log is "
+		       "authoritative): "
+		       "%u live functions, %u logged",
+		       inflight, s.nlive, s.log_n);
+		sf_snap_free(&s);
 		return 0;
 	}
-	jsf__msg(
-	    msg, msglen, "valid: %u live functions, %u logged, %s, seq %llu",
-	    s.nlive, s.log_n,
-	    live ? "live"
-		 : (ri.state == JSF_STATE_CLOSED ? "closed" : "producer gone"),
-	    (unsigned long long)ri.seq);
-	jsf__snap_free(&s);
+	sf_msg(msg, msglen, "valid: %u live functions, %u logged, %s, seq %llu",
+	       s.nlive, s.log_n,
+	       live
+		   ? "live"
+		   : (ri.state == SF_STATE_CLOSED ? "closed" : "producer gone"),
+	       (unsigned long long)ri.seq);
+	sf_snap_free(&s);
 	return 0;
 bad:
-	jsf__snap_free(&s);
+	sf_snap_free(&s);
 	return -EBADMSG;
 }

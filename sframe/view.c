@@ -28,8 +28,8 @@ struct jsf_view {
 	const uint8_t *map; /* live only: max_size bytes, read-only */
 	uint64_t map_len;
 	uint64_t checked; /* live: bytes fstat() showed to exist (atomic) */
-	struct jsf_rinfo ri;
-	struct jsf_snap snap; /* post-mortem only */
+	struct sf_rinfo ri;
+	struct sf_snap snap; /* post-mortem only */
 };
 
 static __thread char view_err[512];
@@ -39,31 +39,31 @@ const char *jsf_view_error(void)
 	return view_err;
 }
 
-int jsf__rhdr_parse(const uint8_t *h, uint64_t st_size, struct jsf_rinfo *ri,
-		    char *msg, size_t msglen)
+int sf_rhdr_parse(const uint8_t *h, uint64_t st_size, struct sf_rinfo *ri,
+		  char *msg, size_t msglen)
 {
-#define BAD(...)                                    \
-	do {                                        \
-		jsf__msg(msg, msglen, __VA_ARGS__); \
-		return -EBADMSG;                    \
+#define BAD(...)                                  \
+	do {                                      \
+		sf_msg(msg, msglen, __VA_ARGS__); \
+		return -EBADMSG;                  \
 	} while (0)
-	if (st_size < JSF_RHDR_SIZE)
+	if (st_size < SF_RHDR_SIZE)
 		BAD("not a region: %llu bytes, shorter than the %d-byte header",
-		    (unsigned long long)st_size, JSF_RHDR_SIZE);
-	if (memcmp(h + RH_MAGIC, JSF_REGION_MAGIC, 8))
+		    (unsigned long long)st_size, SF_RHDR_SIZE);
+	if (memcmp(h + RH_MAGIC, SF_REGION_MAGIC, 8))
 		BAD("not a region file (bad magic; still being created?)");
 	ri->abi = LD32(h + RH_ABI);
 	if (ri->abi != JSF_ABI_VERSION)
 		BAD("region ABI version %u, this reader knows %d", ri->abi,
 		    JSF_ABI_VERSION);
-	if (LD32(h + RH_HDR_SIZE) != JSF_RHDR_SIZE)
+	if (LD32(h + RH_HDR_SIZE) != SF_RHDR_SIZE)
 		BAD("region header size %u, expected %d", LD32(h + RH_HDR_SIZE),
-		    JSF_RHDR_SIZE);
+		    SF_RHDR_SIZE);
 	ri->arch = LD32(h + RH_ARCH);
 	if (ri->arch != JSF_ARCH_X86_64)
 		BAD("unsupported architecture %u", ri->arch);
 	ri->state = LD32(h + RH_STATE);
-	if (ri->state != JSF_STATE_LIVE && ri->state != JSF_STATE_CLOSED)
+	if (ri->state != SF_STATE_LIVE && ri->state != SF_STATE_CLOSED)
 		BAD("bad region state %u", ri->state);
 	ri->max_size = LD64(h + RH_MAX_SIZE);
 	ri->file_size = LD64A(h + RH_FILE_SIZE);
@@ -81,8 +81,8 @@ int jsf__rhdr_parse(const uint8_t *h, uint64_t st_size, struct jsf_rinfo *ri,
 		BAD("file truncated: header says %llu bytes, file has %llu",
 		    (unsigned long long)ri->file_size,
 		    (unsigned long long)st_size);
-	if (ri->sec_off < JSF_RHDR_SIZE || ri->sec_off % 4096 ||
-	    ri->sec_off + JSF_SHDR_SIZE > ri->file_size)
+	if (ri->sec_off < SF_RHDR_SIZE || ri->sec_off % 4096 ||
+	    ri->sec_off + SF_SHDR_SIZE > ri->file_size)
 		BAD("section offset %llu outside the file",
 		    (unsigned long long)ri->sec_off);
 	if (ri->producer_base % 4096)
@@ -113,7 +113,7 @@ static uint64_t live_limit(int fd, uint64_t *checked, uint64_t map_len,
 
 /* Consistent copy of the current block of a live mapping (seqlock). */
 static int snap_from_map(int fd, uint64_t *checked, const uint8_t *map,
-			 uint64_t map_len, struct jsf_snap *s, char *msg,
+			 uint64_t map_len, struct sf_snap *s, char *msg,
 			 size_t msglen)
 {
 	for (int tries = 0; tries < SNAP_TRIES; tries++) {
@@ -125,14 +125,14 @@ static int snap_from_map(int fd, uint64_t *checked, const uint8_t *map,
 		uint64_t fsz =
 		    live_limit(fd, checked, map_len, LD64A(map + RH_FILE_SIZE));
 		uint64_t off = LD64(map + RH_SEC_OFF);
-		if (off < JSF_RHDR_SIZE || off % 8 || off + JSF_SHDR_SIZE > fsz)
+		if (off < SF_RHDR_SIZE || off % 8 || off + SF_SHDR_SIZE > fsz)
 			goto check;
 		uint64_t total = LD64(map + off + SB_TOTAL);
-		if (total % 8 || total > fsz - off || total < JSF_SHDR_SIZE)
+		if (total % 8 || total > fsz - off || total < SF_SHDR_SIZE)
 			goto check;
 		uint8_t *copy = malloc(total);
 		if (!copy) {
-			jsf__msg(msg, msglen, "out of memory");
+			sf_msg(msg, msglen, "out of memory");
 			return -ENOMEM;
 		}
 		for (uint64_t i = 0; i < total; i += 8)
@@ -141,71 +141,71 @@ static int snap_from_map(int fd, uint64_t *checked, const uint8_t *map,
 			free(copy);
 			continue;
 		}
-		return jsf__snap_parse(s, copy, total,
-				       LD64(map + RH_PRODUCER_BASE) + off, msg,
-				       msglen);
+		return sf_snap_parse(s, copy, total,
+				     LD64(map + RH_PRODUCER_BASE) + off, msg,
+				     msglen);
 	check:
 		if (LD64(map + RH_SEQ) == s1) {
-			jsf__msg(msg, msglen, "section block outside the file");
+			sf_msg(msg, msglen, "section block outside the file");
 			return -EBADMSG;
 		}
 	}
-	jsf__msg(msg, msglen, "the producer kept rewriting the region");
+	sf_msg(msg, msglen, "the producer kept rewriting the region");
 	return -EAGAIN;
 }
 
-static int snap_from_file(int fd, const struct jsf_rinfo *ri,
-			  struct jsf_snap *s, char *msg, size_t msglen)
+static int snap_from_file(int fd, const struct sf_rinfo *ri, struct sf_snap *s,
+			  char *msg, size_t msglen)
 {
-	uint8_t sh[JSF_SHDR_SIZE];
+	uint8_t sh[SF_SHDR_SIZE];
 	if (pread(fd, sh, sizeof(sh), (off_t)ri->sec_off) !=
 	    (ssize_t)sizeof(sh)) {
-		jsf__msg(msg, msglen, "cannot read the section block");
+		sf_msg(msg, msglen, "cannot read the section block");
 		return -EBADMSG;
 	}
 	uint64_t total = LD64(sh + SB_TOTAL);
-	if (total < JSF_SHDR_SIZE || total > ri->file_size - ri->sec_off) {
-		jsf__msg(msg, msglen,
-			 "section block of %llu bytes at %llu outside the file",
-			 (unsigned long long)total,
-			 (unsigned long long)ri->sec_off);
+	if (total < SF_SHDR_SIZE || total > ri->file_size - ri->sec_off) {
+		sf_msg(msg, msglen,
+		       "section block of %llu bytes at %llu outside the file",
+		       (unsigned long long)total,
+		       (unsigned long long)ri->sec_off);
 		return -EBADMSG;
 	}
 	uint8_t *copy = malloc(total);
 	if (!copy) {
-		jsf__msg(msg, msglen, "out of memory");
+		sf_msg(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
 	if (pread(fd, copy, total, (off_t)ri->sec_off) != (ssize_t)total) {
 		free(copy);
-		jsf__msg(msg, msglen, "short read of the section block");
+		sf_msg(msg, msglen, "short read of the section block");
 		return -EBADMSG;
 	}
-	return jsf__snap_parse(s, copy, total, ri->producer_base + ri->sec_off,
-			       msg, msglen);
+	return sf_snap_parse(s, copy, total, ri->producer_base + ri->sec_off,
+			     msg, msglen);
 }
 
-static int open_region(const char *path, int *fdp, struct jsf_rinfo *ri,
+static int open_region(const char *path, int *fdp, struct sf_rinfo *ri,
 		       bool *live, char *msg, size_t msglen)
 {
-	uint8_t hdr[JSF_RHDR_SIZE];
+	uint8_t hdr[SF_RHDR_SIZE];
 	struct stat st;
 	/* O_NONBLOCK: a FIFO must not block us before the S_ISREG check. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
-		jsf__msg(msg, msglen, "%s: %s", path, strerror(e));
+		sf_msg(msg, msglen, "%s: %s", path, strerror(e));
 		return -e;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		jsf__msg(msg, msglen, "%s: not a regular file", path);
+		sf_msg(msg, msglen, "%s: not a regular file", path);
 		close(fd);
 		return -EBADMSG;
 	}
 	ssize_t got = pread(fd, hdr, sizeof(hdr), 0);
-	uint64_t avail = got < JSF_RHDR_SIZE ? (got < 0 ? 0 : (uint64_t)got)
-					     : (uint64_t)st.st_size;
-	int err = jsf__rhdr_parse(hdr, avail, ri, msg, msglen);
+	uint64_t avail = got < SF_RHDR_SIZE ? (got < 0 ? 0 : (uint64_t)got)
+					    : (uint64_t)st.st_size;
+	int err = sf_rhdr_parse(hdr, avail, ri, msg, msglen);
 	if (err) {
 		close(fd);
 		return err;
@@ -218,8 +218,8 @@ static int open_region(const char *path, int *fdp, struct jsf_rinfo *ri,
 	return 0;
 }
 
-int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
-	      bool *live, bool *recovered, char *msg, size_t msglen)
+int sf_load(const char *path, struct sf_rinfo *ri, struct sf_snap *s,
+	    bool *live, bool *recovered, char *msg, size_t msglen)
 {
 	int fd, err = open_region(path, &fd, ri, live, msg, msglen);
 	if (err)
@@ -229,7 +229,7 @@ int jsf__load(const char *path, struct jsf_rinfo *ri, struct jsf_snap *s,
 		    mmap(NULL, ri->max_size, PROT_READ, MAP_SHARED, fd, 0);
 		if (m == MAP_FAILED) {
 			err = -errno;
-			jsf__msg(msg, msglen, "mmap: %s", strerror(-err));
+			sf_msg(msg, msglen, "mmap: %s", strerror(-err));
 		} else {
 			uint64_t checked = 0;
 			err = snap_from_map(fd, &checked, m, ri->max_size, s,
@@ -250,7 +250,7 @@ int jsf_view_open(struct jsf_view **out, const char *path)
 {
 	int err = view_open(out, path);
 	if (err && view_err[0]) /* the cause, for jsf_strerror too */
-		jsf__fail(err, "%s", view_err);
+		sf_fail(err, "%s", view_err);
 	return err;
 }
 
@@ -258,14 +258,14 @@ static int view_open(struct jsf_view **out, const char *path)
 {
 	view_err[0] = 0;
 	if (!out || !path) {
-		jsf__msg(view_err, sizeof(view_err), "no %s given",
-			 out ? "path" : "output pointer");
+		sf_msg(view_err, sizeof(view_err), "no %s given",
+		       out ? "path" : "output pointer");
 		return -EINVAL;
 	}
 	*out = NULL;
 	struct jsf_view *v = calloc(1, sizeof(*v));
 	if (!v) {
-		jsf__msg(view_err, sizeof(view_err), "out of memory");
+		sf_msg(view_err, sizeof(view_err), "out of memory");
 		return -ENOMEM;
 	}
 	int err = open_region(path, &v->fd, &v->ri, &v->live, view_err,
@@ -279,8 +279,8 @@ static int view_open(struct jsf_view **out, const char *path)
 		    mmap(NULL, v->ri.max_size, PROT_READ, MAP_SHARED, v->fd, 0);
 		if (m == MAP_FAILED) {
 			err = -errno;
-			jsf__msg(view_err, sizeof(view_err), "mmap: %s",
-				 strerror(-err));
+			sf_msg(view_err, sizeof(view_err), "mmap: %s",
+			       strerror(-err));
 			goto fail;
 		}
 		v->map = m;
@@ -306,7 +306,7 @@ void jsf_view_close(struct jsf_view *v)
 		return;
 	if (v->map)
 		munmap((void *)v->map, v->map_len);
-	jsf__snap_free(&v->snap);
+	sf_snap_free(&v->snap);
 	close(v->fd);
 	free(v);
 }
@@ -323,17 +323,16 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 	uint64_t fsz = live_limit(v->fd, (uint64_t *)&v->checked, v->map_len,
 				  LD64A(m + RH_FILE_SIZE));
 	uint64_t off = LD64(m + RH_SEC_OFF);
-	if (off < JSF_RHDR_SIZE || off % 8 || off + JSF_SHDR_SIZE > fsz)
+	if (off < SF_RHDR_SIZE || off % 8 || off + SF_SHDR_SIZE > fsz)
 		return -EBADMSG;
 	const uint8_t *blk = m + off;
 	uint64_t total = LD64(blk + SB_TOTAL);
 	uint64_t fde_cap = LD32(blk + SB_FDE_CAP),
 		 fre_cap = LD32(blk + SB_FRE_CAP);
 	if (total > fsz - off ||
-	    JSF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap >
-		total)
+	    SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap > total)
 		return -EBADMSG;
-	const uint8_t *sf = blk + JSF_SHDR_SIZE;
+	const uint8_t *sf = blk + SF_SHDR_SIZE;
 	uint32_t nf = LD32A(sf + SH_NUM_FDES);
 	uint64_t fdeoff = LD32(sf + SH_FDEOFF), freoff = LD32(sf + SH_FREOFF);
 	uint32_t fre_len = LD32(sf + SH_FRE_LEN);
@@ -370,19 +369,19 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 		uint64_t log_off = LD32(blk + SB_LOG_OFF);
 		uint64_t log_cap = LD32(blk + SB_LOG_CAP);
 		uint32_t log_n = LD32A(blk + SB_LOG_N);
-		if (log_off + log_cap * JSF_LOG_ENTRY_SIZE > total ||
+		if (log_off + log_cap * SF_LOG_ENTRY_SIZE > total ||
 		    log_n > log_cap)
 			return -EBADMSG;
 		const uint8_t *le = blk + log_off;
 		for (uint32_t i = log_n; i-- > 0;) {
-			const uint8_t *p = le + (size_t)i * JSF_LOG_ENTRY_SIZE;
-			struct jsf_sent f = {
+			const uint8_t *p = le + (size_t)i * SF_LOG_ENTRY_SIZE;
+			struct sf_ent f = {
 			    .start = LD64(p + LE_START),
 			    .add = LD64(p + LE_ADD),
 			    .remove = LD64(p + LE_REMOVE),
 			    .size = LD32(p + LE_SIZE),
 			};
-			if (pc - f.start < f.size && jsf__alive(&f, t)) {
+			if (pc - f.start < f.size && sf_alive(&f, t)) {
 				start = f.start;
 				size = f.size;
 				attr = LD32(p + LE_ATTR);
@@ -393,8 +392,8 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 	}
 found:;
 	struct jsf_row r;
-	int n = jsf__read_func(fre, fre_len, (uint32_t)attr, size,
-			       (uint32_t)(pc - start), &r, NULL, 0);
+	int n = sf_read_func(fre, fre_len, (uint32_t)attr, size,
+			     (uint32_t)(pc - start), &r, NULL, 0);
 	if (n < 0)
 		return -EBADMSG;
 	if (fs)
@@ -413,7 +412,7 @@ int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 	if (!v)
 		return -EINVAL;
 	if (!v->live) {
-		const struct jsf_sent *f = jsf__snap_find(&v->snap, pc, at_ns);
+		const struct sf_ent *f = sf_snap_find(&v->snap, pc, at_ns);
 		if (!f)
 			return -ENOENT;
 		if (func_start)
@@ -421,7 +420,7 @@ int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 		if (func_size)
 			*func_size = f->size;
 		if (row)
-			*row = jsf__snap_row(&v->snap, f, pc);
+			*row = sf_snap_row(&v->snap, f, pc);
 		return 0;
 	}
 	for (int tries = 0; tries < LOOKUP_TRIES; tries++) {
@@ -451,8 +450,8 @@ int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 }
 
 /* The snapshot to iterate: the frozen one, or a fresh live one. */
-static int get_snap(const struct jsf_view *v, struct jsf_snap *tmp,
-		    const struct jsf_snap **out)
+static int get_snap(const struct jsf_view *v, struct sf_snap *tmp,
+		    const struct sf_snap **out)
 {
 	if (!v->live) {
 		*out = &v->snap;
@@ -470,8 +469,8 @@ int jsf_view_info(const struct jsf_view *v, struct jsf_view_info *info)
 	if (!v || !info || info->sz < sizeof(size_t))
 		return -EINVAL;
 	struct jsf_view_info i = {.sz = info->sz};
-	struct jsf_snap tmp = {0};
-	const struct jsf_snap *s;
+	struct sf_snap tmp = {0};
+	const struct sf_snap *s;
 	int err = get_snap(v, &tmp, &s);
 	if (err)
 		return err;
@@ -486,14 +485,14 @@ int jsf_view_info(const struct jsf_view *v, struct jsf_view_info *info)
 		i.file_size = LD64A(v->map + RH_FILE_SIZE);
 		i.seq = LD64A(v->map + RH_SEQ);
 	} else {
-		i.closed = v->ri.state == JSF_STATE_CLOSED;
+		i.closed = v->ri.state == SF_STATE_CLOSED;
 		i.close_ns = v->ri.close_ns;
 		i.file_size = v->ri.file_size;
 		i.seq = v->ri.seq;
 	}
 	i.live_funcs = s->nlive;
 	i.logged_funcs = s->log_n;
-	jsf__snap_free(&tmp);
+	sf_snap_free(&tmp);
 	memcpy(info, &i, info->sz < sizeof(i) ? info->sz : sizeof(i));
 	return 0;
 }
@@ -503,27 +502,27 @@ int jsf_view_foreach(const struct jsf_view *v, uint64_t at_ns,
 {
 	if (!v || !cb)
 		return -EINVAL;
-	struct jsf_snap tmp = {0};
-	const struct jsf_snap *s;
+	struct sf_snap tmp = {0};
+	const struct sf_snap *s;
 	int err = get_snap(v, &tmp, &s);
 	if (err)
 		return err;
 	int rc = 0;
 	for (uint32_t i = 0; i < s->log_n && !rc; i++) {
-		const struct jsf_sent *e = &s->e[i];
-		if (at_ns != JSF_ALL && !jsf__alive(e, at_ns))
+		const struct sf_ent *e = &s->e[i];
+		if (at_ns != JSF_ALL && !sf_alive(e, at_ns))
 			continue;
 		struct jsf_func f = {e->start, e->size,	  e->nrows,
 				     e->add,   e->remove, s->rows + e->row0};
 		rc = cb(&f, ctx);
 	}
-	jsf__snap_free(&tmp);
+	sf_snap_free(&tmp);
 	return rc;
 }
 
 /* For export.c and validate.c: the view's snapshot. */
-int jsf__view_snap(const struct jsf_view *v, struct jsf_snap *tmp,
-		   const struct jsf_snap **out)
+int sf_view_snap(const struct jsf_view *v, struct sf_snap *tmp,
+		 const struct sf_snap **out)
 {
 	return get_snap(v, tmp, out);
 }

@@ -150,7 +150,7 @@ static void layout(const uint8_t *b)
 	L.log_cap = (uint32_t)get(blk + SB_LOG_CAP, 4);
 	L.log_n = (uint32_t)get(blk + SB_LOG_N, 4);
 	L.log_off = (uint32_t)get(blk + SB_LOG_OFF, 4);
-	L.sf = L.sec + JSF_SHDR_SIZE;
+	L.sf = L.sec + SF_SHDR_SIZE;
 	const uint8_t *sf = b + L.sf;
 	L.nf = (uint32_t)get(sf + SH_NUM_FDES, 4);
 	L.nfres = (uint32_t)get(sf + SH_NUM_FRES, 4);
@@ -174,7 +174,7 @@ static void layout(const uint8_t *b)
 /* Offset in the file of a function's log entry / attribute record. */
 static uint64_t le_off(int f)
 {
-	return L.log0 + (uint64_t)L.le[f] * JSF_LOG_ENTRY_SIZE;
+	return L.log0 + (uint64_t)L.le[f] * SF_LOG_ENTRY_SIZE;
 }
 static uint64_t attr_off(const uint8_t *b, int f)
 {
@@ -517,7 +517,7 @@ static void t_pristine(void)
 		probe(&p, tpath("orig"), false, true);
 		CHECK(p.val_rc == 0, "%s", p.msg);
 		CHECK_EQ(p.open_rc, 0);
-		CHECK(L.nf == 4 && L.log_n == 6 && L.sec > JSF_RHDR_SIZE,
+		CHECK(L.nf == 4 && L.log_n == 6 && L.sec > SF_RHDR_SIZE,
 		      "layout: %u FDEs, %u logged, section at %llu", L.nf,
 		      L.log_n, (unsigned long long)L.sec);
 		for (int i = 0; i < NF; i++)
@@ -543,8 +543,8 @@ static void t_truncations(void)
 				   4097,
 				   L.sec - 1,
 				   L.sec,
-				   L.sec + JSF_SHDR_SIZE - 1,
-				   L.sec + JSF_SHDR_SIZE,
+				   L.sec + SF_SHDR_SIZE - 1,
+				   L.sec + SF_SHDR_SIZE,
 				   L.fde0 + 8,
 				   L.fre0 + L.fre_len / 2,
 				   L.log0 + 16,
@@ -626,7 +626,7 @@ static void t_header_fields(void)
 		    M("seq ~0-1", RH_SEQ, 8, UINT64_MAX - 1, 0, NULL),
 		    /* the old block (left by the compaction) is
 		     * self-consistent: a stale but valid table */
-		    M("sec_off old block", RH_SEC_OFF, 8, JSF_RHDR_SIZE, 0,
+		    M("sec_off old block", RH_SEC_OFF, 8, SF_RHDR_SIZE, 0,
 		      NULL),
 		};
 		for (unsigned i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
@@ -913,7 +913,7 @@ static void t_bit_flips(void)
 			uint64_t at, len;
 		} spans[] = {
 		    {0, 96},
-		    {L.sec, JSF_SHDR_SIZE},
+		    {L.sec, SF_SHDR_SIZE},
 		    {L.sf, SFRAME_HDR_SIZE},
 		    {L.fde0, (uint64_t)L.nf * 16},
 		    {L.fre0, L.fre_len},
@@ -1127,7 +1127,7 @@ static void t_live(void)
 			uint64_t at, len;
 		} spans[] = {
 		    {0, 96},
-		    {L.sec, JSF_SHDR_SIZE},
+		    {L.sec, SF_SHDR_SIZE},
 		    {L.sf, SFRAME_HDR_SIZE},
 		    {L.fde0, (uint64_t)L.nf * 16},
 		    {L.fre0, 32},
@@ -1193,7 +1193,7 @@ static void t_live(void)
 			break;
 		size_t elen;
 		uint8_t *eb = read_file(epath, &elen);
-		uint64_t esf = get(eb + RH_SEC_OFF, 8) + JSF_SHDR_SIZE;
+		uint64_t esf = get(eb + RH_SEC_OFF, 8) + SF_SHDR_SIZE;
 		uint8_t c = eb[esf + SH_FDEOFF] ^ 2;
 		int efd = open(epath, O_RDWR | O_CLOEXEC);
 		pwrite_all(efd, &c, 1, (off_t)(esf + SH_FDEOFF));
@@ -1303,7 +1303,7 @@ static void t_amplification(void)
 		uint64_t log0 = sec + get(b + sec + SB_LOG_OFF, 4);
 		uint32_t logn = (uint32_t)get(b + sec + SB_LOG_N, 4);
 		uint32_t fre_len =
-		    (uint32_t)get(b + sec + JSF_SHDR_SIZE + SH_FRE_LEN, 4);
+		    (uint32_t)get(b + sec + SF_SHDR_SIZE + SH_FRE_LEN, 4);
 		uint32_t attr0 = (uint32_t)get(b + log0 + LE_ATTR, 4);
 		for (uint32_t i = 1; i < logn; i++) {
 			put(b + log0 + i * 32ull + LE_SIZE, size, 4);

@@ -13,7 +13,7 @@
 static size_t enc(const struct jsf_row *rows, uint32_t n, uint32_t size,
 		  uint8_t *out)
 {
-	return jsf__encode_func(rows, n, size, out);
+	return sf_encode_func(rows, n, size, out);
 }
 
 int main(void)
@@ -80,7 +80,7 @@ int main(void)
 						 65535, 65536, 65537, 1u << 30};
 		static const unsigned types[] = {0, 0, 0, 1, 1, 1, 2, 2};
 		for (unsigned i = 0; i < 8; i++)
-			CHECK(jsf__fre_type(sizes[i]) == types[i], "size %u",
+			CHECK(sf_fre_type(sizes[i]) == types[i], "size %u",
 			      sizes[i]);
 		static const int32_t vals[] = {
 		    0,	   127,	   128,	   -128,      -129,	32767,
@@ -100,8 +100,8 @@ int main(void)
 				CHECK(n == 5 + 1 + 1 + 2 * w,
 				      "%d,%d: %zu bytes", vals[i], vals[j], n);
 				struct jsf_row back;
-				CHECK(jsf__read_func(b, (uint32_t)n, 0, 16, 3,
-						     &back, NULL, 0) == 1,
+				CHECK(sf_read_func(b, (uint32_t)n, 0, 16, 3,
+						   &back, NULL, 0) == 1,
 				      "decodes");
 				CHECK(back.cfa_offset == vals[i] &&
 					  back.fp_offset == vals[j] &&
@@ -117,28 +117,24 @@ int main(void)
 		size_t n = enc(&r, 1, 16, b);
 		struct jsf_row out;
 		CHECK_EQ(
-		    jsf__read_func(b, (uint32_t)n - 1, 0, 16, 0, &out, NULL, 0),
+		    sf_read_func(b, (uint32_t)n - 1, 0, 16, 0, &out, NULL, 0),
 		    -EBADMSG);
 		b[0] = 0; /* zero FREs */
-		CHECK_EQ(
-		    jsf__read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
-		    -EBADMSG);
+		CHECK_EQ(sf_read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
+			 -EBADMSG);
 		b[0] = 2; /* more FREs than bytes */
-		CHECK_EQ(
-		    jsf__read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
-		    -EBADMSG);
+		CHECK_EQ(sf_read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
+			 -EBADMSG);
 		b[0] = 1;
 		b[5] = 16; /* start offset == size */
-		CHECK_EQ(
-		    jsf__read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
-		    -EBADMSG);
+		CHECK_EQ(sf_read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
+			 -EBADMSG);
 		b[5] = 0;
 		b[6] = (uint8_t)(3 << 5 | 1 << 1 | 1); /* word size code 3 */
-		CHECK_EQ(
-		    jsf__read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
-		    -EBADMSG);
-		CHECK_EQ(jsf__check_rows(jsf__arch(0), &r, 1, 16), 0);
-		CHECK_EQ(jsf__check_rows(jsf__arch(0), &r, 1, 0), -EINVAL);
+		CHECK_EQ(sf_read_func(b, (uint32_t)n, 0, 16, 0, &out, NULL, 0),
+			 -EBADMSG);
+		CHECK_EQ(sf_check_rows(sf_arch(0), &r, 1, 16), 0);
+		CHECK_EQ(sf_check_rows(sf_arch(0), &r, 1, 0), -EINVAL);
 	}
 	return h_exit();
 }

@@ -37,7 +37,7 @@ struct traces {
 	uint32_t pid;
 };
 
-static void take_load(const struct jsf_jd_load *l, void *ctx)
+static void take_load(const struct jd_load *l, void *ctx)
 {
 	struct traces *t = ctx;
 	if (t->pid && l->pid != t->pid)
@@ -95,7 +95,7 @@ struct traces *traces_load(const char *region, const char *jdir, char *err,
 			continue;
 		char p[4096];
 		snprintf(p, sizeof(p), "%s/%s", jdir, de->d_name);
-		jsf_jitdump_loads(p, take_load, t);
+		jd_loads(p, take_load, t);
 	}
 	if (d)
 		closedir(d);

@@ -341,8 +341,8 @@ __attribute__((destructor)) static void at_unload(void)
 	 * closed cleanly. A forked child leaves its parent's region alone. */
 	if (m->region && m->pid == getpid()) {
 		jsf_region_destroy(m->region);
-		jsf_jitdump_close(m->jd);
-		jsf_perfmap_close(m->pm);
+		jd_close(m->jd);
+		pmap_close(m->pm);
 	}
 	m->region = NULL;
 	vaudit_close(&m->audit, "end of log: process exit");

@@ -67,13 +67,13 @@ static int open_region(struct vmod *m)
 	m->pid = getpid();
 	m->epoch++;
 	if (m->jd_dir[0]) {
-		err = jsf_jitdump_open(&m->jd, m->jd_dir);
+		err = jd_open(&m->jd, m->jd_dir);
 		if (err)
 			vm_log(m, "cannot create %s/jit-%d.dump: %s", m->jd_dir,
 			       (int)getpid(), strerror(-err));
 	}
 	if (m->want_perfmap) {
-		err = jsf_perfmap_open(&m->pm);
+		err = pmap_open(&m->pm);
 		if (err)
 			vm_log(m, "cannot create /tmp/perf-%d.map: %s",
 			       (int)getpid(), strerror(-err));
@@ -89,9 +89,9 @@ VM_HOT int vm_ensure_region(struct vmod *m)
 		m->region = NULL;
 		/* the parent's jitdump and perf map are its own too */
 		if (m->jd)
-			jsf_jitdump_close(m->jd);
+			jd_close(m->jd);
 		if (m->pm)
-			jsf_perfmap_close(m->pm);
+			pmap_close(m->pm);
 		m->jd = NULL;
 		m->pm = NULL;
 	}
@@ -118,7 +118,7 @@ VM_HOT static void trace_name(const struct tinfo *ti, uint32_t tr, char *buf,
 
 /* Published traces of state ctx overlapping [lo, hi) (jitdump layout). */
 VM_HOT static uint32_t neighbours(uint64_t lo, uint64_t hi,
-				  struct jsf_code_info *out, uint32_t max,
+				  struct jd_code_info *out, uint32_t max,
 				  void *ctx)
 {
 	struct lstate *s = ctx;
@@ -129,8 +129,8 @@ VM_HOT static uint32_t neighbours(uint64_t lo, uint64_t hi,
 			 e = t->map_hi > a + t->size ? t->map_hi : a + t->size;
 		if (!t->live || e <= lo || a >= hi)
 			continue;
-		out[n++] = (struct jsf_code_info){
-		    t->start, t->size, t->rows, t->nrows, t->eh_lo, t->map_hi};
+		out[n++] = (struct jd_code_info){t->start, t->size,  t->rows,
+						 t->nrows, t->eh_lo, t->map_hi};
 	}
 	return n;
 }
@@ -147,11 +147,11 @@ VM_HOT static void publish_perf(struct vmod *m, struct lstate *s,
 		/* perf's line table ends at the last entry: give the trace's
 		 * line to its first and its last byte. */
 		const char *file = ti->file[0] ? ti->file : "?";
-		struct jsf_jd_placed placed;
-		struct jsf_line line[2] = {
+		struct jd_placed placed;
+		struct jd_line line[2] = {
 		    {ti->start, ti->line, file},
 		    {ti->start + ti->size - 1, ti->line, file}};
-		int err = jsf_jitdump_code(
+		int err = jd_code(
 		    m->jd, ti->start, (const void *)(uintptr_t)ti->start,
 		    ti->size, name, ti->rows, ti->nrows, line, ti->line ? 2 : 0,
 		    now, neighbours, s, &placed);
@@ -161,13 +161,13 @@ VM_HOT static void publish_perf(struct vmod *m, struct lstate *s,
 			vm_log(m,
 			       "writing the jitdump failed (%s); it stops here",
 			       strerror(-err));
-			jsf_jitdump_close(m->jd);
+			jd_close(m->jd);
 			m->jd = NULL;
 		}
 	}
-	if (m->pm && jsf_perfmap_add(m->pm, ti->start, ti->size, name)) {
+	if (m->pm && pmap_add(m->pm, ti->start, ti->size, name)) {
 		vm_log(m, "writing the perf map failed; it stops here");
-		jsf_perfmap_close(m->pm);
+		pmap_close(m->pm);
 		m->pm = NULL;
 	}
 }

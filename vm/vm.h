@@ -43,8 +43,8 @@ struct vmod {
 	/* what every event touches first (a few cache lines) */
 	pthread_mutex_t mu;
 	struct jsf_region *region;
-	struct jsf_jitdump *jd; /* perf sinks (perfmap/): jitdump, perf map */
-	struct jsf_perfmap *pm;
+	struct jd_writer *jd; /* perf sinks (perfmap/): jitdump, perf map */
+	struct pmap *pm;
 	pid_t pid;	/* process that owns region */
 	unsigned epoch; /* bumped when a region is (re)created */
 	int failed;	/* an internal error stopped publishing */
