@@ -153,15 +153,23 @@ done
 
 # A log cut at 2/3: the replay stops at the damage with a message and exit
 # status 1, and what it printed is a prefix of the live output.
+# (The log's size varies from run to run; should 2/3 fall exactly between
+# two records, the cut is a valid shorter log, so the cut moves on by one
+# byte: into a record.)
 size=$(wc -c <"$T/$name.log")
-head -c $((size * 2 / 3)) "$T/$name.log" >"$T/cut.log"
-env -u LUA_PATH "$J" audit replay "$T/cut.log" -jdump=tbimrsaT,"$T/cut.d" -jv="$T/cut.v" 2>"$T/cut.err"
-rc=$?
+cut=$((size * 2 / 3))
+for try in 1 2; do
+	head -c "$cut" "$T/$name.log" >"$T/cut.log"
+	env -u LUA_PATH "$J" audit replay "$T/cut.log" -jdump=tbimrsaT,"$T/cut.d" -jv="$T/cut.v" 2>"$T/cut.err"
+	rc=$?
+	[ "$rc" -eq 0 ] && [ ! -s "$T/cut.err" ] && [ "$try" -eq 1 ] || break
+	cut=$((cut + 1))
+done
 dl=$(wc -c <"$T/cut.d")
 if [ "$rc" -eq 1 ] && grep -q 'damaged at byte' "$T/cut.err" && [ "$dl" -gt 0 ] &&
 	cmp -s "$T/cut.d" <(head -c "$dl" "$T/$name.d") && [ "$dl" -lt "$(wc -c <"$T/$name.d")" ] &&
 	cmp -s "$T/cut.v" <(head -c "$(wc -c <"$T/cut.v")" "$T/$name.v"); then
-	ok "a log cut at $((size * 2 / 3)) of $size bytes: exit 1, '$(head -n 1 "$T/cut.err" | sed 's|.*cut.log: ||' | cut -c1-70)', output = the first $dl bytes of the live -jdump"
+	ok "a log cut at $cut of $size bytes: exit 1, '$(head -n 1 "$T/cut.err" | sed 's|.*cut.log: ||' | cut -c1-70)', output = the first $dl bytes of the live -jdump"
 else
 	notok "cut log: rc $rc, $dl bytes" "$(cat "$T/cut.err")" "$(cmp "$T/cut.d" "$T/$name.d" 2>&1)"
 fi
