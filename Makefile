@@ -76,13 +76,17 @@ fuzz_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-
 FLAVOURS    := rel asan tsan fuzz
 
 # one object per source, with its dependency file (-MMD); an object whose
-# dependency file is missing is rebuilt (it may predate one)
+# dependency file is missing is rebuilt (it may predate one). The
+# dependency files are named targets (not intermediate: never deleted).
+ALL_SRC := $(foreach d,$(LIBDIRS) vm cli,$($(d)_SRC)) $(wildcard tests/*.c)
+DEPFILES := $(foreach f,$(FLAVOURS),$(patsubst %.c,$(B)/$(f)/%.d,$(patsubst $(B)/gen/%.c,gen/%.c,$(ALL_SRC))))
+$(DEPFILES):
+-include $(wildcard $(DEPFILES))
 define flavour
-$(B)/$(1)/%.d: ;
 $(B)/$(1)/%.o: %.c $(B)/$(1)/%.d | $(B)/gen/pprof.pb-c.h
 	@mkdir -p $$(dir $$@)
 	$$($(1)_CC) $$(WARN) -MMD -MP $$(call dirflags,$$<) $$($(1)_CFLAGS) -c $$< -o $$@
-$(B)/$(1)/gen/%.o: $(B)/gen/%.c
+$(B)/$(1)/gen/%.o: $(B)/gen/%.c $(B)/$(1)/gen/%.d
 	@mkdir -p $$(dir $$@)
 	$$($(1)_CC) $$(WARN) -MMD -MP -I$(B)/gen $$($(1)_CFLAGS) -c $$< -o $$@
 $(foreach d,$(LIBDIRS),$(call libfile,$(1),$(d))): $(B)/$(1)/lib%.a:
@@ -90,7 +94,6 @@ $(foreach d,$(LIBDIRS),$(call libfile,$(1),$(d))): $(B)/$(1)/lib%.a:
 $(foreach d,$(LIBDIRS),$(eval $(call libfile,$(1),$(d)): $(patsubst %.c,$(B)/$(1)/%.o,$(patsubst $(B)/gen/%.c,gen/%.c,$($(d)_SRC)))))
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
--include $(wildcard $(B)/*/*/*.d $(B)/*/*/*/*.d)
 
 # --- profiles: pprof through protobuf-c (C generated from
 # profile/pprof.proto by protoc-c), gzip through zlib ---
