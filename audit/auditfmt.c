@@ -109,7 +109,7 @@ static uint32_t get32(const uint8_t *p)
 void alog_magic(uint8_t out[ALOG_MAGIC_LEN])
 {
 	memset(out, 0, ALOG_MAGIC_LEN);
-	memcpy(out, ALOG_MAGIC, 8);
+	memcpy(out, ALOG_MAGIC, sizeof(ALOG_MAGIC) - 1); /* no NUL: 8 bytes */
 	out[8] = ALOG_VERSION;
 }
 

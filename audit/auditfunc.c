@@ -37,6 +37,7 @@ static size_t left(const struct cur *c)
 static int leb5(struct cur *c, uint64_t *out, const char *what)
 {
 	uint64_t v = 0;
+	*out = 0;
 	for (int i = 0; i < 5; i++) {
 		if (c->p >= c->end)
 			return fail(c, "%s: cut short", what);

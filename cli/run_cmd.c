@@ -177,16 +177,15 @@ int cmd_run(int argc, char **argv)
 		perror("jitsframe run: setenv");
 		return EX_INPUT;
 	}
+	const char *tmp = getenv("TMPDIR");
 	if (!quiet) {
 		if (region)
 			fprintf(stderr, "jitsframe: region %s\n", region);
 		else
 			fprintf(stderr,
 				"jitsframe: region %s/jitsframe-%u/%d.region\n",
-				getenv("TMPDIR") && *getenv("TMPDIR")
-				    ? getenv("TMPDIR")
-				    : "/tmp",
-				(unsigned)getuid(), (int)getpid());
+				tmp && *tmp ? tmp : "/tmp", (unsigned)getuid(),
+				(int)getpid());
 	}
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "jitsframe run: cannot run %s: %s\n", argv[optind],

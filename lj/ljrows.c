@@ -35,7 +35,7 @@ static uint32_t add_rsp_before(const uint8_t *mc, uint32_t end, int32_t *imm)
 	}
 	if (end >= 4 && mc[end - 4] == 0x48 && mc[end - 3] == 0x83 &&
 	    mc[end - 2] == 0xc4) {
-		*imm = (int8_t)mc[end - 1];
+		*imm = (int32_t)(int8_t)mc[end - 1]; /* sign-extended */
 		return 4;
 	}
 	return 0;

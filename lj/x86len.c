@@ -191,19 +191,17 @@ int x86_insn_len(const uint8_t *p, size_t avail)
 			if (((p[i] >> 3) & 7) < 2)
 				imm = op == 0xf6 ? 1 : immz;
 		}
-	} else if (op < 0x40 && (op & 7) == 4) { /* alu al, ib */
+	} else if ((op < 0x40 && (op & 7) == 4) || /* alu al, ib */
+		   (op >= 0x70 && op <= 0x7f) || op == 0xeb || op == 0x6a ||
+		   op == 0xa8 || (op >= 0xb0 && op <= 0xb7)) {
 		imm = 1;
-	} else if (op < 0x40 && (op & 7) == 5) { /* alu eax, iz */
+	} else if ((op < 0x40 && (op & 7) == 5) || /* alu eax, iz */
+		   op == 0x68 || op == 0xa9) {
 		imm = immz;
 	} else if ((op >= 0x50 && op <= 0x5f) || (op >= 0x90 && op <= 0x99) ||
 		   op == 0xc3 || op == 0xcc) {
-	} else if ((op >= 0x70 && op <= 0x7f) || op == 0xeb || op == 0x6a ||
-		   op == 0xa8 || (op >= 0xb0 && op <= 0xb7)) {
-		imm = 1;
 	} else if (op == 0xe8 || op == 0xe9) {
 		imm = 4;
-	} else if (op == 0x68 || op == 0xa9) {
-		imm = immz;
 	} else if (op >= 0xb8 && op <= 0xbf) {
 		imm = rexw ? 8 : immz;
 	} else if (op == 0xc2) {

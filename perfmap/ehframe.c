@@ -39,7 +39,9 @@ static void sleb(struct buf *b, int64_t v)
 {
 	for (;;) {
 		uint8_t c = v & 0x7f;
-		v >>= 7;
+		/* an arithmetic shift, spelled out: >> of a negative value
+		 * is implementation-defined */
+		v = v < 0 ? ~(~v >> 7) : v >> 7;
 		if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
 			u8(b, c);
 			return;
@@ -171,7 +173,7 @@ size_t eh_fns(const struct jd_unwind_fn *fns, uint32_t nfns, uint64_t eh_addr,
 	u8(&b, 0x3b); /* table: datarel sdata4 */
 	u32(&b, (uint32_t)(int32_t)(0 - (int64_t)(b.n))); /* -> .eh_frame */
 	u32(&b, nfns);
-	uint32_t order[JSF_EH_MAX_FNS];
+	uint32_t order[JSF_EH_MAX_FNS] = {0};
 	for (uint32_t i = 0; i < nfns; i++) {
 		uint32_t j = i;
 		while (j && fns[order[j - 1]].start > fns[i].start) {

@@ -44,8 +44,13 @@ int folded_add_load(struct folded *f, uint32_t pid, uint64_t index, uint64_t ts,
 	char *copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;
-	f->loads[f->nloads++] =
-	    (struct jload){pid, index, ts, code_addr, lo, hi, copy};
+	f->loads[f->nloads++] = (struct jload){.pid = pid,
+					       .index = index,
+					       .ts = ts,
+					       .code_addr = code_addr,
+					       .lo = lo,
+					       .hi = hi,
+					       .name = copy};
 	return 0;
 }
 
@@ -99,7 +104,7 @@ int folded_add(struct folded *f, const char *stack, uint64_t count)
 		char *key = strdup(stack);
 		if (!key)
 			return -ENOMEM;
-		f->t[f->n++] = (struct entry){key, 0};
+		f->t[f->n++] = (struct entry){.key = key, .count = 0};
 		sl->h = h;
 		sl->idx1 = (uint32_t)f->n;
 		f->ix.n++;
@@ -263,11 +268,15 @@ static int flush_sample(struct folded *f, struct folded_stats *st,
 	char *stack = malloc(len + 1);
 	if (!stack)
 		return -ENOMEM;
-	strcpy(stack, comm);
+	size_t at = strlen(comm);
+	memcpy(stack, comm, at);
 	for (int i = n - 1; i >= 0; i--) { /* root first */
-		strcat(stack, ";");
-		strcat(stack, fr[i].name);
+		size_t l = strlen(fr[i].name);
+		stack[at++] = ';';
+		memcpy(stack + at, fr[i].name, l);
+		at += l;
 	}
+	stack[at] = 0;
 	int err = folded_add(f, stack, 1);
 	free(stack);
 	return err;

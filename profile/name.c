@@ -30,7 +30,7 @@ static char *display_name(const struct prof *p, const struct pfrec *f,
 		*w++ = (*c == ';' || (unsigned char)*c < 0x20 || *c == 0x7f)
 			   ? '_'
 			   : *c;
-	strcpy(w, suffix);
+	memcpy(w, suffix, strlen(suffix) + 1);
 	return o;
 }
 

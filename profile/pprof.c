@@ -63,8 +63,9 @@ int prof_write_pprof(const struct prof *p, const char *path)
 	memset(&st, 0, sizeof(st));
 	struct itab fix;
 	memset(&fix, 0, sizeof(fix));
-	struct pfunc *funcs = NULL;
-	size_t nfuncs = 0, capfuncs = 0;
+	/* at most one function per frame */
+	struct pfunc *funcs = calloc(p->nframes + 1, sizeof(*funcs));
+	size_t nfuncs = 0;
 	uint32_t *loc_func = calloc(p->nframes + 1, sizeof(*loc_func));
 	uint32_t *loc_line = calloc(p->nframes + 1, sizeof(*loc_line));
 	uint32_t *map_str = calloc(2 * p->nmaps + 1, sizeof(*map_str));
@@ -72,30 +73,30 @@ int prof_write_pprof(const struct prof *p, const char *path)
 	Perftools__Profiles__Mapping *maps =
 	    calloc(p->nmaps + 1, sizeof(*maps));
 	Perftools__Profiles__Mapping **mapp =
-	    calloc(p->nmaps + 1, sizeof(*mapp));
+	    calloc(p->nmaps + 1, sizeof(Perftools__Profiles__Mapping *));
 	Perftools__Profiles__Location *locs =
 	    calloc(p->nframes + 1, sizeof(*locs));
 	Perftools__Profiles__Location **locp =
-	    calloc(p->nframes + 1, sizeof(*locp));
+	    calloc(p->nframes + 1, sizeof(Perftools__Profiles__Location *));
 	Perftools__Profiles__Line *lines =
 	    calloc(p->nframes + 1, sizeof(*lines));
 	Perftools__Profiles__Line **linep =
-	    calloc(p->nframes + 1, sizeof(*linep));
+	    calloc(p->nframes + 1, sizeof(Perftools__Profiles__Line *));
 	Perftools__Profiles__Sample *samples =
 	    calloc(p->nstacks + 1, sizeof(*samples));
 	Perftools__Profiles__Sample **samplep =
-	    calloc(p->nstacks + 1, sizeof(*samplep));
+	    calloc(p->nstacks + 1, sizeof(Perftools__Profiles__Sample *));
 	Perftools__Profiles__Label *labels =
 	    calloc(p->nstacks + 1, sizeof(*labels));
 	Perftools__Profiles__Label **labelp =
-	    calloc(p->nstacks + 1, sizeof(*labelp));
+	    calloc(p->nstacks + 1, sizeof(Perftools__Profiles__Label *));
 	int64_t *values = calloc(2 * p->nstacks + 1, sizeof(*values));
 	uint64_t *locids = calloc(p->nfids + 1, sizeof(*locids));
 	Perftools__Profiles__Function *fn = NULL, **fnp = NULL;
 	uint8_t *buf = NULL;
-	if (!loc_func || !loc_line || !map_str || !maps || !mapp || !locs ||
-	    !locp || !lines || !linep || !samples || !samplep || !labels ||
-	    !labelp || !values || !locids) {
+	if (!funcs || !loc_func || !loc_line || !map_str || !maps || !mapp ||
+	    !locs || !locp || !lines || !linep || !samples || !samplep ||
+	    !labels || !labelp || !values || !locids) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -156,11 +157,6 @@ int prof_write_pprof(const struct prof *p, const char *path)
 			goto out;
 		}
 		if (!sl->idx1) {
-			if (pf_grow_array((void **)&funcs, &capfuncs,
-					  nfuncs + 1, sizeof(*funcs))) {
-				err = -ENOMEM;
-				goto out;
-			}
 			funcs[nfuncs++] = k;
 			sl->h = h;
 			sl->idx1 = (uint32_t)nfuncs;
@@ -183,7 +179,7 @@ int prof_write_pprof(const struct prof *p, const char *path)
 		comm_str[i] = (uint32_t)c;
 	}
 	fn = calloc(nfuncs + 1, sizeof(*fn));
-	fnp = calloc(nfuncs + 1, sizeof(*fnp));
+	fnp = calloc(nfuncs + 1, sizeof(Perftools__Profiles__Function *));
 	if (!fn || !fnp) {
 		free(comm_str);
 		err = -ENOMEM;

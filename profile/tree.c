@@ -144,6 +144,8 @@ static void json_html(FILE *o, const char *s)
  * are written in name order. */
 static int write_tree_json(FILE *o, const struct tree *t)
 {
+	if (t->nn == 0) /* no root: build_tree always makes one */
+		return -EINVAL;
 	/* sort each child list by name (insertion order is reversed) */
 	size_t *stack = malloc((t->nn + 1) * sizeof(*stack));
 	uint32_t *kids = malloc((t->nn + 1) * sizeof(*kids));

@@ -44,8 +44,9 @@ int pf_find_viewer(char *dir, size_t size, char *where, size_t wsize)
 	int nc = 0;
 	const char *env = getenv(JSF_ENV_VIEWER);
 	if (env && *env) {
-		if (strlen(env) < sizeof(cand[0]))
-			strcpy(cand[nc++], env);
+		size_t len = strlen(env);
+		if (len < sizeof(cand[0]))
+			memcpy(cand[nc++], env, len + 1);
 	} else {
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		if (n > 0) {
@@ -62,8 +63,9 @@ int pf_find_viewer(char *dir, size_t size, char *where, size_t wsize)
 		}
 	}
 	for (int i = 0; i < nc; i++) {
-		if (viewer_has_files(cand[i]) && strlen(cand[i]) < size) {
-			strcpy(dir, cand[i]);
+		size_t len = strlen(cand[i]);
+		if (viewer_has_files(cand[i]) && len < size) {
+			memcpy(dir, cand[i], len + 1);
 			return 0;
 		}
 	}

@@ -35,7 +35,7 @@ int jsf_view_export(const struct jsf_view *v, const struct jsf_export_opts *o,
 		return err;
 	/* Select, and size the output. */
 	const struct sf_ent **sel =
-	    calloc(s->log_n ? s->log_n : 1, sizeof(*sel));
+	    calloc(s->log_n ? s->log_n : 1, sizeof(const struct sf_ent *));
 	uint8_t *buf = NULL;
 	if (!sel) {
 		err = -ENOMEM;

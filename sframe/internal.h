@@ -104,8 +104,8 @@ static inline uint32_t ldu(const uint8_t *p, unsigned n)
 }
 static inline int32_t lds(const uint8_t *p, unsigned n)
 {
-	uint32_t v = ldu(p, n);
-	if (n < 4 && (v & (1u << (8 * n - 1))))
+	uint32_t v = ldu(p, n); /* n == 0: no bytes, 0 */
+	if (n > 0 && n < 4 && (v & (1u << (8 * n - 1))))
 		v |= ~0u << (8 * n);
 	return (int32_t)v;
 }

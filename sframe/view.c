@@ -221,7 +221,7 @@ static int open_region(const char *path, int *fdp, struct sf_rinfo *ri,
 int sf_load(const char *path, struct sf_rinfo *ri, struct sf_snap *s,
 	    bool *live, bool *recovered, char *msg, size_t msglen)
 {
-	int fd, err = open_region(path, &fd, ri, live, msg, msglen);
+	int fd = -1, err = open_region(path, &fd, ri, live, msg, msglen);
 	if (err)
 		return err;
 	if (*live) {

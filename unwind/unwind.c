@@ -54,7 +54,8 @@ static void take_load(const struct jd_load *l, void *ctx)
 	if (!nm)
 		return;
 	uint64_t lo = l->lo, hi = l->hi > l->lo ? l->hi : l->lo + 1;
-	t->l[t->nl++] = (struct tload){lo, hi, l->ts, nm};
+	t->l[t->nl++] =
+	    (struct tload){.lo = lo, .hi = hi, .ts = l->ts, .name = nm};
 	if (hi - lo > t->maxload)
 		t->maxload = (uint32_t)(hi - lo);
 }
@@ -570,9 +571,9 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 	case PD_FORK: {
 		if (e->u.fork.pid == e->u.fork.ppid)
 			return -1; /* a new thread */
-		struct proc *pp = proc_get(u, e->u.fork.ppid, false);
 		struct proc *c = proc_get(u, e->u.fork.pid, true);
-		pp = proc_get(u, e->u.fork.ppid, false); /* may have moved */
+		/* looked up after c: creating c may move the table */
+		struct proc *pp = proc_get(u, e->u.fork.ppid, false);
 		if (!c || !pp || c == pp)
 			return -1;
 		proc_clear(c);

@@ -121,11 +121,12 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		call_util(L, c, U_TRACEINFO, 1, 1);
 		lua_getfield(L, -1, "linktype");
 		const char *s = lua_tostring(L, -1);
-		if (!s || strlen(s) >= sizeof(A->linkname[0])) {
+		size_t len = s ? strlen(s) : 0;
+		if (!s || len >= sizeof(A->linkname[0])) {
 			lua_pop(L, 2);
 			return -1;
 		}
-		strcpy(A->linkname[lt], s);
+		memcpy(A->linkname[lt], s, len + 1);
 		A->linkname_known[lt] = 1;
 		lua_pop(L, 2);
 	}

@@ -122,6 +122,13 @@ out:
 	return why;
 }
 
+/* $name when set and not empty, else NULL */
+static const char *env_set(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
 static int l_start(lua_State *L)
 {
 	struct vmod *m = &g_mod;
@@ -159,26 +166,25 @@ static int l_start(lua_State *L)
 			akeep = (unsigned)lua_tonumber(L, -1);
 		lua_pop(L, 9);
 	}
-	if (!alog && getenv(JSF_ENV_AUDITLOG) && *getenv(JSF_ENV_AUDITLOG))
-		alog = getenv(JSF_ENV_AUDITLOG);
-	if (!alevel && getenv(JSF_ENV_AUDITLOG_LEVEL) &&
-	    *getenv(JSF_ENV_AUDITLOG_LEVEL))
-		alevel = getenv(JSF_ENV_AUDITLOG_LEVEL);
-	if (getenv(JSF_ENV_AUDITLOG_MAX) && *getenv(JSF_ENV_AUDITLOG_MAX))
-		amax = strtoull(getenv(JSF_ENV_AUDITLOG_MAX), NULL, 0);
-	if (getenv(JSF_ENV_AUDITLOG_KEEP) && *getenv(JSF_ENV_AUDITLOG_KEEP))
-		akeep =
-		    (unsigned)strtoul(getenv(JSF_ENV_AUDITLOG_KEEP), NULL, 0);
+	const char *env;
+	if (!alog)
+		alog = env_set(JSF_ENV_AUDITLOG);
+	if (!alevel)
+		alevel = env_set(JSF_ENV_AUDITLOG_LEVEL);
+	if ((env = env_set(JSF_ENV_AUDITLOG_MAX)))
+		amax = strtoull(env, NULL, 0);
+	if ((env = env_set(JSF_ENV_AUDITLOG_KEEP)))
+		akeep = (unsigned)strtoul(env, NULL, 0);
 	int alev = VAUDIT_DEFAULT;
 	if (alevel && !strcmp(alevel, "full"))
 		alev = VAUDIT_FULL;
 	else if (alevel && strcmp(alevel, "default"))
 		return fail(L,
 			    "jitsframe: level must be \"default\" or \"full\"");
-	if (!jitdump && getenv(JSF_ENV_JITDUMP) && *getenv(JSF_ENV_JITDUMP))
-		jitdump = getenv(JSF_ENV_JITDUMP);
-	if (!perfmap && getenv(JSF_ENV_PERFMAP))
-		perfmap = *getenv(JSF_ENV_PERFMAP) == '1';
+	if (!jitdump)
+		jitdump = env_set(JSF_ENV_JITDUMP);
+	if (!perfmap && (env = getenv(JSF_ENV_PERFMAP)))
+		perfmap = *env == '1';
 	if (!path || !*path)
 		path = getenv(JSF_ENV_REGION);
 	if (path && strlen(path) >= sizeof(m->base_path) - 16)

@@ -37,7 +37,7 @@ static uint64_t uleb(struct rd *r)
 
 static int64_t sleb(struct rd *r)
 {
-	int64_t v = 0;
+	uint64_t v = 0; /* unsigned: bits shifted to 63 are no overflow */
 	int s = 0;
 	uint8_t b = 0;
 	do {
@@ -46,12 +46,12 @@ static int64_t sleb(struct rd *r)
 			return 0;
 		}
 		b = *r->p++;
-		v |= (int64_t)(b & 0x7f) << s;
+		v |= (uint64_t)(b & 0x7f) << s;
 		s += 7;
 	} while (b & 0x80);
 	if (s < 64 && (b & 0x40))
-		v |= -((int64_t)1 << s);
-	return v;
+		v |= ~(uint64_t)0 << s;
+	return (int64_t)v;
 }
 
 /* Read a pointer with DW_EH_PE encoding `enc` (only what GNU ld emits for
