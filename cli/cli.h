@@ -54,9 +54,13 @@ struct report_opts {
 	const char *dir;    /* the record directory */
 	const char *input;  /* perf.data; NULL: DIR/perf.data.raw, else
 			       DIR/perf.data */
-	const char *region; /* the region; NULL: DIR/region if there */
+	const char *region; /* one region; NULL (and nregions 0): DIR/region
+			       and DIR/region-PID, those there */
 	const char *dump;   /* write every sample's frames here, or NULL */
 	bool no_write;	    /* unwind and summarise only */
+	const char *const *regions; /* more regions (each used for its own
+				       process's samples only) */
+	size_t nregions;
 };
 int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */

@@ -23,12 +23,14 @@ static const char usage[] =
     "Unwind the samples of a `jitsframe record` directory with jitsframe's\n"
     "own unwinder: trace code through the region (the function that covered\n"
     "the pc at the sample's time), ELF code through its CFI (libdw). Reads\n"
-    "DIR/perf.data.raw (else DIR/perf.data), DIR/region, DIR/jit-*.dump;\n"
-    "writes DIR/stacks.folded, flamegraph.svg, flamegraph.html and\n"
-    "profile.pb.gz, and prints one summary line.\n"
+    "DIR/perf.data.raw (else DIR/perf.data), DIR/region and DIR/region-PID\n"
+    "(forked children), DIR/jit-*.dump; writes DIR/stacks.folded,\n"
+    "flamegraph.svg, flamegraph.html and profile.pb.gz, and prints one\n"
+    "summary line. A region serves the samples of its own process only.\n"
     "\n"
     "  -i, --input FILE   perf.data to read (default as above)\n"
-    "  --region FILE      the region (default DIR/region)\n"
+    "  --region FILE      a region (default DIR/region, DIR/region-PID);\n"
+    "                     repeat it for several processes\n"
     "  --dump FILE        write every sample's frames as text (for tests)\n"
     "  --no-write         unwind and summarise only\n"
     "\n"
@@ -43,6 +45,13 @@ struct rep {
 	FILE *dump;
 	uint64_t samples, with_user, through, through_main, complete, unpub;
 	uint64_t why[STOP__N], why_through[STOP__N];
+	/* processes with samples in JIT code but no region */
+	struct {
+		uint32_t pid;
+		uint64_t n;
+		char comm[32];
+	} noreg[8];
+	size_t nnoreg, noreg_more;
 	struct uframe fr[UW_MAX];
 	struct pframe pf[UW_MAX];
 	struct pframe all[KMAX + UW_MAX]; /* kernel frames, then pf */
@@ -87,6 +96,22 @@ static int on_event(const struct pd_event *e, void *ctx)
 	if (n > 0)
 		r->with_user++;
 	r->why[why]++;
+	if (why == STOP_NO_REGION) {
+		size_t k = 0;
+		while (k < r->nnoreg && r->noreg[k].pid != e->u.s.pid)
+			k++;
+		if (k == r->nnoreg &&
+		    k < sizeof(r->noreg) / sizeof(r->noreg[0])) {
+			r->noreg[k].pid = e->u.s.pid;
+			snprintf(r->noreg[k].comm, sizeof(r->noreg[k].comm),
+				 "%s", comm ? comm : "?");
+			r->nnoreg++;
+		}
+		if (k < r->nnoreg)
+			r->noreg[k].n++;
+		else
+			r->noreg_more++;
+	}
 	if (why == STOP_OUTERMOST)
 		r->complete++;
 	if (anon && !trace)
@@ -207,6 +232,43 @@ static void use_recorded_kallsyms(struct uwstate *u, const char *dir)
 		uw_use_kallsyms(u, found);
 }
 
+/* The regions to read: those named, else DIR/region and DIR/region-PID
+ * (a forked child's), the ones there. 0, or -errno with a message. */
+static int add_regions(struct traces *t, const struct report_opts *o, char *err,
+		       size_t errlen)
+{
+	int rc;
+	if (o->region || o->nregions) {
+		if (o->region &&
+		    (rc = traces_add_region(t, o->region, err, errlen)))
+			return rc;
+		for (size_t i = 0; i < o->nregions; i++)
+			if ((rc = traces_add_region(t, o->regions[i], err,
+						    errlen)))
+				return rc;
+		return 0;
+	}
+	char p[PATH_MAX];
+	struct stat sb;
+	path_in(p, sizeof(p), o->dir, "region");
+	if (stat(p, &sb) == 0 && (rc = traces_add_region(t, p, err, errlen)))
+		return rc;
+	DIR *d = opendir(o->dir);
+	struct dirent *de;
+	rc = 0;
+	while (!rc && d && (de = readdir(d))) {
+		const char *n = de->d_name;
+		if (strncmp(n, "region-", 7) || !n[7] ||
+		    strspn(n + 7, "0123456789") != strlen(n + 7))
+			continue;
+		path_in(p, sizeof(p), o->dir, n);
+		rc = traces_add_region(t, p, err, errlen);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
 int report_run(const struct report_opts *opts)
 {
 	struct report_opts o = {0};
@@ -215,10 +277,9 @@ int report_run(const struct report_opts *opts)
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 	if (!o.dir)
 		return EX_USAGE;
-	const char *dir = o.dir, *input = o.input, *region = o.region,
-		   *dumpp = o.dump;
+	const char *dir = o.dir, *input = o.input, *dumpp = o.dump;
 	bool write = !o.no_write;
-	char in[PATH_MAX], reg[PATH_MAX], p[PATH_MAX];
+	char in[PATH_MAX], p[PATH_MAX];
 	struct stat sb;
 	if (input) {
 		snprintf(in, sizeof(in), "%s", input);
@@ -227,10 +288,6 @@ int report_run(const struct report_opts *opts)
 		if (stat(in, &sb))
 			path_in(in, sizeof(in), dir, "perf.data");
 	}
-	if (region)
-		snprintf(reg, sizeof(reg), "%s", region);
-	else
-		path_in(reg, sizeof(reg), dir, "region");
 	char err[512] = "";
 	struct perfdata *pd;
 	int rc = pd_open(&pd, in, err, sizeof(err));
@@ -238,19 +295,19 @@ int report_run(const struct report_opts *opts)
 		fprintf(stderr, "jitsframe report: %s\n", err);
 		return EX_INPUT;
 	}
-	struct traces *t = NULL;
-	if (stat(reg, &sb) == 0) {
-		t = traces_load(reg, dir, err, sizeof(err));
-		if (!t) {
-			fprintf(stderr, "jitsframe report: %s\n", err);
-			pd_close(pd);
-			return EX_INPUT;
-		}
-	} else if (region) {
-		fprintf(stderr, "jitsframe report: %s: %s\n", reg,
-			strerror(errno));
+	struct traces *t = traces_new();
+	if (!t || (rc = add_regions(t, &o, err, sizeof(err)))) {
+		fprintf(stderr, "jitsframe report: %s\n",
+			t ? err : "out of memory");
+		traces_free(t);
 		pd_close(pd);
 		return EX_INPUT;
+	}
+	if (traces_regions(t) == 0) { /* no region: ELF frames only */
+		traces_free(t);
+		t = NULL;
+	} else {
+		traces_add_jitdumps(t, dir);
 	}
 	struct rep *r = calloc(1, sizeof(*r));
 	/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
@@ -335,6 +392,16 @@ int report_run(const struct report_opts *opts)
 		printf(
 		    "; %llu more in JIT code that no published trace covered",
 		    (unsigned long long)r->unpub);
+	for (size_t k = 0; k < r->nnoreg; k++)
+		printf("; pid %u (%s): %llu samples in JIT code but no region "
+		       "for that process (start jitsframe in it: `jitsframe "
+		       "run`, or require(\"jitsframe\").start() where the host "
+		       "runs Lua)",
+		       r->noreg[k].pid, r->noreg[k].comm,
+		       (unsigned long long)r->noreg[k].n);
+	if (r->noreg_more)
+		printf("; %llu more such samples of other processes",
+		       (unsigned long long)r->noreg_more);
 	printf("; all samples: %llu complete to the outermost frame",
 	       (unsigned long long)r->complete);
 	if (wrote[0])
@@ -363,6 +430,7 @@ int cmd_report(int argc, char **argv)
 	    {0, 0, 0, 0},
 	};
 	struct report_opts o = {.sz = sizeof(o)};
+	const char *regs[64];
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -372,7 +440,13 @@ int cmd_report(int argc, char **argv)
 			o.input = optarg;
 			break;
 		case 'r':
-			o.region = optarg;
+			if (o.nregions == sizeof(regs) / sizeof(regs[0])) {
+				fprintf(stderr, "jitsframe report: at most 64 "
+						"--region\n");
+				return EX_USAGE;
+			}
+			regs[o.nregions++] = optarg;
+			o.regions = regs;
 			break;
 		case 'd':
 			o.dump = optarg;

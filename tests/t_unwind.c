@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/t_unwind-XXXXXX";
@@ -239,7 +240,10 @@ static bool build(const char *src_prefix, const char *flags, const char *out,
 
 #define BASE 0x7f1200000000ull /* where every object is mapped */
 #define S0 0x7ffd00001000ull   /* the sampled rsp: the stack copy's start */
-#define PID 4242
+/* the samples' process: this one, the producer of the test's region (a
+ * region serves its own process's samples only) */
+static uint32_t g_pid;
+#define PID g_pid
 
 static unsigned char stk[16 * (UW_MAX + 4)];
 static void put(uint64_t addr, uint64_t v)
@@ -530,8 +534,33 @@ static void write_file(const char *p, const char *text)
 	}
 }
 
+/* Another process's region, with other rows at the same addresses: made by
+ * a child (its producer pid), left post-mortem. TA: outermost; TB: as
+ * here. Returns the child's pid, or 0. */
+static uint32_t other_region(const char *path)
+{
+	pid_t c = fork();
+	if (c == 0) {
+		struct jsf_region *r;
+		struct jsf_row o[] = {{.offset = 0, .outermost = true}};
+		struct jsf_region_opts ro = {.sz = sizeof(ro)};
+		/* exits without closing it: a producer that died, its
+		 * region read post-mortem (open-ended lifetime) */
+		_exit(jsf_region_create(&r, path, &ro) ||
+			      jsf_region_add(r, TA, 64, o, 1, 1)
+			  ? 1
+			  : 0);
+	}
+	int st = 0;
+	if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) ||
+	    WEXITSTATUS(st))
+		return 0;
+	return (uint32_t)c;
+}
+
 int main(void)
 {
+	g_pid = (uint32_t)getpid();
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
@@ -612,6 +641,46 @@ int main(void)
 		traces_free(t);
 	}
 
+	CASE("regions by process: each sample through its own process's "
+	     "region only, however the addresses coincide")
+	{
+		char p2[300], err[256] = "";
+		snprintf(p2, sizeof(p2), "%s/region-other", dir);
+		uint32_t other = other_region(p2);
+		CHECK(other && other != g_pid, "the other region: %s",
+		      jsf_strerror(-errno));
+		struct traces *t = traces_new();
+		CHECK(t &&
+			  traces_add_region(t, path_reg, err, sizeof(err)) == 0,
+		      "%s", err);
+		CHECK(traces_add_region(t, p2, err, sizeof(err)) == 0, "%s",
+		      err);
+		CHECK_EQ(traces_regions(t), 2);
+		struct uwstate *u = uw_new(t, NULL);
+		struct smp m;
+		uint64_t exp[3];
+		/* this process: its own rows (A <- B <- C) */
+		trace_stack(&m, exp, 0);
+		expect(u, &m, exp, 3, STOP_OUTERMOST);
+		/* the other process, same pc, same stack: its rows (A is its
+		 * outermost frame), never this process's */
+		g_pid = other;
+		trace_stack(&m, exp, 0);
+		m.time = jsf_now_ns(); /* in the other region's lifetime */
+		expect(u, &m, exp, 1, STOP_OUTERMOST);
+		CHECK(fr[0].is_trace && fr[0].map_start == TA, "its trace");
+		/* a third process with anonymous code there and no region: no
+		 * trace frame from either region, and the reason says so */
+		g_pid = other + 1 == g_pid ? other + 2 : other + 1;
+		mmap_ev(u, TA & ~0xfffull, 0x10000, "//anon");
+		trace_stack(&m, exp, 0);
+		expect(u, &m, exp, 1, STOP_NO_REGION);
+		CHECK(!fr[0].is_trace && fr[0].jit_area, "anonymous, no trace");
+		g_pid = (uint32_t)getpid();
+		uw_free(u);
+		traces_free(t);
+	}
+
 	/* ---- one sample per stop reason */
 	struct smp m;
 	uint64_t exp[UW_MAX];
@@ -662,18 +731,20 @@ int main(void)
 		expect(u, &m, exp, 0, STOP_NO_REGS);
 		m = (struct smp){.ip = 0xffffffff81000000ull, .no_regs = true};
 		expect(u, &m, exp, 0, STOP_KERNEL_ONLY);
-		mmap_ev(u, 0x7f4400000000ull, 0x10000, "//anon");
-		m = (struct smp){
-		    .ip = 0x7f4400000100ull, .sp = S0, .stack_size = 64};
-		exp[0] = m.ip;
-		expect(u, &m, exp, 1, STOP_NO_TRACE);
-		CHECK(fr[0].jit_area && !fr[0].is_trace, "JIT area frame");
 		uw_free(u);
-
+		/* (no trace: anonymous code of a process whose region has no
+		 * function there) */
 		char err[256] = "";
 		struct traces *t =
 		    traces_load(path_reg, NULL, err, sizeof(err));
 		u = uw_new(t, NULL);
+		mmap_ev(u, 0x7f4400000000ull, 0x10000, "//anon");
+		m = (struct smp){
+		    .ip = 0x7f4400000100ull, .sp = S0, .stack_size = 64};
+		m.time = t_after;
+		exp[0] = m.ip;
+		expect(u, &m, exp, 1, STOP_NO_TRACE);
+		CHECK(fr[0].jit_area && !fr[0].is_trace, "JIT area frame");
 		memset(stk, 0, sizeof(stk));
 		for (int i = 0; i <= UW_MAX; i++)
 			put(S0 + 16 * (uint64_t)i + 8, TL + 4);

@@ -26,22 +26,29 @@
 
 struct tload {
 	uint64_t lo, hi, ts;
+	uint32_t pid;
 	char *name;
 };
 
+/* One producer's region: used for the samples of its own process alone
+ * (its pid, within its lifetime), never for another's. */
+struct treg {
+	struct jsf_view *v; /* kept open: lookups by pc and time */
+	uint32_t pid;
+	uint64_t create_ns, close_ns; /* close_ns 0: not closed */
+};
+
 struct traces {
-	struct jsf_view *v; /* the region, kept open: lookups by pc and time */
+	struct treg *r;
+	size_t nr;
 	struct tload *l;
 	size_t nl, capl;
 	uint32_t maxload;
-	uint32_t pid;
 };
 
 static void take_load(const struct jd_load *l, void *ctx)
 {
 	struct traces *t = ctx;
-	if (t->pid && l->pid != t->pid)
-		return;
 	if (t->nl == t->capl) {
 		size_t nc = t->capl ? 2 * t->capl : 256;
 		struct tload *n = realloc(t->l, nc * sizeof(*n));
@@ -54,8 +61,8 @@ static void take_load(const struct jd_load *l, void *ctx)
 	if (!nm)
 		return;
 	uint64_t lo = l->lo, hi = l->hi > l->lo ? l->hi : l->lo + 1;
-	t->l[t->nl++] =
-	    (struct tload){.lo = lo, .hi = hi, .ts = l->ts, .name = nm};
+	t->l[t->nl++] = (struct tload){
+	    .lo = lo, .hi = hi, .ts = l->ts, .pid = l->pid, .name = nm};
 	if (hi - lo > t->maxload)
 		t->maxload = (uint32_t)(hi - lo);
 }
@@ -68,25 +75,42 @@ static int tl_cmp(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-struct traces *traces_load(const char *region, const char *jdir, char *err,
-			   size_t errlen)
+struct traces *traces_new(void)
 {
-	struct traces *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	if (region) {
-		int r = jsf_view_open(&t->v, region);
-		if (r) {
-			snprintf(err, errlen, "%s: %s", region,
-				 r == -EBADMSG ? jsf_view_error()
-					       : jsf_strerror(r));
-			free(t);
-			return NULL;
-		}
-		struct jsf_view_info in = {.sz = sizeof(in)};
-		if (jsf_view_info(t->v, &in) == 0)
-			t->pid = in.producer_pid;
+	return calloc(1, sizeof(struct traces));
+}
+
+int traces_add_region(struct traces *t, const char *path, char *err,
+		      size_t errlen)
+{
+	struct treg *n = realloc(t->r, (t->nr + 1) * sizeof(*n));
+	if (!n) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
 	}
+	t->r = n;
+	struct treg *g = &t->r[t->nr];
+	memset(g, 0, sizeof(*g));
+	int r = jsf_view_open(&g->v, path);
+	if (r) {
+		snprintf(err, errlen, "%s: %s", path, jsf_strerror(r));
+		return r;
+	}
+	struct jsf_view_info in = {.sz = sizeof(in)};
+	if ((r = jsf_view_info(g->v, &in))) {
+		snprintf(err, errlen, "%s: %s", path, jsf_strerror(r));
+		jsf_view_close(g->v);
+		return r;
+	}
+	g->pid = in.producer_pid;
+	g->create_ns = in.create_ns;
+	g->close_ns = in.close_ns;
+	t->nr++;
+	return 0;
+}
+
+void traces_add_jitdumps(struct traces *t, const char *jdir)
+{
 	DIR *d = jdir ? opendir(jdir) : NULL;
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
@@ -102,23 +126,63 @@ struct traces *traces_load(const char *region, const char *jdir, char *err,
 		closedir(d);
 	if (t->nl)
 		qsort(t->l, t->nl, sizeof(*t->l), tl_cmp);
+}
+
+struct traces *traces_load(const char *region, const char *jdir, char *err,
+			   size_t errlen)
+{
+	struct traces *t = traces_new();
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (region && traces_add_region(t, region, err, errlen)) {
+		traces_free(t);
+		return NULL;
+	}
+	traces_add_jitdumps(t, jdir);
 	return t;
+}
+
+size_t traces_regions(const struct traces *t)
+{
+	return t ? t->nr : 0;
 }
 
 void traces_free(struct traces *t)
 {
 	if (!t)
 		return;
-	jsf_view_close(t->v);
+	for (size_t i = 0; i < t->nr; i++)
+		jsf_view_close(t->r[i].v);
+	free(t->r);
 	for (size_t i = 0; i < t->nl; i++)
 		free(t->l[i].name);
 	free(t->l);
 	free(t);
 }
 
+/* The region of process pid at time ts (the one whose producer is pid and
+ * whose lifetime holds ts: a pid may be reused), or NULL. */
+static const struct jsf_view *region_of(const struct traces *t, uint32_t pid,
+					uint64_t ts)
+{
+	const struct treg *best = NULL;
+	for (size_t i = 0; t && i < t->nr; i++) {
+		const struct treg *g = &t->r[i];
+		if (g->pid != pid || (ts && ts < g->create_ns) ||
+		    (ts && g->close_ns && ts > g->close_ns))
+			continue;
+		if (!best || g->create_ns > best->create_ns)
+			best = g;
+	}
+	return best ? best->v : NULL;
+}
+
 /* The jitdump name of the code at pc at time ts: the latest load at or
  * before ts whose code covers pc. */
-static const char *load_name(struct traces *t, uint64_t pc, uint64_t ts)
+static const char *load_name(struct traces *t, uint32_t pid, uint64_t pc,
+			     uint64_t ts)
 {
 	size_t lo = 0, hi = t->nl;
 	while (lo < hi) {
@@ -133,7 +197,8 @@ static const char *load_name(struct traces *t, uint64_t pc, uint64_t ts)
 		const struct tload *l = &t->l[k - 1];
 		if (pc - l->lo >= t->maxload)
 			break;
-		if (pc < l->hi && l->ts <= ts && (!best || l->ts > best->ts))
+		if (pc < l->hi && l->ts <= ts && l->pid == pid &&
+		    (!best || l->ts > best->ts))
 			best = l;
 	}
 	return best ? best->name : NULL;
@@ -359,6 +424,8 @@ const char *stop_name(enum stop_reason r)
 	    [STOP_KERNEL_ONLY] = "kernel only",
 	    [STOP_NULL_RA] = "return address 0",
 	    [STOP_NO_TRACE] = "pc in anonymous code but in no trace",
+	    [STOP_NO_REGION] = "pc in anonymous code of a process without a "
+			       "region",
 	};
 	return (unsigned)r < STOP__N ? n[r] : "?";
 }
@@ -393,8 +460,9 @@ static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v)
  * file-backed mapping), else from the mapping's ELF object. Returns
  * UW_GO, or why there is no row: STOP_NO_MAPPING (then f is not a
  * frame), STOP_NO_TRACE, STOP_NO_ELF. */
-static enum stop_reason frame_at(struct uwstate *u, struct proc *p, uint64_t pc,
-				 uint64_t look, uint64_t ts, struct uframe *f,
+static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
+				 uint32_t pid, uint64_t pc, uint64_t look,
+				 uint64_t ts, struct uframe *f,
 				 struct uw_row *row)
 {
 	memset(f, 0, sizeof(*f));
@@ -407,9 +475,9 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p, uint64_t pc,
 		uint64_t fstart = 0;
 		uint32_t fsize = 0;
 		struct jsf_row trow;
-		if (!u->t || !u->t->v ||
-		    jsf_view_lookup(u->t->v, look, ts, &fstart, &fsize,
-				    &trow)) {
+		const struct jsf_view *v = region_of(u->t, pid, ts);
+		if (!v ||
+		    jsf_view_lookup(v, look, ts, &fstart, &fsize, &trow)) {
 			if (!m)
 				return STOP_NO_MAPPING;
 			/* anonymous code outside every trace */
@@ -417,11 +485,11 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p, uint64_t pc,
 			f->map_start = m->start;
 			f->map_end = m->end;
 			f->map_name = m->name;
-			return STOP_NO_TRACE;
+			return v ? STOP_NO_TRACE : STOP_NO_REGION;
 		}
 		f->is_trace = true;
 		f->jit_area = true;
-		f->name = load_name(u->t, look, ts);
+		f->name = load_name(u->t, pid, look, ts);
 		f->symoff = look - fstart;
 		f->map_start = fstart;
 		f->map_end = fstart + fsize;
@@ -475,7 +543,8 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		}
 		/* the row for pc */
 		struct uw_row row;
-		r = frame_at(u, p, pc, n ? pc - 1 : pc, ts, &fr[n], &row);
+		r = frame_at(u, p, s->pid, pc, n ? pc - 1 : pc, ts, &fr[n],
+			     &row);
 		if (r != STOP_NO_MAPPING)
 			n++;
 		if (r != UW_GO)

@@ -16,10 +16,24 @@ struct elfobj;
 const char *elfobj_build_id(const struct elfobj *o); /* hex or NULL */
 const char *elfobj_path(const struct elfobj *o);
 
-/* ---- trace code (from the region) and names (from the jitdump) */
+/* ---- trace code (from regions) and names (from jitdumps)
+ * A set of regions, one per producer process (a record directory holds
+ * DIR/region and, for forked children, DIR/region-PID). A sample's trace
+ * frames come only from the region of its own process: the producer's pid,
+ * within the region's lifetime (a pid may be reused); never from another
+ * process's region, even where the same address holds code there. */
 struct traces;
+struct traces *traces_new(void);
+/* Open one more region; 0, or a negative errno with a message in err. */
+int traces_add_region(struct traces *t, const char *path, char *err,
+		      size_t errlen);
+/* Read the trace names of every DIR/jit-PID.dump (each named per pid). */
+void traces_add_jitdumps(struct traces *t, const char *jitdump_dir);
+/* traces_new + traces_add_region (region may be NULL) +
+ * traces_add_jitdumps; NULL with a message in err. */
 struct traces *traces_load(const char *region, const char *jitdump_dir,
 			   char *err, size_t errlen);
+size_t traces_regions(const struct traces *t);
 void traces_free(struct traces *t);
 
 /* ---- the unwinder */
@@ -37,6 +51,8 @@ enum stop_reason {
 	STOP_KERNEL_ONLY,   /* kernel thread: no user part */
 	STOP_NULL_RA,	    /* return address 0 */
 	STOP_NO_TRACE,	    /* pc in anonymous code but in no trace then */
+	STOP_NO_REGION,	    /* pc in anonymous code of a process that has no
+			       region (then): its JIT did not publish */
 	STOP__N
 };
 /* A printable name for every reason ("?" outside the enum). */
