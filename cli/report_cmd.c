@@ -296,7 +296,7 @@ int report_run(const struct report_opts *opts)
 		return EX_INPUT;
 	}
 	struct traces *t = traces_new();
-	if (!t || (rc = add_regions(t, &o, err, sizeof(err)))) {
+	if (!t || add_regions(t, &o, err, sizeof(err))) {
 		fprintf(stderr, "jitsframe report: %s\n",
 			t ? err : "out of memory");
 		traces_free(t);

@@ -424,8 +424,7 @@ const char *stop_name(enum stop_reason r)
 	    [STOP_KERNEL_ONLY] = "kernel only",
 	    [STOP_NULL_RA] = "return address 0",
 	    [STOP_NO_TRACE] = "pc in anonymous code but in no trace",
-	    [STOP_NO_REGION] = "pc in anonymous code of a process without a "
-			       "region",
+	    [STOP_NO_REGION] = "anonymous code, no region for its process",
 	};
 	return (unsigned)r < STOP__N ? n[r] : "?";
 }
