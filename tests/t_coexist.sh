@@ -78,18 +78,26 @@ else notok "stop() restores jit.attach" "$(cat "$T/o6")"; fi
 
 # 6. a full auditlog also multiplexes "record" and "texit": -jdump with
 # bytecode (b) and exit (x) modes keeps its events in either order, and
-# stop() gives LuaJIT back jit.attach with -jdump still attached
-$LJ -jdump=tbxrsT,"$T/x.ref" "$W" >/dev/null
-$J run --quiet --region "$T/r7" -a "$T/a7" --level full -- $LJ -jdump=tbxrsT,"$T/x7" "$W" >/dev/null 2>&1
-LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbxrsT,"$T/x8" -e "local j = require('jitsframe') assert(j.start{region='$T/r8', quiet=true, auditlog='$T/a8', level='full'})" "$W" >/dev/null 2>&1
-LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbxrsT,"$T/x9" -e "local j = require('jitsframe') local a = jit.attach assert(j.start{region='$T/r9', quiet=true, auditlog='$T/a9', level='full'}) assert(j.stop()) assert(jit.attach == a, 'restored')" "$W" >/dev/null 2>&1
+# stop() gives LuaJIT back jit.attach with -jdump still attached. (Plain
+# luajit itself, without the module, has been seen to give 20 more exits of
+# trace 1 in one run out of many on a loaded machine: the four runs are
+# made again, up to three times, until they agree.)
 normx() { grep -E '^---- TRACE [0-9]+ (start|stop|abort|exit)' "$1" | sed -E 's/0x[0-9a-f]+/0xADDR/g'; }
 bc() { grep -cE '^[0-9]{4} ' "$1"; }
+for attempt in 1 2 3; do
+	rm -f "$T"/x.ref "$T"/x[789] "$T"/a[789] "$T"/r[789]*
+	$LJ -jdump=tbxrsT,"$T/x.ref" "$W" >/dev/null
+	$J run --quiet --region "$T/r7" -a "$T/a7" --level full -- $LJ -jdump=tbxrsT,"$T/x7" "$W" >/dev/null 2>&1
+	LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbxrsT,"$T/x8" -e "local j = require('jitsframe') assert(j.start{region='$T/r8', quiet=true, auditlog='$T/a8', level='full'})" "$W" >/dev/null 2>&1
+	LUA_CPATH="build/lua/?.so;;" $LJ -jdump=tbxrsT,"$T/x9" -e "local j = require('jitsframe') local a = jit.attach assert(j.start{region='$T/r9', quiet=true, auditlog='$T/a9', level='full'}) assert(j.stop()) assert(jit.attach == a, 'restored')" "$W" >/dev/null 2>&1
+	diff -q <(normx "$T/x.ref") <(normx "$T/x7") >/dev/null && diff -q <(normx "$T/x.ref") <(normx "$T/x8") >/dev/null &&
+		diff -q <(normx "$T/x.ref") <(normx "$T/x9") >/dev/null && break
+done
 if [ "$(normx "$T/x.ref" | grep -c exit)" -gt 0 ] &&
 	diff -q <(normx "$T/x.ref") <(normx "$T/x7") >/dev/null && diff -q <(normx "$T/x.ref") <(normx "$T/x8") >/dev/null &&
 	diff -q <(normx "$T/x.ref") <(normx "$T/x9") >/dev/null && [ "$(bc "$T/x7")" -gt 0 ] && [ "$(bc "$T/x8")" -gt 0 ] &&
 	[ -s "$T/a7" ] && [ -s "$T/a8" ]; then
-	ok "full auditlog: -jdump record/exit events unchanged in either order and after stop() ($(normx "$T/x7" | grep -c exit) exits, $(bc "$T/x7") bytecode/IR lines)"
+	ok "full auditlog: -jdump record/exit events unchanged in either order and after stop() ($(normx "$T/x7" | grep -c exit) exits, $(bc "$T/x7") bytecode/IR lines; attempt $attempt)"
 else notok "full auditlog with -jdump=tbxrsT" "$(diff <(normx "$T/x.ref") <(normx "$T/x7") | head -4)" "$(diff <(normx "$T/x.ref") <(normx "$T/x8") | head -4)" "$(diff <(normx "$T/x.ref") <(normx "$T/x9") | head -4)"; fi
 
 echo "1..$n"
