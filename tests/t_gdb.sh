@@ -113,11 +113,11 @@ through() {
 }
 
 # --- (a) live ---
-mkdir -p "$T/live"
+mkdir -p "$T/live" "$T/livejd"
 "${GDB[@]}" -ex 'break gdbt_stop' -ex run -ex 'echo ==before\n' -ex bt \
 	-ex "source $SCRIPT" -ex 'echo ==after\n' -ex bt -ex 'echo ==where\n' -ex jitsframe-region \
 	-ex 'echo ==end\n' -ex kill \
-	--args env JITSFRAME_JITDUMP="$T/live" "$J" run --quiet --region "$T/live/prog.region" -- \
+	--args env JITSFRAME_JITDUMP="$T/livejd" "$J" run --quiet --region "$T/live/prog.region" -- \
 	"$LJ" "$T/prog.lua" "$T/libgdbt.so" 0 >"$T/live.out" 2>&1
 before=$(frames "$T/live.out" ==before)
 after=$(frames "$T/live.out" ==after)
@@ -134,7 +134,7 @@ else
 fi
 where=$(sed -n '/^==where$/,/^==end$/p' "$T/live.out")
 if printf '%s\n' "$where" | grep -q "^jitsframe: region .*/proc/[0-9]*/map_files/\|^jitsframe: region $T/live/prog.region (process [0-9]*, live" &&
-	printf '%s\n' "$where" | grep -q "^jitsframe: jitdump .*jit-[0-9]*\.dump"; then
+	printf '%s\n' "$where" | grep -q "^jitsframe: jitdump .*/map_files/\\|^jitsframe: jitdump $T/livejd/jit-[0-9]*\\.dump"; then
 	ok "live: the region and the jitdump found in the process's mappings"
 else
 	notok "live: the region and the jitdump found in the process's mappings" "$where"
