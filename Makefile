@@ -138,6 +138,13 @@ $(B)/lua/jitsframe_replay.lua: vm/replay.lua
 	@mkdir -p $(dir $@)
 	cp $< $@
 
+# gdb's unwinder through trace frames (docs/VM.md "gdb"): `source
+# build/gdb/jitsframe.py` finds build/libjitsframe.so.1 beside it
+all: $(B)/gdb/jitsframe.py
+$(B)/gdb/jitsframe.py: gdb/jitsframe.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 # --- the HTML flame graph's viewer (d3-flame-graph + d3, and the tests'
 # pprof decoder pprof-format) installed from viewer/package-lock.json into
 # build/viewer by npm ci. Without npm or without the registry the build
@@ -235,7 +242,7 @@ LUA_LMOD   ?= $(PREFIX)/share/lua/5.1
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-		$(DESTDIR)$(LUA_CMOD) $(DESTDIR)$(LUA_LMOD) $(DESTDIR)$(DATADIR)
+		$(DESTDIR)$(LUA_CMOD) $(DESTDIR)$(LUA_LMOD) $(DESTDIR)$(DATADIR)/gdb
 	install -m 755 $(B)/jitsframe $(DESTDIR)$(BINDIR)/jitsframe
 	install -m 644 sframe/jitsframe.h $(DESTDIR)$(INCLUDEDIR)/jitsframe.h
 	install -m 644 $(B)/libjitsframe.a $(DESTDIR)$(LIBDIR)/libjitsframe.a
@@ -248,6 +255,7 @@ install: all
 	install -m 644 vm/replay.lua $(DESTDIR)$(LUA_LMOD)/jitsframe_replay.lua
 	install -m 644 docs/jitsframe.1 $(DESTDIR)$(MANDIR)/man1/jitsframe.1
 	install -m 644 docs/jitsframe.3 $(DESTDIR)$(MANDIR)/man3/jitsframe.3
+	install -m 644 gdb/jitsframe.py $(DESTDIR)$(DATADIR)/gdb/jitsframe.py
 	# the HTML writer looks for viewer/node_modules/... (profile/profile.c)
 	if [ -e $(B)/viewer/.installed ]; then \
 		install -d $(DESTDIR)$(DATADIR)/viewer && \
@@ -260,7 +268,8 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libjitsframe.so.$(VERSION) \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/jitsframe.pc \
 		$(DESTDIR)$(LUA_CMOD)/jitsframe.so $(DESTDIR)$(LUA_LMOD)/jitsframe_replay.lua \
-		$(DESTDIR)$(MANDIR)/man1/jitsframe.1 $(DESTDIR)$(MANDIR)/man3/jitsframe.3
+		$(DESTDIR)$(MANDIR)/man1/jitsframe.1 $(DESTDIR)$(MANDIR)/man3/jitsframe.3 \
+		$(DESTDIR)$(DATADIR)/gdb/jitsframe.py
 	rm -rf $(DESTDIR)$(DATADIR)
 
 # --- make lint: clang-tidy (checks from .clang-tidy) and cppcheck over
