@@ -381,11 +381,26 @@ int report_run(const struct report_opts *opts)
 	       (unsigned long long)r->through_main,
 	       r->through ? 100.0 * (double)r->through_main / (double)r->through
 			  : 0.0);
+	/* the stack copy perf was asked for (perf.data's attr) */
+	uint32_t copy = pd_sample_stack_user(pd);
+	char fix[160] = "";
+	if (copy >= 65528)
+		snprintf(fix, sizeof(fix),
+			 " (the copy, %u bytes, is perf's maximum: these "
+			 "stacks are deeper than perf can copy)",
+			 copy);
+	else if (copy)
+		snprintf(fix, sizeof(fix),
+			 " (record with --stack BYTES, now %u)", copy);
+	else
+		snprintf(fix, sizeof(fix), " (record with --stack BYTES)");
 	const char *sep = "; the rest stopped: ";
 	for (int k = 0; k < STOP__N; k++)
 		if (r->why_through[k]) {
-			printf("%s%s %llu", sep, stop_name((enum stop_reason)k),
-			       (unsigned long long)r->why_through[k]);
+			printf("%s%s %llu%s", sep,
+			       stop_name((enum stop_reason)k),
+			       (unsigned long long)r->why_through[k],
+			       k == STOP_STACK_SHORT ? fix : "");
 			sep = ", ";
 		}
 	if (r->unpub)
@@ -404,6 +419,18 @@ int report_run(const struct report_opts *opts)
 		       (unsigned long long)r->noreg_more);
 	printf("; all samples: %llu complete to the outermost frame",
 	       (unsigned long long)r->complete);
+	if (r->why[STOP_STACK_SHORT])
+		printf(", %llu stopped as %s%s",
+		       (unsigned long long)r->why[STOP_STACK_SHORT],
+		       stop_name(STOP_STACK_SHORT),
+		       r->why_through[STOP_STACK_SHORT] ? "" : fix);
+	struct uw_stats st;
+	uw_stats(r->u, &st);
+	if (copy || st.stack_copy_max)
+		printf("; stack: the deepest complete walk read %llu bytes of "
+		       "the %llu copied per sample",
+		       (unsigned long long)st.stack_need_max,
+		       (unsigned long long)(copy ? copy : st.stack_copy_max));
 	if (wrote[0])
 		printf("; wrote%s in %s", wrote, dir);
 	printf("\n");

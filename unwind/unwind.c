@@ -228,6 +228,7 @@ struct uwstate {
 	struct elfcache elfs; /* the ELF objects, their rows and symbols */
 	struct ksyms *ksyms;  /* kernel symbols, read on first use */
 	char *kpath;	      /* their file (NULL: /proc/kallsyms) */
+	uint64_t need_max, need_last, copy_max; /* struct uw_stats */
 };
 
 struct uwstate *uw_new(struct traces *t, const struct uw_opts *o)
@@ -268,6 +269,9 @@ void uw_stats(const struct uwstate *u, struct uw_stats *st)
 {
 	st->rows_sframe = u->elfs.rows_sframe;
 	st->rows_cfi = u->elfs.rows_cfi;
+	st->stack_need_max = u->need_max;
+	st->stack_need_last = u->need_last;
+	st->stack_copy_max = u->copy_max;
 }
 
 static void proc_clear(struct proc *p)
@@ -443,8 +447,13 @@ static bool file_backed(const char *n)
 	       strncmp(n, "/SYSV", 5);
 }
 
-static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v)
+/* Read the 8 bytes at a from the stack copy (which starts at sp0); *need
+ * grows to the end of every slot asked for above sp0, read or not. */
+static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v,
+	       uint64_t *need)
 {
+	if (a >= sp0 && a - sp0 <= UINT64_MAX - 8 && a - sp0 + 8 > *need)
+		*need = a - sp0 + 8;
 	if (a < sp0 || a - sp0 > s->stack_size || s->stack_size - (a - sp0) < 8)
 		return false;
 	memcpy(v, s->stack + (a - sp0), 8);
@@ -529,9 +538,10 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		*why = !s->regs_abi && s->ip >= 0xffff800000000000ull
 			   ? STOP_KERNEL_ONLY
 			   : STOP_NO_REGS;
+		u->need_last = 0;
 		return 0;
 	}
-	uint64_t sp0 = sp;
+	uint64_t sp0 = sp, need = 0;
 	bool bp_known = okbp;
 	int n = 0;
 	enum stop_reason r;
@@ -573,13 +583,15 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		/* the caller's RA and FP */
 		uint64_t ra, nbp = bp;
 		bool nbp_known = bp_known;
-		if (!rd(s, sp0, cfa + (uint64_t)(int64_t)row.ra_off, &ra)) {
+		if (!rd(s, sp0, cfa + (uint64_t)(int64_t)row.ra_off, &ra,
+			&need)) {
 			r = STOP_STACK_SHORT;
 			break;
 		}
 		if (row.fp_rule == UW_FP_CFA)
-			nbp_known = rd(
-			    s, sp0, cfa + (uint64_t)(int64_t)row.fp_off, &nbp);
+			nbp_known =
+			    rd(s, sp0, cfa + (uint64_t)(int64_t)row.fp_off,
+			       &nbp, &need);
 		if (cfa <= sp) {
 			r = STOP_LOOP;
 			break;
@@ -595,6 +607,11 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		bp_known = nbp_known;
 	}
 	*why = r;
+	u->need_last = need;
+	if (r == STOP_OUTERMOST && need > u->need_max)
+		u->need_max = need;
+	if (s->stack_size > u->copy_max)
+		u->copy_max = s->stack_size;
 	return n;
 }
 

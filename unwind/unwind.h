@@ -99,6 +99,13 @@ int uw_use_kallsyms(struct uwstate *u, const char *path);
 struct uw_stats {
 	uint64_t rows_sframe; /* rows looked up in .sframe sections */
 	uint64_t rows_cfi;    /* rows looked up in CFI (libdw) */
+	/* Stack copy bytes (from the sampled rsp) a walk read: the most any
+	 * walk that reached the outermost frame read (the copy size that
+	 * served them all), and the last sample's (for a walk that stopped
+	 * as STOP_STACK_SHORT, up to the end of the slot it wanted). */
+	uint64_t stack_need_max;
+	uint64_t stack_need_last;
+	uint64_t stack_copy_max; /* the largest copy a sample carried */
 };
 void uw_stats(const struct uwstate *u, struct uw_stats *st);
 
