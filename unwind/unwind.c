@@ -219,6 +219,8 @@ struct proc {
 	struct map *m;
 	size_t n, cap;
 	char comm[32];
+	char *exe;	/* the executable's path, NULL unknown (uw_exe) */
+	bool exec_seen; /* an exec: its first code mapping is the program */
 };
 
 struct uwstate {
@@ -279,6 +281,42 @@ static void proc_clear(struct proc *p)
 	for (size_t i = 0; i < p->n; i++)
 		free(p->m[i].name);
 	p->n = 0;
+	free(p->exe);
+	p->exe = NULL;
+	p->exec_seen = false;
+}
+
+/* An ELF a process runs as its program: ET_EXEC, or ET_DYN with an
+ * interpreter (a PIE; ld.so has none). */
+static bool elf_is_program(struct elfobj *o)
+{
+	GElf_Ehdr eh;
+	size_t nph;
+	if (!o || !o->elf || !gelf_getehdr(o->elf, &eh))
+		return false;
+	if (eh.e_type == ET_EXEC)
+		return true;
+	if (eh.e_type != ET_DYN || elf_getphdrnum(o->elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+			return true;
+	}
+	return false;
+}
+
+/* A code mapping of p: is it the program? After an exec, the first one is
+ * (the kernel maps the program before its interpreter); for a process
+ * seen without its exec (perf's mappings of a running process, in address
+ * order) the first that is a program's ELF. */
+static void note_exe(struct uwstate *u, struct proc *p, const char *name)
+{
+	if (p->exe || name[0] != '/')
+		return;
+	if (!p->exec_seen && !elf_is_program(elfobj_get(&u->elfs, name)))
+		return;
+	p->exe = strdup(name);
 }
 
 void uw_free(struct uwstate *u)
@@ -331,6 +369,12 @@ static struct proc *proc_get(struct uwstate *u, uint32_t pid, bool create)
 	u->p[i].pid = pid;
 	u->np++;
 	return &u->p[i];
+}
+
+const char *uw_exe(struct uwstate *u, uint32_t pid)
+{
+	struct proc *p = proc_get(u, pid, false);
+	return p ? p->exe : NULL;
 }
 
 static int map_reserve(struct proc *p, size_t extra)
@@ -630,6 +674,8 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 		if (m->len && m->start + m->len > m->start)
 			map_add(p, m->start, m->start + m->len, m->pgoff,
 				m->filename, exec && file_backed(m->filename));
+		if (exec && file_backed(m->filename))
+			note_exe(u, p, m->filename);
 		if (!exec) { /* data mappings only cut older code mappings */
 			struct map *x = map_find(p, m->start);
 			if (x && x->start == m->start &&
@@ -648,8 +694,10 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 		if (p && e->u.comm.pid == e->u.comm.tid) {
 			snprintf(p->comm, sizeof(p->comm), "%s",
 				 e->u.comm.comm);
-			if (e->u.comm.exec)
+			if (e->u.comm.exec) {
 				proc_clear(p);
+				p->exec_seen = true;
+			}
 		}
 		return -1;
 	}
@@ -663,6 +711,7 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 			return -1;
 		proc_clear(c);
 		memcpy(c->comm, pp->comm, sizeof(c->comm));
+		c->exe = pp->exe ? strdup(pp->exe) : NULL;
 		if (map_reserve(c, pp->n))
 			return -1;
 		for (size_t i = 0; i < pp->n; i++) {
