@@ -52,11 +52,34 @@ struct rep {
 		char comm[32];
 	} noreg[8];
 	size_t nnoreg, noreg_more;
+	/* the programs the samples' processes run (uw_exe), counted: the
+	 * most sampled is profile.pb.gz's main binary */
+	struct {
+		char *path;
+		uint64_t n;
+	} exe[16];
+	size_t nexe;
 	struct uframe fr[UW_MAX];
 	struct pframe pf[UW_MAX];
 	struct pframe all[KMAX + UW_MAX]; /* kernel frames, then pf */
 	int err;
 };
+
+static void count_exe(struct rep *r, const char *path)
+{
+	if (!path)
+		return;
+	size_t k = 0;
+	while (k < r->nexe && strcmp(r->exe[k].path, path))
+		k++;
+	if (k == r->nexe) {
+		if (k == sizeof(r->exe) / sizeof(r->exe[0]) ||
+		    !(r->exe[k].path = strdup(path)))
+			return;
+		r->nexe++;
+	}
+	r->exe[k].n++;
+}
 
 static int on_event(const struct pd_event *e, void *ctx)
 {
@@ -93,8 +116,10 @@ static int on_event(const struct pd_event *e, void *ctx)
 				p->line = (uint32_t)strtoul(l + 1, NULL, 10);
 		}
 	}
-	if (n > 0)
+	if (n > 0) {
 		r->with_user++;
+		count_exe(r, uw_exe(r->u, e->u.s.pid));
+	}
 	r->why[why]++;
 	if (why == STOP_NO_REGION) {
 		size_t k = 0;
@@ -347,6 +372,14 @@ int report_run(const struct report_opts *opts)
 			(unsigned long long)st.rows_cfi);
 	}
 	char wrote[1024] = "";
+	if (r->prof && r->nexe) {
+		size_t best = 0;
+		for (size_t k = 1; k < r->nexe; k++)
+			if (r->exe[k].n > r->exe[best].n)
+				best = k;
+		if (prof_set_main(r->prof, r->exe[best].path) && !r->err)
+			r->err = -ENOMEM;
+	}
 	if (r->prof) {
 		static const char *const files[] = {
 		    "stacks.folded", "flamegraph.svg", "flamegraph.html",
@@ -381,11 +414,26 @@ int report_run(const struct report_opts *opts)
 	       (unsigned long long)r->through_main,
 	       r->through ? 100.0 * (double)r->through_main / (double)r->through
 			  : 0.0);
+	/* the stack copy perf was asked for (perf.data's attr) */
+	uint32_t copy = pd_sample_stack_user(pd);
+	char fix[160] = "";
+	if (copy >= 65528)
+		snprintf(fix, sizeof(fix),
+			 " (the copy, %u bytes, is perf's maximum: these "
+			 "stacks are deeper than perf can copy)",
+			 copy);
+	else if (copy)
+		snprintf(fix, sizeof(fix),
+			 " (record with --stack BYTES, now %u)", copy);
+	else
+		snprintf(fix, sizeof(fix), " (record with --stack BYTES)");
 	const char *sep = "; the rest stopped: ";
 	for (int k = 0; k < STOP__N; k++)
 		if (r->why_through[k]) {
-			printf("%s%s %llu", sep, stop_name((enum stop_reason)k),
-			       (unsigned long long)r->why_through[k]);
+			printf("%s%s %llu%s", sep,
+			       stop_name((enum stop_reason)k),
+			       (unsigned long long)r->why_through[k],
+			       k == STOP_STACK_SHORT ? fix : "");
 			sep = ", ";
 		}
 	if (r->unpub)
@@ -404,6 +452,18 @@ int report_run(const struct report_opts *opts)
 		       (unsigned long long)r->noreg_more);
 	printf("; all samples: %llu complete to the outermost frame",
 	       (unsigned long long)r->complete);
+	if (r->why[STOP_STACK_SHORT])
+		printf(", %llu stopped as %s%s",
+		       (unsigned long long)r->why[STOP_STACK_SHORT],
+		       stop_name(STOP_STACK_SHORT),
+		       r->why_through[STOP_STACK_SHORT] ? "" : fix);
+	struct uw_stats st;
+	uw_stats(r->u, &st);
+	if (copy || st.stack_copy_max)
+		printf("; stack: the deepest complete walk read %llu bytes of "
+		       "the %llu copied per sample",
+		       (unsigned long long)st.stack_need_max,
+		       (unsigned long long)(copy ? copy : st.stack_copy_max));
 	if (wrote[0])
 		printf("; wrote%s in %s", wrote, dir);
 	printf("\n");
@@ -413,6 +473,8 @@ out:
 	if (r->prof)
 		prof_free(r->prof);
 	uw_free(r->u);
+	for (size_t k = 0; k < r->nexe; k++)
+		free(r->exe[k].path);
 	free(r);
 	traces_free(t);
 	pd_close(pd);

@@ -51,11 +51,22 @@ struct prof *prof_new(uint64_t period_ns)
 	return p;
 }
 
+int prof_set_main(struct prof *p, const char *path)
+{
+	char *c = path ? strdup(path) : NULL;
+	if (path && !c)
+		return -ENOMEM;
+	free(p->main_map);
+	p->main_map = c;
+	return 0;
+}
+
 void prof_free(struct prof *p)
 {
 	if (!p)
 		return;
 	pf_strtab_free(&p->str);
+	free(p->main_map);
 	free(p->maps);
 	free(p->mapix.s);
 	free(p->frames);

@@ -8,6 +8,7 @@
 #include "profint.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,7 @@ int prof_write_pprof(const struct prof *p, const char *path)
 	uint32_t *loc_func = calloc(p->nframes + 1, sizeof(*loc_func));
 	uint32_t *loc_line = calloc(p->nframes + 1, sizeof(*loc_line));
 	uint32_t *map_str = calloc(2 * p->nmaps + 1, sizeof(*map_str));
+	uint32_t *mid = calloc(p->nmaps + 1, sizeof(*mid));
 	/* the messages: one block each, pointers into them */
 	Perftools__Profiles__Mapping *maps =
 	    calloc(p->nmaps + 1, sizeof(*maps));
@@ -94,9 +96,9 @@ int prof_write_pprof(const struct prof *p, const char *path)
 	uint64_t *locids = calloc(p->nfids + 1, sizeof(*locids));
 	Perftools__Profiles__Function *fn = NULL, **fnp = NULL;
 	uint8_t *buf = NULL;
-	if (!funcs || !loc_func || !loc_line || !map_str || !maps || !mapp ||
-	    !locs || !locp || !lines || !linep || !samples || !samplep ||
-	    !labels || !labelp || !values || !locids) {
+	if (!funcs || !loc_func || !loc_line || !map_str || !mid || !maps ||
+	    !mapp || !locs || !locp || !lines || !linep || !samples ||
+	    !samplep || !labels || !labelp || !values || !locids) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -193,21 +195,34 @@ int prof_write_pprof(const struct prof *p, const char *path)
 		fn[i].filename = funcs[i].file;
 		fnp[i] = &fn[i];
 	}
+	/* the main binary's mappings first, the others in their order:
+	 * mapping i becomes message mid[i] - 1 */
+	size_t nm = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < p->nmaps; i++) {
+			bool is_main =
+			    p->main_map &&
+			    !strcmp(p->str.s[p->maps[i].path], p->main_map);
+			if (is_main == !pass)
+				mid[i] = (uint32_t)++nm;
+		}
 	for (size_t i = 0; i < p->nmaps; i++) {
 		const struct pmap *m = &p->maps[i];
-		perftools__profiles__mapping__init(&maps[i]);
-		maps[i].id = i + 1;
-		maps[i].memory_start = m->start;
-		maps[i].memory_limit = m->end;
-		maps[i].file_offset = m->pgoff;
-		maps[i].filename = map_str[2 * i];
-		maps[i].build_id = map_str[2 * i + 1];
-		mapp[i] = &maps[i];
+		size_t k = mid[i] - 1;
+		perftools__profiles__mapping__init(&maps[k]);
+		maps[k].id = k + 1;
+		maps[k].memory_start = m->start;
+		maps[k].memory_limit = m->end;
+		maps[k].file_offset = m->pgoff;
+		maps[k].filename = map_str[2 * i];
+		maps[k].build_id = map_str[2 * i + 1];
+		mapp[k] = &maps[k];
 	}
 	for (size_t i = 0; i < p->nframes; i++) {
 		const struct pfrec *f = &p->frames[i];
 		if (f->map) { /* what the mapping's frames resolve to */
-			Perftools__Profiles__Mapping *m = &maps[f->map - 1];
+			Perftools__Profiles__Mapping *m =
+			    &maps[mid[f->map - 1] - 1];
 			m->has_functions |= f->name != 0;
 			m->has_filenames |= funcs[loc_func[i] - 1].file != 0;
 			m->has_line_numbers |= loc_line[i] != 0;
@@ -218,7 +233,7 @@ int prof_write_pprof(const struct prof *p, const char *path)
 		linep[i] = &lines[i];
 		perftools__profiles__location__init(&locs[i]);
 		locs[i].id = i + 1;
-		locs[i].mapping_id = f->map;
+		locs[i].mapping_id = f->map ? mid[f->map - 1] : 0;
 		locs[i].address = f->addr;
 		locs[i].n_line = 1;
 		locs[i].line = &linep[i];
@@ -302,6 +317,7 @@ out:
 	free(loc_func);
 	free(loc_line);
 	free(map_str);
+	free(mid);
 	free(maps);
 	free(mapp);
 	free(locs);

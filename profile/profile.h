@@ -48,7 +48,13 @@ int prof_write_html_unavailable(const struct prof *p, const char *path,
  * -ENOENT and where it looked, as text for a message ("FILE in DIR and
  * DIR"). */
 int prof_viewer_where(char *buf, size_t size);
+/* pprof: mappings in the order their frames were first added, except that
+ * the mappings of the file prof_set_main named come first (pprof shows the
+ * first mapping as the main binary). */
 int prof_write_pprof(const struct prof *p, const char *path);
+/* The main binary's path (the recorded program's executable; NULL: none):
+ * its mappings lead profile.pb.gz's. 0 or -ENOMEM. */
+int prof_set_main(struct prof *p, const char *path);
 void prof_free(struct prof *p);
 
 /* Write buf to path atomically (the writer above, fsync'ed before the

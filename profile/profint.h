@@ -96,6 +96,7 @@ struct prof {
 	uint32_t *fids;
 	size_t nfids, capfids;
 	uint64_t total;
+	char *main_map; /* prof_set_main: the main mapping's path, or NULL */
 	/* callers pass the same name pointers again and again: the last
 	 * index seen for a pointer, checked with strcmp before use */
 	struct {

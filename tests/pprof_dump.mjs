@@ -12,17 +12,28 @@
 // no mapping. Structural errors (dangling ids, string_table[0] not "",
 // locations without exactly one line) are printed as "ERROR ..." lines.
 // Usage: node tests/pprof_dump.mjs FILE.pb.gz [VIEWER_DIR]
+//        node tests/pprof_dump.mjs --mappings FILE.pb.gz [VIEWER_DIR]
+// --mappings prints the mappings instead, in their order (pprof shows the
+// first as the main binary), one a line: "M <id> <build_id or -> <filename>".
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
-const [file, viewer = 'build/viewer'] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const mappingsOnly = args[0] === '--mappings';
+if (mappingsOnly) args.shift();
+const [file, viewer = 'build/viewer'] = args;
 const require = createRequire(path.resolve(viewer, 'package.json'));
 const { Profile } = require('pprof-format');
 
 const p = Profile.decode(gunzipSync(readFileSync(file)));
 const strs = p.stringTable.strings;
+if (mappingsOnly) {
+  for (const m of p.mapping)
+    process.stdout.write(`M ${BigInt(m.id)} ${strs[Number(m.buildId)] || '-'} ${strs[Number(m.filename)] ?? ''}\n`);
+  process.exit(0);
+}
 const out = [];
 const err = (m) => out.push('ERROR ' + m);
 const str = (i) => {

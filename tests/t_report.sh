@@ -65,6 +65,41 @@ if grep -qE '(^|;)main;.*TRACE_[0-9]+::[^;]+:[0-9]+_\[j\]' "$D/stacks.folded" &&
 	ok "stacks.folded: TRACE_n::chunk:line_[j] frames under main; flamegraph.svg parses"
 else notok "folded stacks / svg" "$(head -3 "$D/stacks.folded")"; fi
 
+# pprof: the recorded program is the main binary (profile.pb.gz's first
+# mapping, which pprof shows as the main binary), and every mapping whose
+# file is an ELF carries that file's build-id. Read by an independent
+# decoder (the npm pprof-format package, tests/pprof_dump.mjs); the
+# program's path from the shell (readlink -f of `command -v luajit`), the
+# build-ids from readelf -n.
+D=$T/numeric
+V=build/viewer
+exe=$(readlink -f "$(command -v "$LJ")")
+if ! command -v node >/dev/null || [ ! -d "$V/node_modules/pprof-format" ]; then
+	if [ "${CI:-}" = true ]; then notok "pprof mappings: node and $V (make) needed (CI=true: required)"
+	else ok "pprof mappings: skipped, node or $V/node_modules/pprof-format missing # SKIP"; fi
+elif ! node tests/pprof_dump.mjs --mappings "$D/profile.pb.gz" "$V" >"$T/maps" 2>"$T/maps.err"; then
+	notok "pprof mappings: profile.pb.gz decodes" "$(cat "$T/maps.err")"
+else
+	first=$(head -n 1 "$T/maps" | cut -d' ' -f4-)
+	if [ -n "$exe" ] && [ "$first" = "$exe" ]; then
+		ok "pprof: mapping[0] is the recorded executable ($exe)"
+	else
+		notok "pprof: mapping[0] is the recorded executable ($exe)" "$(head -n 5 "$T/maps")"
+	fi
+	bad=() nelf=0
+	while read -r _ id bid fn; do
+		[ -f "$fn" ] && [ "$(head -c 4 "$fn" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+		nelf=$((nelf + 1))
+		want=$(readelf -n "$fn" 2>/dev/null | sed -nE 's/^ *Build ID: *([0-9a-f]+).*/\1/p' | head -n 1)
+		[ -n "$want" ] && [ "$bid" = "$want" ] || bad+=("mapping $id $fn: build_id $bid, readelf says ${want:-none}")
+	done <"$T/maps"
+	if [ "$nelf" -ge 2 ] && [ ${#bad[@]} -eq 0 ]; then
+		ok "pprof: each of the $nelf mappings of an ELF file carries its build-id (readelf -n)"
+	else
+		notok "pprof: each mapping of an ELF file carries its build-id ($nelf ELF mappings)" "${bad[@]}" "$(cat "$T/maps")"
+	fi
+fi
+
 # Without the HTML viewer (a build without npm or the npm registry; here
 # JITSFRAME_VIEWER names an empty directory): report still succeeds,
 # prints one note naming what is missing and how to get it, and

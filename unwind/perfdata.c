@@ -37,6 +37,7 @@ struct perfdata {
 	size_t map_len;
 	uint64_t sample_type, read_format, regs_mask, branch_type;
 	uint64_t period, flags;
+	uint32_t stack_user; /* sample_stack_user, of the first attr */
 	int sample_id_all;
 	uint64_t data_off, data_size;
 };
@@ -136,6 +137,7 @@ int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
 			pd->regs_mask = rm;
 			pd->branch_type = bt;
 			pd->period = per;
+			pd->stack_user = rd32(at + 88);
 		} else if (st != pd->sample_type || rf != pd->read_format ||
 			   rm != pd->regs_mask ||
 			   ((fl ^ pd->flags) & (1ull << 18))) {
@@ -202,6 +204,11 @@ uint64_t pd_sample_period_ns(const struct perfdata *pd)
 	if (pd->flags & (1ull << 10)) /* freq */
 		return pd->period ? 1000000000ull / pd->period : 0;
 	return pd->period;
+}
+
+uint32_t pd_sample_stack_user(const struct perfdata *pd)
+{
+	return pd->sample_type & PERF_SAMPLE_STACK_USER ? pd->stack_user : 0;
 }
 
 uint64_t pd_reg(const struct pd_sample *s, int reg, int *ok)

@@ -64,6 +64,9 @@ int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
 int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 	    void *ctx, char *err, size_t errlen);
 uint64_t pd_sample_period_ns(const struct perfdata *pd);
+/* The user stack bytes asked for per sample (the attr's sample_stack_user,
+ * what `perf record --call-graph dwarf,N` set); 0 without stack copies. */
+uint32_t pd_sample_stack_user(const struct perfdata *pd);
 void pd_close(struct perfdata *pd);
 
 /* x86-64 perf register numbers (bit index in sample_regs_user) */

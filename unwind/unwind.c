@@ -219,6 +219,8 @@ struct proc {
 	struct map *m;
 	size_t n, cap;
 	char comm[32];
+	char *exe;	/* the executable's path, NULL unknown (uw_exe) */
+	bool exec_seen; /* an exec: its first code mapping is the program */
 };
 
 struct uwstate {
@@ -228,6 +230,7 @@ struct uwstate {
 	struct elfcache elfs; /* the ELF objects, their rows and symbols */
 	struct ksyms *ksyms;  /* kernel symbols, read on first use */
 	char *kpath;	      /* their file (NULL: /proc/kallsyms) */
+	uint64_t need_max, need_last, copy_max; /* struct uw_stats */
 };
 
 struct uwstate *uw_new(struct traces *t, const struct uw_opts *o)
@@ -268,6 +271,9 @@ void uw_stats(const struct uwstate *u, struct uw_stats *st)
 {
 	st->rows_sframe = u->elfs.rows_sframe;
 	st->rows_cfi = u->elfs.rows_cfi;
+	st->stack_need_max = u->need_max;
+	st->stack_need_last = u->need_last;
+	st->stack_copy_max = u->copy_max;
 }
 
 static void proc_clear(struct proc *p)
@@ -275,6 +281,42 @@ static void proc_clear(struct proc *p)
 	for (size_t i = 0; i < p->n; i++)
 		free(p->m[i].name);
 	p->n = 0;
+	free(p->exe);
+	p->exe = NULL;
+	p->exec_seen = false;
+}
+
+/* An ELF a process runs as its program: ET_EXEC, or ET_DYN with an
+ * interpreter (a PIE; ld.so has none). */
+static bool elf_is_program(struct elfobj *o)
+{
+	GElf_Ehdr eh;
+	size_t nph;
+	if (!o || !o->elf || !gelf_getehdr(o->elf, &eh))
+		return false;
+	if (eh.e_type == ET_EXEC)
+		return true;
+	if (eh.e_type != ET_DYN || elf_getphdrnum(o->elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+			return true;
+	}
+	return false;
+}
+
+/* A code mapping of p: is it the program? After an exec, the first one is
+ * (the kernel maps the program before its interpreter); for a process
+ * seen without its exec (perf's mappings of a running process, in address
+ * order) the first that is a program's ELF. */
+static void note_exe(struct uwstate *u, struct proc *p, const char *name)
+{
+	if (p->exe || name[0] != '/')
+		return;
+	if (!p->exec_seen && !elf_is_program(elfobj_get(&u->elfs, name)))
+		return;
+	p->exe = strdup(name);
 }
 
 void uw_free(struct uwstate *u)
@@ -327,6 +369,12 @@ static struct proc *proc_get(struct uwstate *u, uint32_t pid, bool create)
 	u->p[i].pid = pid;
 	u->np++;
 	return &u->p[i];
+}
+
+const char *uw_exe(struct uwstate *u, uint32_t pid)
+{
+	struct proc *p = proc_get(u, pid, false);
+	return p ? p->exe : NULL;
 }
 
 static int map_reserve(struct proc *p, size_t extra)
@@ -443,8 +491,13 @@ static bool file_backed(const char *n)
 	       strncmp(n, "/SYSV", 5);
 }
 
-static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v)
+/* Read the 8 bytes at a from the stack copy (which starts at sp0); *need
+ * grows to the end of every slot asked for above sp0, read or not. */
+static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v,
+	       uint64_t *need)
 {
+	if (a >= sp0 && a - sp0 <= UINT64_MAX - 8 && a - sp0 + 8 > *need)
+		*need = a - sp0 + 8;
 	if (a < sp0 || a - sp0 > s->stack_size || s->stack_size - (a - sp0) < 8)
 		return false;
 	memcpy(v, s->stack + (a - sp0), 8);
@@ -529,9 +582,10 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		*why = !s->regs_abi && s->ip >= 0xffff800000000000ull
 			   ? STOP_KERNEL_ONLY
 			   : STOP_NO_REGS;
+		u->need_last = 0;
 		return 0;
 	}
-	uint64_t sp0 = sp;
+	uint64_t sp0 = sp, need = 0;
 	bool bp_known = okbp;
 	int n = 0;
 	enum stop_reason r;
@@ -573,13 +627,15 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		/* the caller's RA and FP */
 		uint64_t ra, nbp = bp;
 		bool nbp_known = bp_known;
-		if (!rd(s, sp0, cfa + (uint64_t)(int64_t)row.ra_off, &ra)) {
+		if (!rd(s, sp0, cfa + (uint64_t)(int64_t)row.ra_off, &ra,
+			&need)) {
 			r = STOP_STACK_SHORT;
 			break;
 		}
 		if (row.fp_rule == UW_FP_CFA)
-			nbp_known = rd(
-			    s, sp0, cfa + (uint64_t)(int64_t)row.fp_off, &nbp);
+			nbp_known =
+			    rd(s, sp0, cfa + (uint64_t)(int64_t)row.fp_off,
+			       &nbp, &need);
 		if (cfa <= sp) {
 			r = STOP_LOOP;
 			break;
@@ -595,6 +651,11 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		bp_known = nbp_known;
 	}
 	*why = r;
+	u->need_last = need;
+	if (r == STOP_OUTERMOST && need > u->need_max)
+		u->need_max = need;
+	if (s->stack_size > u->copy_max)
+		u->copy_max = s->stack_size;
 	return n;
 }
 
@@ -613,6 +674,8 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 		if (m->len && m->start + m->len > m->start)
 			map_add(p, m->start, m->start + m->len, m->pgoff,
 				m->filename, exec && file_backed(m->filename));
+		if (exec && file_backed(m->filename))
+			note_exe(u, p, m->filename);
 		if (!exec) { /* data mappings only cut older code mappings */
 			struct map *x = map_find(p, m->start);
 			if (x && x->start == m->start &&
@@ -631,8 +694,10 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 		if (p && e->u.comm.pid == e->u.comm.tid) {
 			snprintf(p->comm, sizeof(p->comm), "%s",
 				 e->u.comm.comm);
-			if (e->u.comm.exec)
+			if (e->u.comm.exec) {
 				proc_clear(p);
+				p->exec_seen = true;
+			}
 		}
 		return -1;
 	}
@@ -646,6 +711,7 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 			return -1;
 		proc_clear(c);
 		memcpy(c->comm, pp->comm, sizeof(c->comm));
+		c->exe = pp->exe ? strdup(pp->exe) : NULL;
 		if (map_reserve(c, pp->n))
 			return -1;
 		for (size_t i = 0; i < pp->n; i++) {

@@ -91,6 +91,11 @@ void uw_free(struct uwstate *u);
  * other events. The frames' names and objects live as long as u. */
 int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 	     enum stop_reason *why, const char **comm);
+/* The path of the program process pid runs (its executable, from its
+ * mappings: the first code mapped after its exec, else the first that is
+ * an ELF program: ET_EXEC, or ET_DYN with PT_INTERP); NULL unknown. Valid
+ * until the next event. */
+const char *uw_exe(struct uwstate *u, uint32_t pid);
 /* The kernel symbol ("name_[k]") at or below addr, or NULL. */
 const char *uw_ksym_name(struct uwstate *u, uint64_t addr);
 /* Read kernel symbols from path instead; before the first uw_ksym_name. */
@@ -99,6 +104,13 @@ int uw_use_kallsyms(struct uwstate *u, const char *path);
 struct uw_stats {
 	uint64_t rows_sframe; /* rows looked up in .sframe sections */
 	uint64_t rows_cfi;    /* rows looked up in CFI (libdw) */
+	/* Stack copy bytes (from the sampled rsp) a walk read: the most any
+	 * walk that reached the outermost frame read (the copy size that
+	 * served them all), and the last sample's (for a walk that stopped
+	 * as STOP_STACK_SHORT, up to the end of the slot it wanted). */
+	uint64_t stack_need_max;
+	uint64_t stack_need_last;
+	uint64_t stack_copy_max; /* the largest copy a sample carried */
 };
 void uw_stats(const struct uwstate *u, struct uw_stats *st);
 
