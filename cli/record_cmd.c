@@ -34,6 +34,8 @@ static const char usage[] =
     "  perf.data        injected with the traces, for `perf report -i`\n"
     "  perf.data.raw    as recorded (what `jitsframe report` reads)\n"
     "  region           the unwind rows (jitsframe region dump)\n"
+    "  region-PID       a forked child's (collected from its default\n"
+    "                   directory where it could not write into DIR)\n"
     "  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
     "  stacks.folded    folded stacks, trace frames suffixed _[j]\n"
     "  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
