@@ -211,23 +211,27 @@ static int copy_file(const char *src, uid_t uid, const char *dst)
 		return e;
 	}
 	char buf[65536];
-	ssize_t r;
 	int err = 0;
-	while ((r = read(in, buf, sizeof(buf))) > 0 ||
-	       (r < 0 && errno == EINTR))
-		for (ssize_t off = 0; r > 0 && off < r;) {
+	for (;;) {
+		ssize_t r = read(in, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : 0;
+			break;
+		}
+		for (ssize_t off = 0; off < r && !err;) {
 			ssize_t w = write(out, buf + off, (size_t)(r - off));
 			if (w < 0 && errno == EINTR)
 				continue;
-			if (w <= 0) {
+			if (w <= 0)
 				err = w < 0 ? -errno : -EIO;
-				r = -1;
-				break;
-			}
-			off += w;
+			else
+				off += w;
 		}
-	if (r < 0 && !err)
-		err = -errno;
+		if (err)
+			break;
+	}
 	if (close(out) < 0 && !err)
 		err = -errno;
 	close(in);
