@@ -61,6 +61,13 @@ struct report_opts {
 	const char *const *regions; /* more regions (each used for its own
 				       process's samples only) */
 	size_t nregions;
+	/* out (optional): the processes with samples in JIT code but no
+	 * region, up to noreg_max of them; *noreg_n their count */
+	struct report_noreg {
+		uint32_t pid;
+		char comm[32];
+	} * noreg;
+	size_t noreg_max, *noreg_n;
 };
 int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */

@@ -7,8 +7,10 @@
  */
 #include "cli.h"
 #include "jitdump.h"
+#include "jitsframe.h"
 #include "jsfenv.h"
 #include "profile.h"
+#include "unwind.h"
 
 #include <dirent.h>
 
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -31,6 +34,8 @@ static const char usage[] =
     "  perf.data        injected with the traces, for `perf report -i`\n"
     "  perf.data.raw    as recorded (what `jitsframe report` reads)\n"
     "  region           the unwind rows (jitsframe region dump)\n"
+    "  region-PID       a forked child's (collected from its default\n"
+    "                   directory where it could not write into DIR)\n"
     "  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
     "  stacks.folded    folded stacks, trace frames suffixed _[j]\n"
     "  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
@@ -110,6 +115,279 @@ static void add_load(const struct jd_load *l, void *ctx)
 {
 	folded_add_load(ctx, l->pid, l->index, l->ts, l->code_addr, l->lo,
 			l->hi, l->name);
+}
+
+/* ------------------------------------------------ collecting the regions
+ * A forked worker that switched to another user cannot write into DIR: the
+ * module then publishes at its per-user default path (docs/ABI.md section
+ * 8, ${TMPDIR:-/tmp}/jitsframe-UID/PID.region, its jitdump beside it).
+ * After the recording, every sampled process whose region is not in DIR
+ * gets it copied there as DIR/region-PID (and DIR/jit-PID.dump), so that
+ * the report (and a later `jitsframe report DIR`) finds it. */
+
+struct sampled {
+	uint32_t *pid;
+	char (*comm)[32];
+	size_t n, cap;
+};
+
+static int sampled_ix(struct sampled *sp, uint32_t pid, int add)
+{
+	for (size_t i = 0; i < sp->n; i++)
+		if (sp->pid[i] == pid)
+			return (int)i;
+	if (!add)
+		return -1;
+	if (sp->n == sp->cap) {
+		size_t cap = sp->cap ? 2 * sp->cap : 16;
+		uint32_t *p = realloc(sp->pid, cap * sizeof(*p));
+		if (p)
+			sp->pid = p;
+		char(*c)[32] = realloc(sp->comm, cap * sizeof(*c));
+		if (c)
+			sp->comm = c;
+		if (!p || !c || cap > 65536)
+			return -1;
+		sp->cap = cap;
+	}
+	sp->pid[sp->n] = pid;
+	snprintf(sp->comm[sp->n], sizeof(sp->comm[0]), "?");
+	return (int)sp->n++;
+}
+
+static int on_sampled(const struct pd_event *e, void *ctx)
+{
+	struct sampled *sp = ctx;
+	int i;
+	if (e->kind == PD_SAMPLE)
+		sampled_ix(sp, e->u.s.pid, 1);
+	else if (e->kind == PD_COMM &&
+		 (i = sampled_ix(sp, e->u.comm.pid, 1)) >= 0)
+		snprintf(sp->comm[i], sizeof(sp->comm[0]), "%s",
+			 e->u.comm.comm);
+	else if (e->kind == PD_FORK && e->u.fork.pid != e->u.fork.ppid &&
+		 (i = sampled_ix(sp, e->u.fork.ppid, 0)) >= 0) {
+		/* a child process has its parent's name until it execs */
+		char comm[32];
+		snprintf(comm, sizeof(comm), "%s", sp->comm[i]);
+		if ((i = sampled_ix(sp, e->u.fork.pid, 1)) >= 0)
+			snprintf(sp->comm[i], sizeof(sp->comm[0]), "%s", comm);
+	}
+	return 0;
+}
+
+/* The producer of the region at path, or 0 (none, unreadable). */
+static uint32_t region_pid(const char *path, uint64_t *create_ns)
+{
+	struct jsf_view *v;
+	struct jsf_view_info vi = {.sz = sizeof(vi)};
+	if (jsf_view_open(&v, path))
+		return 0;
+	int err = jsf_view_info(v, &vi);
+	jsf_view_close(v);
+	if (create_ns)
+		*create_ns = vi.create_ns;
+	return err ? 0 : vi.producer_pid;
+}
+
+/* Copy the regular file src (owned by uid, not a symlink) to dst (0600,
+ * replaced); 0 or -errno. */
+static int copy_file(const char *src, uid_t uid, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+		close(in);
+		return -EPERM;
+	}
+	unlink(dst);
+	int out = open(
+	    dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		int e = -errno;
+		close(in);
+		return e;
+	}
+	char buf[65536];
+	int err = 0;
+	for (;;) {
+		ssize_t r = read(in, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : 0;
+			break;
+		}
+		for (ssize_t off = 0; off < r && !err;) {
+			ssize_t w = write(out, buf + off, (size_t)(r - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				err = w < 0 ? -errno : -EIO;
+			else
+				off += w;
+		}
+		if (err)
+			break;
+	}
+	if (close(out) < 0 && !err)
+		err = -errno;
+	close(in);
+	if (err)
+		unlink(dst);
+	return err;
+}
+
+/* The jitdump beside a collected region, when it is P's (header pid) and
+ * DIR has none: copied as DIR/jit-P.dump. */
+static void collect_jitdump(const char *udir, uid_t uid, uint32_t pid,
+			    const char *adir)
+{
+	char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+	struct stat sb;
+	snprintf(dst, sizeof(dst), "%s/jit-%u.dump", adir, pid);
+	snprintf(src, sizeof(src), "%s/jit-%u.dump", udir, pid);
+	if (stat(dst, &sb) == 0 || lstat(src, &sb) < 0)
+		return;
+	int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	unsigned char h[24];
+	uint32_t hp = 0;
+	if (fd >= 0 && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h))
+		memcpy(&hp, h + 20, 4); /* jitdump header: pid at 20 */
+	if (fd >= 0)
+		close(fd);
+	int err = hp == pid ? copy_file(src, uid, dst) : -ESRCH;
+	if (err)
+		printf(
+		    "jitsframe record: pid %u: could not collect its jitdump "
+		    "%s: %s\n",
+		    pid, src,
+		    err == -ESRCH ? "another process's" : strerror(-err));
+}
+
+/* Find the regions of the sampled processes (the ones DIR lacks) in the
+ * per-user default directories of every UID (docs/ABI.md section 8),
+ * under ${TMPDIR:-/tmp} and /tmp (hosts such as nginx clear their
+ * workers' environment), each checked: producer_pid == P, created after
+ * the recording began (t0). Copies them into DIR and says so; names what
+ * it could not collect, with the reason. */
+static void collect_regions(const char *adir, const char *raw, uint64_t t0)
+{
+	struct sampled sp = {0};
+	struct perfdata *pd;
+	char err[256];
+	if (pd_open(&pd, raw, err, sizeof(err)))
+		return;
+	pd_each(pd, on_sampled, &sp, err, sizeof(err));
+	pd_close(pd);
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/region", adir);
+	uint32_t main_pid = region_pid(p, NULL);
+	const char *tmp = getenv("TMPDIR");
+	const char *roots[2] = {tmp && *tmp ? tmp : "/tmp", "/tmp"};
+	int nroots = strcmp(roots[0], "/tmp") ? 2 : 1;
+	char got[1024] = "";
+	size_t gl = 0, ngot = 0;
+	for (size_t i = 0; i < sp.n; i++) {
+		uint32_t pid = sp.pid[i];
+		struct stat sb;
+		snprintf(p, sizeof(p), "%s/region-%u", adir, pid);
+		if (pid == main_pid || stat(p, &sb) == 0)
+			continue;
+		const char *why = NULL;
+		char src[PATH_MAX + 64] = "";
+		for (int r = 0; r < nroots; r++) {
+			DIR *d = opendir(roots[r]);
+			struct dirent *de;
+			while (d && (de = readdir(d))) {
+				const char *n = de->d_name;
+				char udir[PATH_MAX];
+				if (strncmp(n, "jitsframe-", 10) || !n[10] ||
+				    strspn(n + 10, "0123456789") !=
+					strlen(n + 10))
+					continue;
+				snprintf(udir, sizeof(udir), "%s/%s", roots[r],
+					 n);
+				struct stat ds;
+				uid_t uid = (uid_t)strtoul(n + 10, NULL, 10);
+				/* the module's: owned by UID, 0700 */
+				if (lstat(udir, &ds) < 0 ||
+				    !S_ISDIR(ds.st_mode) || ds.st_uid != uid ||
+				    (ds.st_mode & 022))
+					continue;
+				snprintf(src, sizeof(src), "%s/%u.region", udir,
+					 pid);
+				if (lstat(src, &sb) < 0)
+					continue;
+				char tmpd[PATH_MAX + 80];
+				snprintf(tmpd, sizeof(tmpd), "%s.collecting",
+					 p);
+				int e = copy_file(src, uid, tmpd);
+				uint64_t cns = 0;
+				uint32_t who = e ? 0 : region_pid(tmpd, &cns);
+				if (e) {
+					why = strerror(-e);
+				} else if (who != pid) {
+					why = "not that process's (producer "
+					      "pid differs)";
+				} else if (cns < t0) {
+					why = "older than this recording (a "
+					      "reused pid)";
+				} else if (rename(tmpd, p) < 0) {
+					why = strerror(errno);
+				} else {
+					why = NULL;
+					collect_jitdump(udir, uid, pid, adir);
+					gl += (size_t)snprintf(
+					    got + gl, sizeof(got) - gl,
+					    "%s pid %u (%s) from %s",
+					    ngot ? "," : "", pid, sp.comm[i],
+					    src);
+					if (gl >= sizeof(got))
+						gl = sizeof(got) - 1;
+					ngot++;
+					break;
+				}
+				unlink(tmpd);
+			}
+			if (d)
+				closedir(d);
+			if (stat(p, &sb) == 0)
+				break;
+		}
+		if (why)
+			printf("jitsframe record: pid %u (%s): could not "
+			       "collect its region %s: %s\n",
+			       pid, sp.comm[i], src, why);
+	}
+	if (ngot)
+		printf("jitsframe record: collected %zu region%s written "
+		       "outside %s into it as region-PID:%s\n",
+		       ngot, ngot > 1 ? "s" : "", adir, got);
+	fflush(stdout);
+	free(sp.pid);
+	free(sp.comm);
+}
+
+/* After the report: the processes that ran JIT code but published no
+ * region, and why that is so in a host that embeds LuaJIT. */
+static void noreg_note(const struct report_noreg *nr, size_t n)
+{
+	char moddir[PATH_MAX + 8];
+	if (cli_lua_dir(moddir, sizeof(moddir), "jitsframe.so") < 0)
+		snprintf(moddir, sizeof(moddir), "DIR");
+	for (size_t k = 0; k < n; k++)
+		printf("jitsframe record: pid %u (%s): trace code sampled, no "
+		       "region: the module did not start in it. LUA_INIT "
+		       "(set by record) is run by the luajit command only; "
+		       "ngx_lua ignores LUA_INIT: call "
+		       "require('jitsframe').start() in init_by_lua_block "
+		       "(with lua_package_cpath \"%s/?.so;;\"); another host: "
+		       "call it where the host first runs Lua\n",
+		       nr[k].pid, nr[k].comm, moddir);
+	fflush(stdout);
 }
 
 int cmd_record(int argc, char **argv)
@@ -280,6 +558,7 @@ int cmd_record(int argc, char **argv)
 		av[k++] = argv[optind + i];
 	av[k] = NULL;
 	unlink(raw);
+	uint64_t t0 = jsf_now_ns();
 	int st = spawn(av, -1, -1);
 	free(av);
 	struct stat sb;
@@ -309,6 +588,7 @@ int cmd_record(int argc, char **argv)
 			cmd_note ? ": " : "", cmd_note ? cmd_note : "");
 		return EX_INPUT;
 	}
+	collect_regions(adir, raw, t0);
 	/* 2. inject the traces */
 	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
 	char *inj[] = {perf,	"--buildid-dir",
@@ -334,9 +614,16 @@ int cmd_record(int argc, char **argv)
 		/* 3. jitsframe's own unwinder over the raw samples */
 		if (lfd >= 0)
 			close(lfd);
-		struct report_opts ro = {.sz = sizeof(ro), .dir = adir};
+		struct report_noreg nr[8];
+		size_t nnr = 0;
+		struct report_opts ro = {.sz = sizeof(ro),
+					 .dir = adir,
+					 .noreg = nr,
+					 .noreg_max = 8,
+					 .noreg_n = &nnr};
 		fflush(stdout);
 		int rrc = report_run(&ro);
+		noreg_note(nr, nnr);
 		if (rrc != EX_OK)
 			return rrc == EX_INPUT ? EX_FAIL : rrc;
 		if (cmd_note) {

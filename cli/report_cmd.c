@@ -450,6 +450,15 @@ int report_run(const struct report_opts *opts)
 	if (r->noreg_more)
 		printf("; %llu more such samples of other processes",
 		       (unsigned long long)r->noreg_more);
+	if (o.noreg_n) {
+		*o.noreg_n = 0;
+		for (size_t k = 0; k < r->nnoreg && k < o.noreg_max; k++) {
+			o.noreg[k].pid = r->noreg[k].pid;
+			snprintf(o.noreg[k].comm, sizeof(o.noreg[k].comm), "%s",
+				 r->noreg[k].comm);
+			*o.noreg_n = k + 1;
+		}
+	}
 	printf("; all samples: %llu complete to the outermost frame",
 	       (unsigned long long)r->complete);
 	if (r->why[STOP_STACK_SHORT])

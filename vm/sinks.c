@@ -15,13 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int default_path(char *buf, size_t len)
+/* The per-user default directory, ${TMPDIR:-/tmp}/jitsframe-UID (docs/ABI.md
+ * section 8), created 0700 when missing; 0 or -errno. */
+static int default_dir(char *dir, size_t len)
 {
 	const char *tmp = getenv("TMPDIR");
-	char dir[2048];
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
-	snprintf(dir, sizeof(dir), "%s/jitsframe-%u", tmp, (unsigned)getuid());
+	snprintf(dir, len, "%s/jitsframe-%u", tmp, (unsigned)getuid());
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	struct stat st;
@@ -30,8 +31,79 @@ static int default_path(char *buf, size_t len)
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022))
 		return -EPERM;
+	return 0;
+}
+
+static int default_path(char *buf, size_t len)
+{
+	char dir[2048];
+	int err = default_dir(dir, sizeof(dir));
+	if (err)
+		return err;
 	snprintf(buf, len, "%s/%d.region", dir, (int)getpid());
 	return 0;
+}
+
+/* A directory this process may not write into (a worker that switched to
+ * an unprivileged user, given its root parent's path). */
+static int not_ours(int err)
+{
+	return err == -EACCES || err == -EPERM;
+}
+
+/* The region at the configured path could not be created for want of
+ * permission: create it at the default path instead (where record and
+ * report look, docs/ABI.md section 8) and say so once. 0 or -errno. */
+static int region_fallback(struct vmod *m, int why)
+{
+	char want[sizeof(m->path)];
+	struct jsf_region_opts o = {.sz = sizeof(o),
+				    .flags = JSF_REGION_REPLACE};
+	snprintf(want, sizeof(want), "%s", m->path);
+	int err = default_path(m->path, sizeof(m->path));
+	if (err) {
+		vm_log(m,
+		       "cannot create region %s: %s; nor prepare the default "
+		       "region directory: %s",
+		       want, strerror(-why), strerror(-err));
+		return why;
+	}
+	err = jsf_region_create(&m->region, m->path, &o);
+	if (err) {
+		vm_log(m, "cannot create region %s: %s; nor %s: %s", want,
+		       strerror(-why), m->path, jsf_strerror(err));
+		snprintf(m->path, sizeof(m->path), "%s", want);
+		return why;
+	}
+	vm_log(m, "cannot create region %s: %s; publishing to %s instead", want,
+	       strerror(-why), m->path);
+	return 0;
+}
+
+/* This process's jitdump in m->jd_dir, else (no permission there) in the
+ * default directory, next to a fallen-back region; said once. */
+static void open_jitdump(struct vmod *m)
+{
+	int err = jd_open(&m->jd, m->jd_dir);
+	if (!err)
+		return;
+	char dir[2048];
+	if (not_ours(err) && default_dir(dir, sizeof(dir)) == 0) {
+		char stale[2100];
+		/* ours alone: a stale file of a reused pid */
+		snprintf(stale, sizeof(stale), "%s/jit-%d.dump", dir,
+			 (int)getpid());
+		unlink(stale);
+		if (jd_open(&m->jd, dir) == 0) {
+			vm_log(m,
+			       "cannot create %s/jit-%d.dump: %s; writing %s "
+			       "instead",
+			       m->jd_dir, (int)getpid(), strerror(-err), stale);
+			return;
+		}
+	}
+	vm_log(m, "cannot create %s/jit-%d.dump: %s", m->jd_dir, (int)getpid(),
+	       strerror(-err));
 }
 
 /* Create this process's region (m->mu held). */
@@ -59,19 +131,17 @@ static int open_region(struct vmod *m)
 	if (m->replace)
 		o.flags = JSF_REGION_REPLACE;
 	err = jsf_region_create(&m->region, m->path, &o);
-	if (err) {
+	if (err && m->base_path[0] && not_ours(err))
+		err = region_fallback(m, err);
+	else if (err)
 		vm_log(m, "cannot create region %s: %s", m->path,
 		       jsf_strerror(err));
+	if (err)
 		return err;
-	}
 	m->pid = getpid();
 	m->epoch++;
-	if (m->jd_dir[0]) {
-		err = jd_open(&m->jd, m->jd_dir);
-		if (err)
-			vm_log(m, "cannot create %s/jit-%d.dump: %s", m->jd_dir,
-			       (int)getpid(), strerror(-err));
-	}
+	if (m->jd_dir[0])
+		open_jitdump(m);
 	if (m->want_perfmap) {
 		err = pmap_open(&m->pm);
 		if (err)
