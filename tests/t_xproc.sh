@@ -67,6 +67,7 @@ for line in open(dump):
         continue
     t, pid = cur
     pc = int(w[1], 16)
+    first_frame = leaf
     if leaf:
         leaf = False
         others = [q for q in regs if q != pid]
@@ -76,8 +77,13 @@ for line in open(dump):
     if m:
         ln = int(m.group(1))
         named += 1
-        who = "child" if cl <= ln < pl else "parent" if pl <= ln < sl else "?"
-        if who != own.get(pid):
+        # the frame's pc must lie in a function of its own process's
+        # region then (callers: the return address - 1); and a trace of
+        # child_work or parent_work must be its own process's. (spin()'s
+        # traces are in both processes: the region check alone.)
+        look = pc if w is not None and first_frame else pc - 1
+        who = "child" if cl <= ln < pl else "parent" if pl <= ln < sl else None
+        if not inside(pid, look, t) or (who and who != own.get(pid)):
             wrong += 1
 print(len(regs), named, wrong, overlap)
 PY
