@@ -4,9 +4,13 @@
  *   perf record -k 1 --call-graph dwarf -- CMD, with the environment of
  *   `jitsframe run` (region + jitdump into DIR)  ->  perf inject --jit  -> perf
  * script  ->  folded stacks and a flame graph, and one summary line.
+ * `jitsframe record -p PID[,PID...] [-d S] [--service]`: the same on running
+ *   processes, their regions found by the discovery convention
+ *   (jsf_region_find, docs/ABI.md §8) and copied into DIR.
  */
 #include "cli.h"
 #include "jitdump.h"
+#include "jitsframe.h"
 #include "jsfenv.h"
 #include "profile.h"
 
@@ -21,10 +25,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
     "Usage: jitsframe record [-o DIR] [--freq HZ] [--stack BYTES] [--] CMD...\n"
+    "       jitsframe record -p PID[,PID...] [--service] [-d SECONDS] [-o DIR]\n"
+    "                        [--freq HZ] [--stack BYTES]\n"
     "\n"
     "Profile a LuaJIT program with perf, through its traces. Leaves in DIR\n"
     "(default ./jitsframe-record):\n"
@@ -48,6 +55,15 @@ static const char usage[] =
     "  --no-inject       skip `perf inject --jit` (no perf.data for perf\n"
     "                    report; it takes minutes when there are thousands\n"
     "                    of traces): the report reads perf.data.raw\n"
+    "  -p, --pid LIST    attach to running processes instead of running CMD\n"
+    "                    (they must have started jitsframe themselves); then\n"
+    "                    copy each one's region (found as docs/ABI.md 8\n"
+    "                    says: its mappings, ${TMPDIR:-/tmp}/jitsframe-UID/\n"
+    "                    PID.region) to DIR/region-PID, and its jitdump\n"
+    "  --service         with -p MASTER: also every current child of MASTER\n"
+    "                    (e.g. nginx's workers)\n"
+    "  -d, --duration S  with -p: stop after S seconds (default: at ^C, or\n"
+    "                    when all the processes have exited)\n"
     "\n"
     "Exit status: 0 recorded; 1 CMD failed (could not run, exited non-zero,\n"
     "crashed: what was recorded is still processed and kept) or the profile\n"
@@ -112,6 +128,212 @@ static void add_load(const struct jd_load *l, void *ctx)
 			l->hi, l->name);
 }
 
+/* The pids of LIST ("1,2,3") into out (at most max); count, or -1. */
+static int parse_pids(const char *list, int *out, int max)
+{
+	int n = 0;
+	const char *p = list;
+	while (*p) {
+		char *e;
+		long v = strtol(p, &e, 10);
+		if (e == p || v <= 0 || v > INT32_MAX || (*e && *e != ',') ||
+		    n == max)
+			return -1;
+		out[n++] = (int)v;
+		p = *e ? e + 1 : e;
+	}
+	return n;
+}
+
+static void add_pid(int *pids, int *n, int max, int pid)
+{
+	for (int i = 0; i < *n; i++)
+		if (pids[i] == pid)
+			return;
+	if (*n < max)
+		pids[(*n)++] = pid;
+}
+
+/* The current children of `master`: /proc/M/task/T/children, else a scan
+ * of every process's parent. */
+static void add_children(int *pids, int *n, int max, int master)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", master);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	int seen = 0;
+	while (d && (de = readdir(d))) {
+		char cp[320];
+		if (de->d_name[0] == '.' ||
+		    snprintf(cp, sizeof(cp), "%s/%s/children", p,
+			     de->d_name) >= (int)sizeof(cp))
+			continue;
+		FILE *f = fopen(cp, "re");
+		if (!f)
+			continue;
+		seen = 1;
+		int c;
+		while (fscanf(f, "%d", &c) == 1)
+			add_pid(pids, n, max, c);
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	if (seen)
+		return;
+	d = opendir("/proc");
+	while (d && (de = readdir(d))) {
+		char sp[300], buf[512];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
+		    snprintf(sp, sizeof(sp), "/proc/%s/stat", de->d_name) >=
+			(int)sizeof(sp))
+			continue;
+		FILE *f = fopen(sp, "re");
+		if (!f)
+			continue;
+		size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[k] = 0;
+		const char *rp = strrchr(buf, ')');
+		int ppid;
+		if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 &&
+		    ppid == master)
+			add_pid(pids, n, max, atoi(de->d_name));
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Copy a file; a region (seq_check) as one consistent generation: the
+ * header's seq (docs/ABI.md: u64 at offset 72) even and unchanged across
+ * the read, a few tries (a live producer may be rewriting it). */
+static int copy_file(const char *src, const char *dst, int seq_check)
+{
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char *buf = NULL;
+	ssize_t got = -1;
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t s1 = 1, s2 = 2;
+		struct stat st;
+		if (seq_check && pread(fd, &s1, 8, 72) != 8)
+			break;
+		if (fstat(fd, &st) < 0)
+			break;
+		char *nb = realloc(buf, (size_t)st.st_size + 1);
+		if (!nb)
+			break;
+		buf = nb;
+		got = 0;
+		while (got < st.st_size) {
+			ssize_t r = pread(fd, buf + got,
+					  (size_t)(st.st_size - got), got);
+			if (r <= 0)
+				break;
+			got += r;
+		}
+		if (!seq_check || (pread(fd, &s2, 8, 72) == 8 && s1 == s2 &&
+				   !(s1 & 1)))
+			break;
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	int err = got < 0 ? -EIO : 0;
+	int out = err ? -1
+		      : open(dst, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
+			     0600);
+	if (!err && out < 0)
+		err = -errno;
+	if (!err && write(out, buf, (size_t)got) != got)
+		err = -EIO;
+	if (out >= 0)
+		close(out);
+	free(buf);
+	return err;
+}
+
+/* Each attached process's region into DIR/region-PID (and its jitdump,
+ * found beside it, into DIR), so that DIR is self-contained. */
+static void collect_regions(const char *adir, const int *pids, int npids,
+			    uint64_t t0)
+{
+	for (int i = 0; i < npids; i++) {
+		char src[PATH_MAX], dst[PATH_MAX + 32];
+		int err = jsf_region_find(pids[i], t0, src, sizeof(src));
+		if (err) {
+			fprintf(stderr, "jitsframe record: pid %d: %s\n",
+				pids[i], jsf_strerror(err));
+			continue;
+		}
+		snprintf(dst, sizeof(dst), "%s/region-%d", adir, pids[i]);
+		if ((err = copy_file(src, dst, 1))) {
+			fprintf(stderr,
+				"jitsframe record: cannot copy %s to %s: %s\n",
+				src, dst, strerror(-err));
+			continue;
+		}
+		char *slash = strrchr(src, '/');
+		if (!strncmp(src, "/proc/", 6) || !slash)
+			continue;
+		snprintf(slash + 1, sizeof(src) - (size_t)(slash + 1 - src),
+			 "jit-%d.dump", pids[i]);
+		snprintf(dst, sizeof(dst), "%s/jit-%d.dump", adir, pids[i]);
+		struct stat sb;
+		if (stat(dst, &sb) != 0 && stat(src, &sb) == 0)
+			copy_file(src, dst, 0);
+	}
+}
+
+/* perf record -p on running processes (with --service, also the current
+ * children of each); *t0 gets the time the recording starts. perf's status,
+ * or -1 (a message printed). */
+static int attach(char *perf, char *bid, char *cg, char *freq_s, char *raw,
+		  int *pids, int *npids, int max, int service,
+		  uint64_t duration, uint64_t *t0)
+{
+	int n0 = *npids;
+	for (int i = 0; service && i < n0; i++)
+		add_children(pids, npids, max, pids[i]);
+	char list[256 * 12] = "";
+	size_t len = 0;
+	for (int i = 0; i < *npids; i++) {
+		char pp[32];
+		snprintf(pp, sizeof(pp), "/proc/%d", pids[i]);
+		if (access(pp, F_OK) != 0) {
+			fprintf(stderr,
+				"jitsframe record: no process %d; nothing was "
+				"recorded.\n",
+				pids[i]);
+			return -1;
+		}
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+					i ? "," : "", pids[i]);
+	}
+	if (service && *npids > n0)
+		fprintf(stderr, "jitsframe record: attaching to %s\n", list);
+	/* -d: `sleep S` as perf's workload, so that the S seconds start once
+	 * perf has attached (that takes a second or more); perf also stops
+	 * when every process it follows has exited */
+	char secs[32];
+	snprintf(secs, sizeof(secs), "%llu", (unsigned long long)duration);
+	char *av[] = {perf,	"--buildid-dir",
+		      bid,	"record",
+		      "-q",	"-k",
+		      "1",	"--call-graph",
+		      cg,	"-F",
+		      freq_s,	"-o",
+		      raw,	"-p",
+		      list,	duration ? "--" : NULL,
+		      "sleep",	secs,
+		      NULL};
+	unlink(raw);
+	*t0 = jsf_now_ns();
+	return spawn(av, -1, -1);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -120,16 +342,45 @@ int cmd_record(int argc, char **argv)
 	    {"stack", required_argument, 0, 's'},
 	    {"perf-script", no_argument, 0, 'P'},
 	    {"no-inject", no_argument, 0, 'N'},
+	    {"pid", required_argument, 0, 'p'},
+	    {"duration", required_argument, 0, 'd'},
+	    {"service", no_argument, 0, 'S'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	const char *dir = "jitsframe-record";
 	uint64_t freq = 999, stack = 32768;
-	int c, perf_script = 0, no_inject = 0;
+	int c, perf_script = 0, no_inject = 0, service = 0;
+	enum { MAXPIDS = 256 };
+	int pids[MAXPIDS], npids = 0;
+	uint64_t duration = 0;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+o:F:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:F:p:d:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'p':
+			npids = parse_pids(optarg, pids, MAXPIDS);
+			if (npids <= 0) {
+				fprintf(stderr,
+					"jitsframe record: -p wants "
+					"PID[,PID...], not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'd':
+			if (!cli_u64(optarg, &duration) || !duration ||
+			    duration > 86400 * 365) {
+				fprintf(stderr,
+					"jitsframe record: -d wants a number "
+					"of seconds, not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'S':
+			service = 1;
+			break;
 		case 'o':
 			dir = optarg;
 			break;
@@ -178,7 +429,17 @@ int cmd_record(int argc, char **argv)
 			"perf.data: not with --no-inject\n");
 		return EX_USAGE;
 	}
-	if (optind >= argc) {
+	if (npids && optind < argc) {
+		fprintf(stderr, "jitsframe record: -p attaches to running "
+				"processes: not with a command\n");
+		return EX_USAGE;
+	}
+	if (!npids && (duration || service)) {
+		fprintf(stderr, "jitsframe record: %s needs -p\n",
+			duration ? "-d" : "--service");
+		return EX_USAGE;
+	}
+	if (!npids && optind >= argc) {
 		fprintf(stderr, "jitsframe record: no command given\n"
 				"Try 'jitsframe record --help'.\n");
 		return EX_USAGE;
@@ -243,6 +504,15 @@ int cmd_record(int argc, char **argv)
 	 * time, to look up libc's unwind table (seen: every FFI-callback
 	 * chain through qsort stopping in msort_with_tmp, in 5 of 6 runs;
 	 * 0 of 6 when launched directly). */
+	int st;
+	uint64_t t0 = 0;
+	if (npids) {
+		st = attach(perf, bid, cg, freq_s, raw, pids, &npids, MAXPIDS,
+			    service, duration, &t0);
+		if (st < 0)
+			return EX_INPUT;
+		goto recorded;
+	}
 	char cmdpath[PATH_MAX];
 	const char *cmd = argv[optind];
 	if (strchr(cmd, '/')
@@ -280,13 +550,16 @@ int cmd_record(int argc, char **argv)
 		av[k++] = argv[optind + i];
 	av[k] = NULL;
 	unlink(raw);
-	int st = spawn(av, -1, -1);
+	st = spawn(av, -1, -1);
 	free(av);
+recorded:;
 	struct stat sb;
 	int have_data = stat(raw, &sb) == 0 && sb.st_size > 0;
 	const char *cmd_note = NULL;
 	char note[160];
-	if (WIFSIGNALED(st)) {
+	if (npids) {
+		/* perf's status only: the processes are not ours */
+	} else if (WIFSIGNALED(st)) {
 		snprintf(note, sizeof(note),
 			 "the command was killed by signal %d (%s)",
 			 WTERMSIG(st), strsignal(WTERMSIG(st)));
@@ -309,6 +582,8 @@ int cmd_record(int argc, char **argv)
 			cmd_note ? ": " : "", cmd_note ? cmd_note : "");
 		return EX_INPUT;
 	}
+	if (npids)
+		collect_regions(adir, pids, npids, t0);
 	/* 2. inject the traces */
 	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
 	char *inj[] = {perf,	"--buildid-dir",
@@ -397,7 +672,8 @@ int cmd_record(int argc, char **argv)
 	FILE *fo = fopen(folded_p, "w");
 	FILE *so = fopen(svg, "w");
 	char title[256];
-	snprintf(title, sizeof(title), "jitsframe: %s", argv[optind]);
+	snprintf(title, sizeof(title), "jitsframe: %s",
+		 npids ? "attached processes" : argv[optind]);
 	if (!fo || !so || folded_write(f, fo) || flame_svg(f, so, title)) {
 		fprintf(stderr, "jitsframe record: cannot write %s or %s\n",
 			folded_p, svg);
