@@ -30,7 +30,8 @@
 
 static const char usage[] =
     "Usage: jitsframe record [-o DIR] [--freq HZ] [--stack BYTES] [--] CMD...\n"
-    "       jitsframe record -p PID[,PID...] [--service] [-d SECONDS] [-o DIR]\n"
+    "       jitsframe record -p PID[,PID...] [--service] [-d SECONDS] [-o "
+    "DIR]\n"
     "                        [--freq HZ] [--stack BYTES]\n"
     "\n"
     "Profile a LuaJIT program with perf, through its traces. Leaves in DIR\n"
@@ -166,8 +167,8 @@ static void add_children(int *pids, int *n, int max, int master)
 	while (d && (de = readdir(d))) {
 		char cp[320];
 		if (de->d_name[0] == '.' ||
-		    snprintf(cp, sizeof(cp), "%s/%s/children", p,
-			     de->d_name) >= (int)sizeof(cp))
+		    snprintf(cp, sizeof(cp), "%s/%s/children", p, de->d_name) >=
+			(int)sizeof(cp))
 			continue;
 		FILE *f = fopen(cp, "re");
 		if (!f)
@@ -234,17 +235,17 @@ static int copy_file(const char *src, const char *dst, int seq_check)
 				break;
 			got += r;
 		}
-		if (!seq_check || (pread(fd, &s2, 8, 72) == 8 && s1 == s2 &&
-				   !(s1 & 1)))
+		if (!seq_check ||
+		    (pread(fd, &s2, 8, 72) == 8 && s1 == s2 && !(s1 & 1)))
 			break;
 		struct timespec ts = {0, 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
 	close(fd);
 	int err = got < 0 ? -EIO : 0;
-	int out = err ? -1
-		      : open(dst, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
-			     0600);
+	int out =
+	    err ? -1
+		: open(dst, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
 	if (!err && out < 0)
 		err = -errno;
 	if (!err && write(out, buf, (size_t)got) != got)
@@ -319,15 +320,15 @@ static int attach(char *perf, char *bid, char *cg, char *freq_s, char *raw,
 	 * when every process it follows has exited */
 	char secs[32];
 	snprintf(secs, sizeof(secs), "%llu", (unsigned long long)duration);
-	char *av[] = {perf,	"--buildid-dir",
-		      bid,	"record",
-		      "-q",	"-k",
-		      "1",	"--call-graph",
-		      cg,	"-F",
-		      freq_s,	"-o",
-		      raw,	"-p",
-		      list,	duration ? "--" : NULL,
-		      "sleep",	secs,
+	char *av[] = {perf,    "--buildid-dir",
+		      bid,     "record",
+		      "-q",    "-k",
+		      "1",     "--call-graph",
+		      cg,      "-F",
+		      freq_s,  "-o",
+		      raw,     "-p",
+		      list,    duration ? "--" : NULL,
+		      "sleep", secs,
 		      NULL};
 	unlink(raw);
 	*t0 = jsf_now_ns();

@@ -541,8 +541,9 @@ static int do_ls(const struct ropts *o)
 	if (o->json)
 		printf("[");
 	else
-		printf("%-8s %-16s %6s %7s %10s %9s %-5s %s\n", "PID", "COMMAND",
-		       "LIVE", "LOGGED", "SIZE", "AGE", "ALIVE", "PATH");
+		printf("%-8s %-16s %6s %7s %10s %9s %-5s %s\n", "PID",
+		       "COMMAND", "LIVE", "LOGGED", "SIZE", "AGE", "ALIVE",
+		       "PATH");
 	unsigned shown = 0;
 	for (size_t i = 0; i < l.n; i++) {
 		struct jsf_view *v;
