@@ -479,9 +479,15 @@ int report_run(const struct report_opts *opts)
 	if (r->noreg_more)
 		printf("; %llu more such samples of other processes",
 		       (unsigned long long)r->noreg_more);
-	for (size_t k = 0; k < nfound; k++)
-		printf("; region of pid %u found at %s", found[k].pid,
-		       found[k].path);
+	for (size_t k = 0; k < nfound; k++) {
+		/* said only where it served (not closed before the samples) */
+		size_t q = 0;
+		while (q < r->nnoreg && r->noreg[q].pid != found[k].pid)
+			q++;
+		if (q == r->nnoreg)
+			printf("; region of pid %u found at %s", found[k].pid,
+			       found[k].path);
+	}
 	printf("; all samples: %llu complete to the outermost frame",
 	       (unsigned long long)r->complete);
 	if (wrote[0])
