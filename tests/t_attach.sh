@@ -176,4 +176,21 @@ if grep -q "pid $B (luajit): [0-9]* samples in JIT code but no region" "$T/out4"
 else
 	notok "report: no region to find for pid $B: named" "$(cat "$T/out4")"
 fi
+# 5. --service: a master (a shell) and its two workers
+bash -c '"$0" run --quiet -- luajit bench/workloads/numeric.lua 60 >/dev/null 2>&1 &
+	"$0" run --quiet -- luajit bench/workloads/numeric.lua 60 >/dev/null 2>&1 &
+	wait' "$J" &
+M=$!
+pids+=("$M")
+sleep 1.5
+W=$(cat /proc/"$M"/task/*/children 2>/dev/null)
+for w in $W; do pids+=("$w"); done
+"$J" record -p "$M" --service -d 1 -o "$T/r5" >"$T/out5" 2>&1
+got=0
+for w in $W; do [ -s "$T/r5/region-$w" ] && got=$((got + 1)); done
+if [ "$got" = 2 ] && why=$(summary_ok "$T/out5" 2>&1); then
+	ok "record -p MASTER --service: both workers' regions ($(echo $W))"
+else
+	notok "record -p MASTER --service: both workers' regions" "workers: $W" "$(ls "$T/r5" | tr '\n' ' ')" "$(cat "$T/out5")"
+fi
 echo "1..$n"
