@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* `jitsframe region dump | validate | export`. */
+/* `jitsframe region dump | validate | export | ls`. */
 #include "cli.h"
 #include "jitsframe.h"
 #include "profile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -34,6 +36,13 @@ static const char usage[] =
     "      (--v1, for binutils 2.40's libsframe, `objdump --sframe`) with\n"
     "      32-bit starts relative to A (default: the first function's\n"
     "      page, reported).\n"
+    "  jitsframe region ls [--json]\n"
+    "      List the regions found by the discovery convention: those mapped\n"
+    "      by running processes (/proc/*/maps) and those left in\n"
+    "      ${TMPDIR:-/tmp}/jitsframe-UID/PID.region for every UID. One line\n"
+    "      per region: pid, command (\"(exited)\" if its process is gone),\n"
+    "      live and logged functions, file size, age, whether its producer\n"
+    "      is alive, path.\n"
     "\n"
     "A region is read live (while its producer runs) or post-mortem.\n"
     "Exit status: 0 ok, 1 invalid or nothing selected, 2 usage, 3 I/O.\n";
@@ -379,6 +388,210 @@ static int do_export(const char *path, const struct ropts *o)
 	return EX_OK;
 }
 
+/* ------------------------------------------------------------ region ls */
+
+struct lsent {
+	int pid;
+	dev_t dev;
+	ino_t ino;
+	char path[PATH_MAX];
+};
+
+struct lslist {
+	struct lsent *e;
+	size_t n, cap;
+};
+
+static void ls_add(struct lslist *l, int pid, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->e[i].dev == st.st_dev && l->e[i].ino == st.st_ino)
+			return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		struct lsent *n = realloc(l->e, cap * sizeof(*n));
+		if (!n)
+			return;
+		l->e = n;
+		l->cap = cap;
+	}
+	struct lsent *e = &l->e[l->n++];
+	e->pid = pid;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	snprintf(e->path, sizeof(e->path), "%s", path);
+}
+
+static bool all_digits(const char *s, size_t n)
+{
+	return n && strspn(s, "0123456789") >= n;
+}
+
+static int ls_cmp(const void *a, const void *b)
+{
+	const struct lsent *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* The command of pid, if that process is the one that created a region at
+ * create_ns (its start time, CLOCK_BOOTTIME ticks, not after it); else
+ * "(exited)". */
+static void ls_comm(int pid, bool live, uint64_t create_ns, char *out,
+		    size_t len)
+{
+	char p[64], buf[1024];
+	snprintf(out, len, "(exited)");
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *rp = strrchr(buf, ')');
+	unsigned long long start = 0;
+	/* fields after ")": state(3) ... starttime(22) */
+	if (!rp || sscanf(rp + 1,
+			  " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
+			  "%*u %*d %*d %*d %*d %*d %*d %llu",
+			  &start) != 1)
+		return;
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t start_ns =
+	    hz > 0 ? start * (1000000000ull / (unsigned long long)hz) : 0;
+	if (!live && start_ns > create_ns)
+		return; /* a later process with the same pid */
+	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return;
+	if (fgets(buf, sizeof(buf), f)) {
+		buf[strcspn(buf, "\n")] = 0;
+		snprintf(out, len, "%.31s", buf);
+	}
+	fclose(f);
+}
+
+static int do_ls(const struct ropts *o)
+{
+	struct lslist l = {0};
+	char path[PATH_MAX];
+	/* live regions: every process's own mapping */
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!all_digits(de->d_name, strlen(de->d_name)))
+			continue;
+		int pid = atoi(de->d_name);
+		if (jsf_region_find(pid, 0, path, sizeof(path)) == 0)
+			ls_add(&l, pid, path);
+	}
+	if (d)
+		closedir(d);
+	/* post-mortem ones: the per-user directories, every UID */
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	d = opendir(tmp);
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "jitsframe-", 10) ||
+		    !all_digits(de->d_name + 10, strlen(de->d_name + 10)))
+			continue;
+		char up[PATH_MAX];
+		if (snprintf(up, sizeof(up), "%s/%s", tmp, de->d_name) >=
+		    (int)sizeof(up))
+			continue;
+		DIR *u = opendir(up);
+		struct dirent *fe;
+		while (u && (fe = readdir(u))) {
+			size_t n = strlen(fe->d_name);
+			if (n < 8 || strcmp(fe->d_name + n - 7, ".region") ||
+			    !all_digits(fe->d_name, n - 7))
+				continue;
+			int pid = atoi(fe->d_name);
+			/* the convention's own checks (owner, mode, pid) */
+			if (jsf_region_find(pid, 0, path, sizeof(path)) == 0)
+				ls_add(&l, pid, path);
+			if (snprintf(path, sizeof(path), "%s/%s", up,
+				     fe->d_name) >= (int)sizeof(path))
+				continue;
+			/* an older file of the same pid (another UID) */
+			struct jsf_view *v;
+			if (jsf_view_open(&v, path) == 0) {
+				struct jsf_view_info in = {.sz = sizeof(in)};
+				if (jsf_view_info(v, &in) == 0 &&
+				    (int)in.producer_pid == pid)
+					ls_add(&l, pid, path);
+				jsf_view_close(v);
+			}
+		}
+		if (u)
+			closedir(u);
+	}
+	if (d)
+		closedir(d);
+	if (l.n)
+		qsort(l.e, l.n, sizeof(*l.e), ls_cmp);
+	uint64_t now = jsf_now_ns();
+	if (o->json)
+		printf("[");
+	else
+		printf("%-8s %-16s %6s %7s %10s %9s %-5s %s\n", "PID",
+		       "COMMAND", "LIVE", "LOGGED", "SIZE", "AGE", "ALIVE",
+		       "PATH");
+	unsigned shown = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		struct jsf_view *v;
+		struct jsf_view_info in = {.sz = sizeof(in)};
+		if (jsf_view_open(&v, l.e[i].path))
+			continue;
+		int err = jsf_view_info(v, &in);
+		jsf_view_close(v);
+		if (err)
+			continue;
+		char comm[64];
+		ls_comm(l.e[i].pid, in.live, in.create_ns, comm, sizeof(comm));
+		bool aged = now >= in.create_ns;
+		double age = aged ? (double)(now - in.create_ns) / 1e9 : 0;
+		if (o->json) {
+			printf("%s{\"pid\":%d,\"command\":", shown ? "," : "",
+			       l.e[i].pid);
+			json_str(stdout, comm);
+			printf(",\"live_functions\":%u,\"logged_functions\":%u,"
+			       "\"file_size\":%" PRIu64 ",\"age_s\":",
+			       in.live_funcs, in.logged_funcs, in.file_size);
+			if (aged)
+				printf("%.3f", age);
+			else
+				printf("null");
+			printf(",\"alive\":%s,\"path\":",
+			       in.live ? "true" : "false");
+			json_str(stdout, l.e[i].path);
+			printf("}");
+		} else {
+			char ages[32];
+			if (aged)
+				snprintf(ages, sizeof(ages), "%.1fs", age);
+			else
+				snprintf(ages, sizeof(ages), "?");
+			printf("%-8d %-16s %6u %7u %10" PRIu64 " %9s %-5s %s\n",
+			       l.e[i].pid, comm, in.live_funcs, in.logged_funcs,
+			       in.file_size, ages, in.live ? "yes" : "no",
+			       l.e[i].path);
+		}
+		shown++;
+	}
+	if (o->json)
+		printf("]\n");
+	free(l.e);
+	return EX_OK;
+}
+
 int cmd_region(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -404,6 +617,11 @@ int cmd_region(int argc, char **argv)
 			    "validate --sframe takes no other file (%s)",
 			    args[0]);
 		return do_validate(NULL, &o);
+	}
+	if (!strcmp(sub, "ls")) {
+		if (nargs != 0)
+			return bad_usage("ls takes no FILE (%s)", args[0]);
+		return do_ls(&o);
 	}
 	if (nargs != 1)
 		return bad_usage("'%s' needs exactly one region FILE", sub);

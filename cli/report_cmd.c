@@ -5,6 +5,7 @@
  * region at each sample's time, and write the profiles (profile.h).
  */
 #include "cli.h"
+#include "jitsframe.h"
 #include "jsfenv.h"
 #include "profile.h"
 #include "unwind.h"
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage[] =
     "Usage: jitsframe report [options] DIR\n"
@@ -27,6 +29,11 @@ static const char usage[] =
     "(forked children), DIR/jit-*.dump; writes DIR/stacks.folded,\n"
     "flamegraph.svg, flamegraph.html and profile.pb.gz, and prints one\n"
     "summary line. A region serves the samples of its own process only.\n"
+    "A process with samples in JIT code but no region there (a recording\n"
+    "made with plain `perf record`) gets the region the discovery\n"
+    "convention finds for it (docs/ABI.md 8: its mappings, if still\n"
+    "running, else ${TMPDIR:-/tmp}/jitsframe-UID/PID.region created before\n"
+    "its samples); the summary says so.\n"
     "\n"
     "  -i, --input FILE   perf.data to read (default as above)\n"
     "  --region FILE      a region (default DIR/region, DIR/region-PID);\n"
@@ -48,7 +55,7 @@ struct rep {
 	/* processes with samples in JIT code but no region */
 	struct {
 		uint32_t pid;
-		uint64_t n;
+		uint64_t n, t; /* t: its first such sample's time */
 		char comm[32];
 	} noreg[8];
 	size_t nnoreg, noreg_more;
@@ -128,6 +135,7 @@ static int on_event(const struct pd_event *e, void *ctx)
 		if (k == r->nnoreg &&
 		    k < sizeof(r->noreg) / sizeof(r->noreg[0])) {
 			r->noreg[k].pid = e->u.s.pid;
+			r->noreg[k].t = e->time;
 			snprintf(r->noreg[k].comm, sizeof(r->noreg[k].comm),
 				 "%s", comm ? comm : "?");
 			r->nnoreg++;
@@ -294,6 +302,46 @@ static int add_regions(struct traces *t, const struct report_opts *o, char *err,
 	return rc;
 }
 
+/* Regions found by the discovery convention (jsf_region_find) for the
+ * processes that had JIT samples but no region: added to *t (made if
+ * NULL); their paths into found[]. How many. */
+struct found_reg {
+	uint32_t pid;
+	char path[PATH_MAX];
+};
+static size_t find_missing(struct traces **t, const struct rep *r,
+			   const char *dir, struct found_reg *found, size_t max)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < r->nnoreg && n < max; k++) {
+		char path[PATH_MAX], err[512];
+		if (jsf_region_find((int)r->noreg[k].pid, r->noreg[k].t, path,
+				    sizeof(path)))
+			continue;
+		bool fresh = !*t;
+		if (fresh && !(*t = traces_new()))
+			break;
+		if (traces_add_region(*t, path, err, sizeof(err)))
+			continue;
+		if (fresh)
+			traces_add_jitdumps(*t, dir);
+		/* its jitdump, if written beside it */
+		char jd[PATH_MAX], *slash;
+		snprintf(jd, sizeof(jd), "%s", path);
+		if (strncmp(jd, "/proc/", 6) && (slash = strrchr(jd, '/'))) {
+			*slash = 0;
+			char a[PATH_MAX], b[PATH_MAX];
+			if (!realpath(jd, a) || !realpath(dir, b) ||
+			    strcmp(a, b))
+				traces_add_jitdumps(*t, jd);
+		}
+		found[n].pid = r->noreg[k].pid;
+		snprintf(found[n].path, sizeof(found[n].path), "%s", path);
+		n++;
+	}
+	return n;
+}
+
 int report_run(const struct report_opts *opts)
 {
 	struct report_opts o = {0};
@@ -357,6 +405,35 @@ int report_run(const struct report_opts *opts)
 	}
 	use_recorded_kallsyms(r->u, dir);
 	rc = pd_each(pd, on_event, r, err, sizeof(err));
+	struct found_reg found[8];
+	size_t nfound = 0;
+	if (!rc && !o.region && !o.nregions && r->nnoreg &&
+	    (nfound = find_missing(&t, r, dir, found, 8))) {
+		/* again, now with those regions */
+		FILE *dump = r->dump;
+		uw_free(r->u);
+		if (r->prof)
+			prof_free(r->prof);
+		memset(r, 0, sizeof(*r));
+		r->dump = dump;
+		if (dump) {
+			fflush(dump);
+			rewind(dump);
+			if (ftruncate(fileno(dump), 0))
+				rc = -errno;
+		}
+		r->u = uw_new(t, &uo);
+		if (!r->u) {
+			fprintf(stderr, "jitsframe report: out of memory\n");
+			rc = EX_INPUT;
+			goto out;
+		}
+		if (write)
+			r->prof = prof_new(pd_sample_period_ns(pd));
+		use_recorded_kallsyms(r->u, dir);
+		if (!rc)
+			rc = pd_each(pd, on_event, r, err, sizeof(err));
+	}
 	if (rc) {
 		fprintf(stderr, "jitsframe report: %s: %s\n", in,
 			err[0] ? err : strerror(-rc));
@@ -458,6 +535,15 @@ int report_run(const struct report_opts *opts)
 				 r->noreg[k].comm);
 			*o.noreg_n = k + 1;
 		}
+	}
+	for (size_t k = 0; k < nfound; k++) {
+		/* said only where it served (not closed before the samples) */
+		size_t q = 0;
+		while (q < r->nnoreg && r->noreg[q].pid != found[k].pid)
+			q++;
+		if (q == r->nnoreg)
+			printf("; region of pid %u found at %s", found[k].pid,
+			       found[k].path);
 	}
 	printf("; all samples: %llu complete to the outermost frame",
 	       (unsigned long long)r->complete);

@@ -345,6 +345,28 @@ JSF_API int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr,
 			    uint32_t *func_size, uint32_t *row_end,
 			    struct jsf_row *row);
 
+/* ------------------------------------------------------------- discovery */
+
+/*
+ * Find the region of process `pid` by the convention of docs/ABI.md §8:
+ *  1. its own mappings (/proc/PID/maps, a live process): the MAP_SHARED
+ *     file whose header is a region's with producer_pid == pid (a forked
+ *     child still mapping its parent's region is skipped), read through
+ *     /proc/PID/map_files/ or /proc/PID/fd/ where the path cannot be
+ *     opened (a memfd, a file gone, another mount namespace);
+ *  2. ${TMPDIR:-/tmp}/jitsframe-UID/PID.region for every UID (the
+ *     directory owned by UID and closed to others, else skipped): a
+ *     post-mortem region, its producer_pid == pid and, when not_after_ns
+ *     is non-zero, its create_ns <= not_after_ns (pids are reused: pass
+ *     the time of the samples the region is to serve); the newest wins.
+ * Writes the path (NUL-terminated, `len` bytes at most) and returns 0;
+ * -ENOENT none (jsf_strerror names where it looked), -EACCES one exists
+ * but cannot be read, -EINVAL bad arguments.
+ * MT-safe; not AS-safe (it opens directories and allocates).
+ */
+JSF_API int jsf_region_find(int pid, uint64_t not_after_ns, char *path,
+			    size_t len);
+
 #ifdef __cplusplus
 }
 #endif

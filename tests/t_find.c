@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Discovery (jsf_region_find, docs/ABI.md §8 steps 1-2). Ground truth: the
+ * paths and pids the test itself created the regions at and with.
+ */
+#include "harness.h"
+#include "jitsframe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const struct jsf_row sp8 = {
+    .offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
+
+/* A child that creates a region at `path` (one function), reports on
+ * `ready`, then either exits (stay 0) or waits for its stdin-like pipe
+ * `hold` to close. With `fork_grandchild`, it also forks a child that
+ * maps the same region and waits the same way; its pid is written to
+ * ready after the child's own status byte. */
+static const char *g_udir; /* path NULL: g_udir/PID.region */
+
+static pid_t producer(const char *path, int stay, int fork_grandchild,
+		      pid_t *grandchild, int *hold_w)
+{
+	int ready[2], hold[2];
+	if (pipe(ready) || pipe(hold))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		close(hold[1]);
+		struct jsf_region *r = NULL;
+		char ok = 1, own[512];
+		if (!path) {
+			snprintf(own, sizeof(own), "%s/%d.region", g_udir,
+				 (int)getpid());
+			path = own;
+		}
+		if (jsf_region_create(&r, path, NULL) ||
+		    jsf_region_add(r, 0x10000, 16, &sp8, 1, 0))
+			ok = 0;
+		pid_t g = 0;
+		if (ok && fork_grandchild && (g = fork()) == 0) {
+			char c;
+			while (read(hold[0], &c, 1) > 0)
+				;
+			_exit(0);
+		}
+		if (write(ready[1], &ok, 1) != 1 ||
+		    write(ready[1], &g, sizeof(g)) != sizeof(g))
+			_exit(2);
+		if (stay) {
+			char c;
+			while (read(hold[0], &c, 1) > 0)
+				;
+		}
+		_exit(0); /* no destroy: the region stays as left */
+	}
+	close(ready[1]);
+	close(hold[0]);
+	char ok = 0;
+	pid_t g = 0;
+	if (read(ready[0], &ok, 1) != 1 ||
+	    read(ready[0], &g, sizeof(g)) != sizeof(g))
+		ok = 0;
+	close(ready[0]);
+	if (grandchild)
+		*grandchild = g;
+	if (hold_w)
+		*hold_w = hold[1];
+	else
+		close(hold[1]);
+	return ok ? pid : -1;
+}
+
+static void reap(pid_t pid, int hold_w)
+{
+	if (hold_w >= 0)
+		close(hold_w);
+	int st;
+	waitpid(pid, &st, 0);
+}
+
+int main(void)
+{
+	char base[64], tmpd[128], udir[192], p[512], got[512];
+	snprintf(base, sizeof(base), "/tmp/jsf-t_find-XXXXXX");
+	if (!mkdtemp(base))
+		return 1;
+	snprintf(tmpd, sizeof(tmpd), "%s/tmp", base);
+	mkdir(tmpd, 0700);
+	setenv("TMPDIR", tmpd, 1);
+	snprintf(udir, sizeof(udir), "%s/jitsframe-%u", tmpd,
+		 (unsigned)getuid());
+	g_udir = udir;
+
+	CASE("live: found through the process's own mappings")
+	{
+		snprintf(p, sizeof(p), "%s/anywhere.region", base);
+		int hold = -1;
+		pid_t g = 0;
+		pid_t c = producer(p, 1, 1, &g, &hold);
+		CHECK(c > 0, "producer failed");
+		if (c <= 0)
+			break;
+		CHECK_EQ(jsf_region_find(c, 0, got, sizeof(got)), 0);
+		CHECK(!strcmp(got, p), "found '%s', want '%s'", got, p);
+		/* a forked child maps its parent's region: not its own */
+		CHECK(g > 0, "no grandchild");
+		if (g > 0) {
+			CHECK_EQ(jsf_region_find(g, 0, got, sizeof(got)),
+				 -ENOENT);
+			const char *m = jsf_strerror(-ENOENT);
+			CHECK(strstr(m, "/proc/") && strstr(m, tmpd),
+			      "message names where it looked: %s", m);
+		}
+		/* a too-small buffer is refused, not overflowed */
+		CHECK_EQ(jsf_region_find(c, 0, got, 1), -EINVAL);
+		reap(c, hold);
+		if (g > 0)
+			waitpid(g, NULL, 0); /* not ours: reaped by init */
+	}
+
+	CASE("post-mortem: found at the default per-user path")
+	{
+		CHECK_EQ(mkdir(udir, 0700), 0);
+		uint64_t before = jsf_now_ns();
+		pid_t c = producer(NULL, 0, 0, NULL, NULL);
+		CHECK(c > 0, "producer failed");
+		if (c <= 0)
+			break;
+		reap(c, -1);
+		uint64_t after = jsf_now_ns();
+		char want[512];
+		snprintf(want, sizeof(want), "%s/%d.region", udir, (int)c);
+		CHECK_EQ(jsf_region_find(c, 0, got, sizeof(got)), 0);
+		CHECK(!strcmp(got, want), "found '%s', want '%s'", got, want);
+		CHECK_EQ(jsf_region_find(c, after, got, sizeof(got)), 0);
+		CHECK(!strcmp(got, want), "found '%s', want '%s'", got, want);
+		/* a stale file of a reused pid: created after the samples */
+		CHECK_EQ(jsf_region_find(c, before, got, sizeof(got)), -ENOENT);
+		/* another pid's file under this pid's name is not taken */
+		char other[512];
+		snprintf(other, sizeof(other), "%s/%d.region", udir,
+			 (int)c + 1);
+		CHECK_EQ(rename(want, other), 0);
+		CHECK_EQ(jsf_region_find(c + 1, 0, got, sizeof(got)), -ENOENT);
+		CHECK_EQ(jsf_region_find(c, 0, got, sizeof(got)), -ENOENT);
+		CHECK_EQ(rename(other, want), 0);
+		/* a directory open to others is refused */
+		CHECK_EQ(chmod(udir, 0755), 0);
+		CHECK_EQ(jsf_region_find(c, 0, got, sizeof(got)), -ENOENT);
+		CHECK_EQ(chmod(udir, 0700), 0);
+		CHECK_EQ(jsf_region_find(c, 0, got, sizeof(got)), 0);
+		/* a file of that name that is no region */
+		unlink(want);
+		int fd = open(want, O_CREAT | O_WRONLY, 0600);
+		CHECK(fd >= 0 && write(fd, "JSFREGN", 8) == 8, "write");
+		if (fd >= 0)
+			close(fd);
+		CHECK_EQ(jsf_region_find(c, 0, got, sizeof(got)), -ENOENT);
+		unlink(want);
+	}
+
+	CASE("bad arguments")
+	{
+		CHECK_EQ(jsf_region_find(0, 0, got, sizeof(got)), -EINVAL);
+		CHECK_EQ(jsf_region_find(1, 0, NULL, 0), -EINVAL);
+	}
+
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
+	if (system(cmd))
+		fprintf(stderr, "# could not remove %s\n", base);
+	return h_exit();
+}
