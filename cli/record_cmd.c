@@ -222,700 +222,671 @@ static void noreg_note(const struct report_noreg *nr, size_t n)
 		       "call it where the host first runs Lua\n",
 		       nr[k].pid, nr[k].comm, moddir);
 	fflush(stdout);
-	/* The pids of LIST ("1,2,3") into out (at most max); count, or -1. */
-	static int parse_pids(const char *list, int *out, int max)
-	{
-		int n = 0;
-		const char *p = list;
-		while (*p) {
-			char *e;
-			long v = strtol(p, &e, 10);
-			if (e == p || v <= 0 || v > INT32_MAX ||
-			    (*e && *e != ',') || n == max)
-				return -1;
-			out[n++] = (int)v;
-			p = *e ? e + 1 : e;
-		}
-		return n;
-	}
+}
 
-	static void add_pid(int *pids, int *n, int max, int pid)
-	{
-		for (int i = 0; i < *n; i++)
-			if (pids[i] == pid)
-				return;
-		if (*n < max)
-			pids[(*n)++] = pid;
+/* The pids of LIST ("1,2,3") into out (at most max); count, or -1. */
+static int parse_pids(const char *list, int *out, int max)
+{
+	int n = 0;
+	const char *p = list;
+	while (*p) {
+		char *e;
+		long v = strtol(p, &e, 10);
+		if (e == p || v <= 0 || v > INT32_MAX || (*e && *e != ',') ||
+		    n == max)
+			return -1;
+		out[n++] = (int)v;
+		p = *e ? e + 1 : e;
 	}
+	return n;
+}
 
-	/* The current children of `master`: /proc/M/task/T/children, else a
-	 * scan of every process's parent. */
-	static void add_children(int *pids, int *n, int max, int master)
-	{
-		char p[64];
-		snprintf(p, sizeof(p), "/proc/%d/task", master);
-		DIR *d = opendir(p);
-		struct dirent *de;
-		int seen = 0;
-		while (d && (de = readdir(d))) {
-			char cp[320];
-			if (de->d_name[0] == '.' ||
-			    snprintf(cp, sizeof(cp), "%s/%s/children", p,
-				     de->d_name) >= (int)sizeof(cp))
-				continue;
-			FILE *f = fopen(cp, "re");
-			if (!f)
-				continue;
-			seen = 1;
-			int c;
-			while (fscanf(f, "%d", &c) == 1)
-				add_pid(pids, n, max, c);
-			fclose(f);
-		}
-		if (d)
-			closedir(d);
-		if (seen)
+static void add_pid(int *pids, int *n, int max, int pid)
+{
+	for (int i = 0; i < *n; i++)
+		if (pids[i] == pid)
 			return;
-		d = opendir("/proc");
-		while (d && (de = readdir(d))) {
-			char sp[300], buf[512];
-			if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
-			    snprintf(sp, sizeof(sp), "/proc/%s/stat",
-				     de->d_name) >= (int)sizeof(sp))
-				continue;
-			FILE *f = fopen(sp, "re");
-			if (!f)
-				continue;
-			size_t k = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[k] = 0;
-			const char *rp = strrchr(buf, ')');
-			int ppid;
-			if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 &&
-			    ppid == master)
-				add_pid(pids, n, max, atoi(de->d_name));
-		}
-		if (d)
-			closedir(d);
-	}
+	if (*n < max)
+		pids[(*n)++] = pid;
+}
 
-	/* Copy a file; a region (seq_check) as one consistent generation: the
-	 * header's seq (docs/ABI.md: u64 at offset 72) even and unchanged
-	 * across the read, a few tries (a live producer may be rewriting it).
-	 */
-	static int copy_file(const char *src, const char *dst, int seq_check)
-	{
-		int fd = open(src, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		char *buf = NULL;
-		ssize_t got = -1;
-		for (int tries = 0; tries < 100; tries++) {
-			uint64_t s1 = 1, s2 = 2;
-			struct stat st;
-			if (seq_check && pread(fd, &s1, 8, 72) != 8)
-				break;
-			if (fstat(fd, &st) < 0)
-				break;
-			char *nb = realloc(buf, (size_t)st.st_size + 1);
-			if (!nb)
-				break;
-			buf = nb;
-			got = 0;
-			while (got < st.st_size) {
-				ssize_t r =
-				    pread(fd, buf + got,
+/* The current children of `master`: /proc/M/task/T/children, else a
+ * scan of every process's parent. */
+static void add_children(int *pids, int *n, int max, int master)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", master);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	int seen = 0;
+	while (d && (de = readdir(d))) {
+		char cp[320];
+		if (de->d_name[0] == '.' ||
+		    snprintf(cp, sizeof(cp), "%s/%s/children", p, de->d_name) >=
+			(int)sizeof(cp))
+			continue;
+		FILE *f = fopen(cp, "re");
+		if (!f)
+			continue;
+		seen = 1;
+		int c;
+		while (fscanf(f, "%d", &c) == 1)
+			add_pid(pids, n, max, c);
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	if (seen)
+		return;
+	d = opendir("/proc");
+	while (d && (de = readdir(d))) {
+		char sp[300], buf[512];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
+		    snprintf(sp, sizeof(sp), "/proc/%s/stat", de->d_name) >=
+			(int)sizeof(sp))
+			continue;
+		FILE *f = fopen(sp, "re");
+		if (!f)
+			continue;
+		size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[k] = 0;
+		const char *rp = strrchr(buf, ')');
+		int ppid;
+		if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 &&
+		    ppid == master)
+			add_pid(pids, n, max, atoi(de->d_name));
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Copy a file; a region (seq_check) as one consistent generation: the
+ * header's seq (docs/ABI.md: u64 at offset 72) even and unchanged
+ * across the read, a few tries (a live producer may be rewriting it).
+ */
+static int copy_file(const char *src, const char *dst, int seq_check)
+{
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char *buf = NULL;
+	ssize_t got = -1;
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t s1 = 1, s2 = 2;
+		struct stat st;
+		if (seq_check && pread(fd, &s1, 8, 72) != 8)
+			break;
+		if (fstat(fd, &st) < 0)
+			break;
+		char *nb = realloc(buf, (size_t)st.st_size + 1);
+		if (!nb)
+			break;
+		buf = nb;
+		got = 0;
+		while (got < st.st_size) {
+			ssize_t r = pread(fd, buf + got,
 					  (size_t)(st.st_size - got), got);
-				if (r <= 0)
-					break;
-				got += r;
-			}
-			if (!seq_check || (pread(fd, &s2, 8, 72) == 8 &&
-					   s1 == s2 && !(s1 & 1)))
+			if (r <= 0)
 				break;
-			struct timespec ts = {0, 1000 * 1000};
-			nanosleep(&ts, NULL);
+			got += r;
 		}
+		if (!seq_check ||
+		    (pread(fd, &s2, 8, 72) == 8 && s1 == s2 && !(s1 & 1)))
+			break;
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	int err = got < 0 ? -EIO : 0;
+	int out =
+	    err ? -1
+		: open(dst, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	if (!err && out < 0)
+		err = -errno;
+	if (!err && write(out, buf, (size_t)got) != got)
+		err = -EIO;
+	if (out >= 0)
+		close(out);
+	free(buf);
+	return err;
+}
+
+/* The jitdump beside a collected region (src: its path), when it is P's
+ * (header pid) and DIR has none: copied as DIR/jit-P.dump. */
+static void collect_jitdump(const char *src_region, uint32_t pid,
+			    const char *adir)
+{
+	char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+	const char *slash = strrchr(src_region, '/');
+	struct stat sb;
+	if (!slash || !strncmp(src_region, "/proc/", 6))
+		return;
+	snprintf(src, sizeof(src), "%.*s/jit-%u.dump",
+		 (int)(slash - src_region), src_region, pid);
+	snprintf(dst, sizeof(dst), "%s/jit-%u.dump", adir, pid);
+	if (stat(dst, &sb) == 0 || lstat(src, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return;
+	int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	unsigned char h[24];
+	uint32_t hp = 0;
+	if (fd >= 0 && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h))
+		memcpy(&hp, h + 20, 4); /* jitdump header: pid at 20 */
+	if (fd >= 0)
 		close(fd);
-		int err = got < 0 ? -EIO : 0;
-		int out =
-		    err ? -1
-			: open(dst, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
-			       0600);
-		if (!err && out < 0)
-			err = -errno;
-		if (!err && write(out, buf, (size_t)got) != got)
-			err = -EIO;
-		if (out >= 0)
-			close(out);
-		free(buf);
-		return err;
-	}
+	int err = hp == pid ? copy_file(src, dst, 0) : -ESRCH;
+	if (err)
+		printf("jitsframe record: pid %u: could not collect "
+		       "its jitdump "
+		       "%s: %s\n",
+		       pid, src,
+		       err == -ESRCH ? "another process's" : strerror(-err));
+}
 
-	/* The jitdump beside a collected region (src: its path), when it is P's
-	 * (header pid) and DIR has none: copied as DIR/jit-P.dump. */
-	static void collect_jitdump(const char *src_region, uint32_t pid,
-				    const char *adir)
-	{
-		char src[PATH_MAX + 64], dst[PATH_MAX + 64];
-		const char *slash = strrchr(src_region, '/');
+/* Every process of the recording whose region DIR lacks (the sampled
+ * ones, and the attached ones), found by the convention of docs/ABI.md
+ * section 8 (jsf_region_find: its mappings while it runs, else the
+ * per-user default directories of every UID, producer_pid checked),
+ * copied into DIR as region-PID, one consistent generation, with its
+ * jitdump: DIR is then self-contained. With `after` (a recorded
+ * command: its processes all started after it), a region created before
+ * it is a reused pid's and is refused. Says what it collected and from
+ * where, and what it could not, with the reason. */
+static void collect_regions(const char *adir, const char *raw, const int *pids,
+			    int npids, uint64_t after)
+{
+	struct sampled sp = {0};
+	struct perfdata *pd;
+	char err[256];
+	if (pd_open(&pd, raw, err, sizeof(err)) == 0) {
+		pd_each(pd, on_sampled, &sp, err, sizeof(err));
+		pd_close(pd);
+	}
+	for (int i = 0; i < npids; i++)
+		sampled_ix(&sp, (uint32_t)pids[i], 1);
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/region", adir);
+	uint32_t main_pid = region_pid(p, NULL);
+	char got[1024] = "";
+	size_t gl = 0, ngot = 0;
+	for (size_t i = 0; i < sp.n; i++) {
+		uint32_t pid = sp.pid[i];
 		struct stat sb;
-		if (!slash || !strncmp(src_region, "/proc/", 6))
-			return;
-		snprintf(src, sizeof(src), "%.*s/jit-%u.dump",
-			 (int)(slash - src_region), src_region, pid);
-		snprintf(dst, sizeof(dst), "%s/jit-%u.dump", adir, pid);
-		if (stat(dst, &sb) == 0 || lstat(src, &sb) < 0 ||
-		    !S_ISREG(sb.st_mode))
-			return;
-		int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		unsigned char h[24];
-		uint32_t hp = 0;
-		if (fd >= 0 && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h))
-			memcpy(&hp, h + 20, 4); /* jitdump header: pid at 20 */
-		if (fd >= 0)
-			close(fd);
-		int err = hp == pid ? copy_file(src, dst, 0) : -ESRCH;
-		if (err)
-			printf("jitsframe record: pid %u: could not collect "
-			       "its jitdump "
-			       "%s: %s\n",
-			       pid, src,
-			       err == -ESRCH ? "another process's"
-					     : strerror(-err));
-	}
-
-	/* Every process of the recording whose region DIR lacks (the sampled
-	 * ones, and the attached ones), found by the convention of docs/ABI.md
-	 * section 8 (jsf_region_find: its mappings while it runs, else the
-	 * per-user default directories of every UID, producer_pid checked),
-	 * copied into DIR as region-PID, one consistent generation, with its
-	 * jitdump: DIR is then self-contained. With `after` (a recorded
-	 * command: its processes all started after it), a region created before
-	 * it is a reused pid's and is refused. Says what it collected and from
-	 * where, and what it could not, with the reason. */
-	static void collect_regions(const char *adir, const char *raw,
-				    const int *pids, int npids, uint64_t after)
-	{
-		struct sampled sp = {0};
-		struct perfdata *pd;
-		char err[256];
-		if (pd_open(&pd, raw, err, sizeof(err)) == 0) {
-			pd_each(pd, on_sampled, &sp, err, sizeof(err));
-			pd_close(pd);
+		snprintf(p, sizeof(p), "%s/region-%u", adir, pid);
+		if (pid == main_pid || stat(p, &sb) == 0)
+			continue;
+		char src[PATH_MAX], tmpd[PATH_MAX + 80];
+		int e = jsf_region_find((int)pid, 0, src, sizeof(src));
+		if (e == -ENOENT)
+			continue; /* no region: report names it, with
+				     the fix */
+		const char *why = NULL;
+		uint64_t cns = 0;
+		snprintf(tmpd, sizeof(tmpd), "%s.collecting", p);
+		if (e)
+			why = jsf_strerror(e);
+		else if ((e = copy_file(src, tmpd, 1)))
+			why = strerror(-e);
+		else if (region_pid(tmpd, &cns) != pid)
+			why = "not that process's (producer pid differs)";
+		else if (after && cns < after)
+			why = "older than this recording (a reused pid)";
+		else if (rename(tmpd, p) < 0)
+			why = strerror(errno);
+		unlink(tmpd);
+		if (why) {
+			printf("jitsframe record: pid %u (%s): could not "
+			       "collect its region%s%s: %s\n",
+			       pid, sp.comm[i], e ? "" : " ", e ? "" : src,
+			       why);
+			continue;
 		}
-		for (int i = 0; i < npids; i++)
-			sampled_ix(&sp, (uint32_t)pids[i], 1);
-		char p[PATH_MAX + 64];
-		snprintf(p, sizeof(p), "%s/region", adir);
-		uint32_t main_pid = region_pid(p, NULL);
-		char got[1024] = "";
-		size_t gl = 0, ngot = 0;
-		for (size_t i = 0; i < sp.n; i++) {
-			uint32_t pid = sp.pid[i];
-			struct stat sb;
-			snprintf(p, sizeof(p), "%s/region-%u", adir, pid);
-			if (pid == main_pid || stat(p, &sb) == 0)
-				continue;
-			char src[PATH_MAX], tmpd[PATH_MAX + 80];
-			int e = jsf_region_find((int)pid, 0, src, sizeof(src));
-			if (e == -ENOENT)
-				continue; /* no region: report names it, with
-					     the fix */
-			const char *why = NULL;
-			uint64_t cns = 0;
-			snprintf(tmpd, sizeof(tmpd), "%s.collecting", p);
-			if (e)
-				why = jsf_strerror(e);
-			else if ((e = copy_file(src, tmpd, 1)))
-				why = strerror(-e);
-			else if (region_pid(tmpd, &cns) != pid)
-				why =
-				    "not that process's (producer pid differs)";
-			else if (after && cns < after)
-				why =
-				    "older than this recording (a reused pid)";
-			else if (rename(tmpd, p) < 0)
-				why = strerror(errno);
-			unlink(tmpd);
-			if (why) {
-				printf(
-				    "jitsframe record: pid %u (%s): could not "
-				    "collect its region%s%s: %s\n",
-				    pid, sp.comm[i], e ? "" : " ", e ? "" : src,
-				    why);
-				continue;
-			}
-			collect_jitdump(src, pid, adir);
-			gl += (size_t)snprintf(got + gl, sizeof(got) - gl,
-					       "%s pid %u (%s) from %s",
-					       ngot ? "," : "", pid, sp.comm[i],
-					       src);
-			if (gl >= sizeof(got))
-				gl = sizeof(got) - 1;
-			ngot++;
-		}
-		if (ngot)
-			printf(
-			    "jitsframe record: collected %zu region%s written "
-			    "outside %s into it as region-PID:%s\n",
-			    ngot, ngot > 1 ? "s" : "", adir, got);
-		fflush(stdout);
-		free(sp.pid);
-		free(sp.comm);
+		collect_jitdump(src, pid, adir);
+		gl += (size_t)snprintf(got + gl, sizeof(got) - gl,
+				       "%s pid %u (%s) from %s",
+				       ngot ? "," : "", pid, sp.comm[i], src);
+		if (gl >= sizeof(got))
+			gl = sizeof(got) - 1;
+		ngot++;
 	}
+	if (ngot)
+		printf("jitsframe record: collected %zu region%s written "
+		       "outside %s into it as region-PID:%s\n",
+		       ngot, ngot > 1 ? "s" : "", adir, got);
+	fflush(stdout);
+	free(sp.pid);
+	free(sp.comm);
+}
 
-	/* perf record -p on running processes (with --service, also the current
-	 * children of each); *t0 gets the time the recording starts. perf's
-	 * status, or -1 (a message printed). */
-	static int attach(char *perf, char *bid, char *cg, char *freq_s,
-			  char *raw, int *pids, int *npids, int max,
-			  int service, uint64_t duration, uint64_t *t0)
-	{
-		int n0 = *npids;
-		for (int i = 0; service && i < n0; i++)
-			add_children(pids, npids, max, pids[i]);
-		char list[256 * 12] = "";
-		size_t len = 0;
-		for (int i = 0; i < *npids; i++) {
-			char pp[32];
-			snprintf(pp, sizeof(pp), "/proc/%d", pids[i]);
-			if (access(pp, F_OK) != 0) {
+/* perf record -p on running processes (with --service, also the current
+ * children of each); *t0 gets the time the recording starts. perf's
+ * status, or -1 (a message printed). */
+static int attach(char *perf, char *bid, char *cg, char *freq_s, char *raw,
+		  int *pids, int *npids, int max, int service,
+		  uint64_t duration, uint64_t *t0)
+{
+	int n0 = *npids;
+	for (int i = 0; service && i < n0; i++)
+		add_children(pids, npids, max, pids[i]);
+	char list[256 * 12] = "";
+	size_t len = 0;
+	for (int i = 0; i < *npids; i++) {
+		char pp[32];
+		snprintf(pp, sizeof(pp), "/proc/%d", pids[i]);
+		if (access(pp, F_OK) != 0) {
+			fprintf(stderr,
+				"jitsframe record: no process %d; "
+				"nothing was "
+				"recorded.\n",
+				pids[i]);
+			return -1;
+		}
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+					i ? "," : "", pids[i]);
+	}
+	if (service && *npids > n0)
+		fprintf(stderr, "jitsframe record: attaching to %s\n", list);
+	/* -d: `sleep S` as perf's workload, so that the S seconds start
+	 * once perf has attached (that takes a second or more); perf
+	 * also stops when every process it follows has exited */
+	char secs[32];
+	snprintf(secs, sizeof(secs), "%llu", (unsigned long long)duration);
+	char *av[] = {perf,    "--buildid-dir",
+		      bid,     "record",
+		      "-q",    "-k",
+		      "1",     "--call-graph",
+		      cg,      "-F",
+		      freq_s,  "-o",
+		      raw,     "-p",
+		      list,    duration ? "--" : NULL,
+		      "sleep", secs,
+		      NULL};
+	unlink(raw);
+	*t0 = jsf_now_ns();
+	return spawn(av, -1, -1);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"output", required_argument, 0, 'o'},
+	    {"freq", required_argument, 0, 'F'},
+	    {"stack", required_argument, 0, 's'},
+	    {"perf-script", no_argument, 0, 'P'},
+	    {"no-inject", no_argument, 0, 'N'},
+	    {"pid", required_argument, 0, 'p'},
+	    {"duration", required_argument, 0, 'd'},
+	    {"service", no_argument, 0, 'S'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	const char *dir = "jitsframe-record";
+	uint64_t freq = 999, stack = 32768;
+	int c, perf_script = 0, no_inject = 0, service = 0;
+	enum { MAXPIDS = 256 };
+	int pids[MAXPIDS], npids = 0;
+	uint64_t duration = 0;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:F:p:d:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			npids = parse_pids(optarg, pids, MAXPIDS);
+			if (npids <= 0) {
 				fprintf(stderr,
-					"jitsframe record: no process %d; "
-					"nothing was "
-					"recorded.\n",
-					pids[i]);
-				return -1;
-			}
-			len += (size_t)snprintf(list + len, sizeof(list) - len,
-						"%s%d", i ? "," : "", pids[i]);
-		}
-		if (service && *npids > n0)
-			fprintf(stderr, "jitsframe record: attaching to %s\n",
-				list);
-		/* -d: `sleep S` as perf's workload, so that the S seconds start
-		 * once perf has attached (that takes a second or more); perf
-		 * also stops when every process it follows has exited */
-		char secs[32];
-		snprintf(secs, sizeof(secs), "%llu",
-			 (unsigned long long)duration);
-		char *av[] = {perf,    "--buildid-dir",
-			      bid,     "record",
-			      "-q",    "-k",
-			      "1",     "--call-graph",
-			      cg,      "-F",
-			      freq_s,  "-o",
-			      raw,     "-p",
-			      list,    duration ? "--" : NULL,
-			      "sleep", secs,
-			      NULL};
-		unlink(raw);
-		*t0 = jsf_now_ns();
-		return spawn(av, -1, -1);
-	}
-
-	int cmd_record(int argc, char **argv)
-	{
-		static const struct option lo[] = {
-		    {"output", required_argument, 0, 'o'},
-		    {"freq", required_argument, 0, 'F'},
-		    {"stack", required_argument, 0, 's'},
-		    {"perf-script", no_argument, 0, 'P'},
-		    {"no-inject", no_argument, 0, 'N'},
-		    {"pid", required_argument, 0, 'p'},
-		    {"duration", required_argument, 0, 'd'},
-		    {"service", no_argument, 0, 'S'},
-		    {"help", no_argument, 0, 'h'},
-		    {0, 0, 0, 0},
-		};
-		const char *dir = "jitsframe-record";
-		uint64_t freq = 999, stack = 32768;
-		int c, perf_script = 0, no_inject = 0, service = 0;
-		enum { MAXPIDS = 256 };
-		int pids[MAXPIDS], npids = 0;
-		uint64_t duration = 0;
-		optind = 1;
-		opterr = 0;
-		while ((c = getopt_long(argc, argv, "+o:F:p:d:h", lo, NULL)) !=
-		       -1) {
-			switch (c) {
-			case 'p':
-				npids = parse_pids(optarg, pids, MAXPIDS);
-				if (npids <= 0) {
-					fprintf(stderr,
-						"jitsframe record: -p wants "
-						"PID[,PID...], not '%s'\n",
-						optarg);
-					return EX_USAGE;
-				}
-				break;
-			case 'd':
-				if (!cli_u64(optarg, &duration) || !duration ||
-				    duration > 86400 * 365) {
-					fprintf(stderr,
-						"jitsframe record: -d wants a "
-						"number "
-						"of seconds, not '%s'\n",
-						optarg);
-					return EX_USAGE;
-				}
-				break;
-			case 'S':
-				service = 1;
-				break;
-			case 'o':
-				dir = optarg;
-				break;
-			case 'F':
-				if (!cli_u64(optarg, &freq) || !freq ||
-				    freq > 100000) {
-					fprintf(stderr,
-						"jitsframe record: --freq "
-						"wants 1..100000, "
-						"not '%s'\n",
-						optarg);
-					return EX_USAGE;
-				}
-				break;
-			case 's':
-				if (!cli_u64(optarg, &stack) || stack < 8 ||
-				    stack > 65528 || stack % 8) {
-					fprintf(
-					    stderr,
-					    "jitsframe record: --stack wants a "
-					    "multiple "
-					    "of 8 in 8..65528, not '%s'\n",
-					    optarg);
-					return EX_USAGE;
-				}
-				break;
-			case 'P':
-				perf_script = 1;
-				break;
-			case 'N':
-				no_inject = 1;
-				break;
-			case 'h':
-				fputs(usage, stdout);
-				return EX_OK;
-			default:
-				fprintf(
-				    stderr,
-				    "jitsframe record: unknown or incomplete "
-				    "option "
-				    "'%s'\nTry 'jitsframe record --help'.\n",
-				    argv[optind - 1]);
+					"jitsframe record: -p wants "
+					"PID[,PID...], not '%s'\n",
+					optarg);
 				return EX_USAGE;
 			}
-		}
-		if (perf_script && no_inject) {
-			fprintf(stderr, "jitsframe record: --perf-script reads "
-					"the injected "
-					"perf.data: not with --no-inject\n");
-			return EX_USAGE;
-		}
-		if (npids && optind < argc) {
-			fprintf(stderr,
-				"jitsframe record: -p attaches to running "
-				"processes: not with a command\n");
-			return EX_USAGE;
-		}
-		if (!npids && (duration || service)) {
-			fprintf(stderr, "jitsframe record: %s needs -p\n",
-				duration ? "-d" : "--service");
-			return EX_USAGE;
-		}
-		if (!npids && optind >= argc) {
-			fprintf(stderr, "jitsframe record: no command given\n"
-					"Try 'jitsframe record --help'.\n");
-			return EX_USAGE;
-		}
-		char perf[PATH_MAX];
-		if (find_in_path("perf", perf, sizeof(perf))) {
-			fprintf(
-			    stderr,
-			    "jitsframe record: perf not found in PATH. Install "
-			    "it (Debian: apt-get install linux-perf).\n");
-			return EX_INPUT;
-		}
-		FILE *pf = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-		int paranoid = 0;
-		if (pf) {
-			if (fscanf(pf, "%d", &paranoid) != 1)
-				paranoid = 0;
-			fclose(pf);
-		}
-		if (geteuid() != 0 && paranoid > 2) {
-			fprintf(stderr,
-				"jitsframe record: kernel.perf_event_paranoid "
-				"is %d, "
-				"which forbids profiling. Allow it with\n"
-				"  sudo sysctl kernel.perf_event_paranoid=2\n"
-				"or run as root.\n",
-				paranoid);
-			return EX_INPUT;
-		}
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			fprintf(stderr,
-				"jitsframe record: cannot create %s: %s\n", dir,
-				strerror(errno));
-			return EX_INPUT;
-		}
-		char adir[PATH_MAX];
-		if (!realpath(dir, adir)) {
-			fprintf(stderr, "jitsframe record: %s: %s\n", dir,
-				strerror(errno));
-			return EX_INPUT;
-		}
-		char raw[PATH_MAX + 32], data[PATH_MAX + 32],
-		    region[PATH_MAX + 32], folded_p[PATH_MAX + 32],
-		    svg[PATH_MAX + 32], log[PATH_MAX + 32];
-		snprintf(raw, sizeof(raw), "%s/perf.data.raw", adir);
-		snprintf(data, sizeof(data), "%s/perf.data", adir);
-		snprintf(region, sizeof(region), "%s/region", adir);
-		snprintf(folded_p, sizeof(folded_p), "%s/stacks.folded", adir);
-		snprintf(svg, sizeof(svg), "%s/flamegraph.svg", adir);
-		snprintf(log, sizeof(log), "%s/perf.log", adir);
-		setenv(JSF_ENV_JITDUMP, adir, 1);
-		/* perf keeps a build-id cache (~/.debug) and prefers it to the
-		 * files named in perf.data. The jitted-PID-N.so of other
-		 * recordings can share build-ids with ours and would then be
-		 * read instead (seen: whole runs unwinding through stale unwind
-		 * data). Each recording gets its own cache. */
-		char bid[PATH_MAX + 32];
-		snprintf(bid, sizeof(bid), "%s/.debug", adir);
-		char freq_s[32], cg[64];
-		snprintf(freq_s, sizeof(freq_s), "%llu",
-			 (unsigned long long)freq);
-		snprintf(cg, sizeof(cg), "dwarf,%llu",
-			 (unsigned long long)stack);
-		/* 1. record. CMD runs directly under perf with the module's
-		 * environment set here: were it exec'd through `jitsframe run`,
-		 * perf would first see this program's image in the same pid,
-		 * and its libunwind-based unwinder then fails, for a whole
-		 * recording at a time, to look up libc's unwind table (seen:
-		 * every FFI-callback chain through qsort stopping in
-		 * msort_with_tmp, in 5 of 6 runs; 0 of 6 when launched
-		 * directly). */
-		int st;
-		uint64_t t0 = 0;
-		if (npids) {
-			st = attach(perf, bid, cg, freq_s, raw, pids, &npids,
-				    MAXPIDS, service, duration, &t0);
-			if (st < 0)
-				return EX_INPUT;
-			goto recorded;
-		}
-		char cmdpath[PATH_MAX];
-		const char *cmd = argv[optind];
-		if (strchr(cmd, '/')
-			? access(cmd, X_OK) != 0
-			: find_in_path(cmd, cmdpath, sizeof(cmdpath)) != 0) {
-			fprintf(
-			    stderr,
-			    "jitsframe record: cannot run %s: %s; the command "
-			    "could not be run, nothing was recorded.\n",
-			    cmd,
-			    strchr(cmd, '/') ? strerror(errno)
-					     : "not found in PATH");
-			return EX_FAIL;
-		}
-		int erc = cli_vm_env("jitsframe record", NULL, region, 1, 0);
-		if (erc)
-			return erc;
-		int nargs = argc - optind;
-		char **av = calloc((size_t)nargs + 32, sizeof(*av));
-		int k = 0;
-		av[k++] = perf;
-		av[k++] = "--buildid-dir";
-		av[k++] = bid;
-		av[k++] = "record";
-		av[k++] = "-q";
-		av[k++] = "-k";
-		av[k++] = "1";
-		av[k++] = "--call-graph";
-		av[k++] = cg;
-		av[k++] = "-F";
-		av[k++] = freq_s;
-		av[k++] = "-o";
-		av[k++] = raw;
-		av[k++] = "--";
-		for (int i = 0; i < nargs; i++)
-			av[k++] = argv[optind + i];
-		av[k] = NULL;
-		unlink(raw);
-		t0 = jsf_now_ns();
-		st = spawn(av, -1, -1);
-		free(av);
-	recorded:;
-		struct stat sb;
-		int have_data = stat(raw, &sb) == 0 && sb.st_size > 0;
-		const char *cmd_note = NULL;
-		char note[160];
-		if (npids) {
-			/* perf's status only: the processes are not ours */
-		} else if (WIFSIGNALED(st)) {
-			snprintf(note, sizeof(note),
-				 "the command was killed by signal %d (%s)",
-				 WTERMSIG(st), strsignal(WTERMSIG(st)));
-			cmd_note = note;
-		} else if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
-			snprintf(note, sizeof(note),
-				 "the command could not be run (exit 127)");
-			cmd_note = note;
-		} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-			snprintf(note, sizeof(note),
-				 "the command exited with status %d",
-				 WEXITSTATUS(st));
-			cmd_note = note;
-		}
-		if (!have_data) {
-			fprintf(
-			    stderr,
-			    "jitsframe record: perf recorded nothing%s%s.\n"
-			    "If perf said 'Permission denied' or 'No "
-			    "permission', "
-			    "lower kernel.perf_event_paranoid (sudo sysctl "
-			    "kernel.perf_event_paranoid=2) or run as root.\n",
-			    cmd_note ? ": " : "", cmd_note ? cmd_note : "");
-			return EX_INPUT;
-		}
-		/* attached: the processes ran before the recording (no lower
-		 * bound) */
-		collect_regions(adir, raw, pids, npids, npids ? 0 : t0);
-		/* 2. inject the traces */
-		int lfd =
-		    open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
-		char *inj[] = {perf,	"--buildid-dir",
-			       bid,	"inject",
-			       "--jit", "-i",
-			       raw,	"-o",
-			       data,	NULL};
-		if (!no_inject)
-			st = spawn(inj, lfd, lfd);
-		else
-			st = 0;
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			fprintf(stderr,
-				"jitsframe record: perf inject failed; the raw "
-				"recording is kept in %s. perf said:\n",
-				raw);
-			tail_file(log, "  ");
-			if (lfd >= 0)
-				close(lfd);
-			return EX_FAIL;
-		}
-		if (!perf_script) {
-			/* 3. jitsframe's own unwinder over the raw samples */
-			if (lfd >= 0)
-				close(lfd);
-			struct report_noreg nr[8];
-			size_t nnr = 0;
-			struct report_opts ro = {.sz = sizeof(ro),
-						 .dir = adir,
-						 .noreg = nr,
-						 .noreg_max = 8,
-						 .noreg_n = &nnr};
-			fflush(stdout);
-			int rrc = report_run(&ro);
-			noreg_note(nr, nnr);
-			if (rrc != EX_OK)
-				return rrc == EX_INPUT ? EX_FAIL : rrc;
-			if (cmd_note) {
-				fprintf(
-				    stderr,
-				    "jitsframe record: %s; the profile above "
-				    "covers what ran.\n",
-				    cmd_note);
-				return EX_FAIL;
+			break;
+		case 'd':
+			if (!cli_u64(optarg, &duration) || !duration ||
+			    duration > 86400 * 365) {
+				fprintf(stderr,
+					"jitsframe record: -d wants a "
+					"number "
+					"of seconds, not '%s'\n",
+					optarg);
+				return EX_USAGE;
 			}
+			break;
+		case 'S':
+			service = 1;
+			break;
+		case 'o':
+			dir = optarg;
+			break;
+		case 'F':
+			if (!cli_u64(optarg, &freq) || !freq || freq > 100000) {
+				fprintf(stderr,
+					"jitsframe record: --freq "
+					"wants 1..100000, "
+					"not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 's':
+			if (!cli_u64(optarg, &stack) || stack < 8 ||
+			    stack > 65528 || stack % 8) {
+				fprintf(stderr,
+					"jitsframe record: --stack wants a "
+					"multiple "
+					"of 8 in 8..65528, not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'P':
+			perf_script = 1;
+			break;
+		case 'N':
+			no_inject = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
 			return EX_OK;
+		default:
+			fprintf(stderr,
+				"jitsframe record: unknown or incomplete "
+				"option "
+				"'%s'\nTry 'jitsframe record --help'.\n",
+				argv[optind - 1]);
+			return EX_USAGE;
 		}
-		/* 3. fold what perf script prints */
-		int pipefd[2];
-		if (pipe(pipefd) < 0)
+	}
+	if (perf_script && no_inject) {
+		fprintf(stderr, "jitsframe record: --perf-script reads "
+				"the injected "
+				"perf.data: not with --no-inject\n");
+		return EX_USAGE;
+	}
+	if (npids && optind < argc) {
+		fprintf(stderr, "jitsframe record: -p attaches to running "
+				"processes: not with a command\n");
+		return EX_USAGE;
+	}
+	if (!npids && (duration || service)) {
+		fprintf(stderr, "jitsframe record: %s needs -p\n",
+			duration ? "-d" : "--service");
+		return EX_USAGE;
+	}
+	if (!npids && optind >= argc) {
+		fprintf(stderr, "jitsframe record: no command given\n"
+				"Try 'jitsframe record --help'.\n");
+		return EX_USAGE;
+	}
+	char perf[PATH_MAX];
+	if (find_in_path("perf", perf, sizeof(perf))) {
+		fprintf(stderr,
+			"jitsframe record: perf not found in PATH. Install "
+			"it (Debian: apt-get install linux-perf).\n");
+		return EX_INPUT;
+	}
+	FILE *pf = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int paranoid = 0;
+	if (pf) {
+		if (fscanf(pf, "%d", &paranoid) != 1)
+			paranoid = 0;
+		fclose(pf);
+	}
+	if (geteuid() != 0 && paranoid > 2) {
+		fprintf(stderr,
+			"jitsframe record: kernel.perf_event_paranoid "
+			"is %d, "
+			"which forbids profiling. Allow it with\n"
+			"  sudo sysctl kernel.perf_event_paranoid=2\n"
+			"or run as root.\n",
+			paranoid);
+		return EX_INPUT;
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "jitsframe record: cannot create %s: %s\n", dir,
+			strerror(errno));
+		return EX_INPUT;
+	}
+	char adir[PATH_MAX];
+	if (!realpath(dir, adir)) {
+		fprintf(stderr, "jitsframe record: %s: %s\n", dir,
+			strerror(errno));
+		return EX_INPUT;
+	}
+	char raw[PATH_MAX + 32], data[PATH_MAX + 32], region[PATH_MAX + 32],
+	    folded_p[PATH_MAX + 32], svg[PATH_MAX + 32], log[PATH_MAX + 32];
+	snprintf(raw, sizeof(raw), "%s/perf.data.raw", adir);
+	snprintf(data, sizeof(data), "%s/perf.data", adir);
+	snprintf(region, sizeof(region), "%s/region", adir);
+	snprintf(folded_p, sizeof(folded_p), "%s/stacks.folded", adir);
+	snprintf(svg, sizeof(svg), "%s/flamegraph.svg", adir);
+	snprintf(log, sizeof(log), "%s/perf.log", adir);
+	setenv(JSF_ENV_JITDUMP, adir, 1);
+	/* perf keeps a build-id cache (~/.debug) and prefers it to the
+	 * files named in perf.data. The jitted-PID-N.so of other
+	 * recordings can share build-ids with ours and would then be
+	 * read instead (seen: whole runs unwinding through stale unwind
+	 * data). Each recording gets its own cache. */
+	char bid[PATH_MAX + 32];
+	snprintf(bid, sizeof(bid), "%s/.debug", adir);
+	char freq_s[32], cg[64];
+	snprintf(freq_s, sizeof(freq_s), "%llu", (unsigned long long)freq);
+	snprintf(cg, sizeof(cg), "dwarf,%llu", (unsigned long long)stack);
+	/* 1. record. CMD runs directly under perf with the module's
+	 * environment set here: were it exec'd through `jitsframe run`,
+	 * perf would first see this program's image in the same pid,
+	 * and its libunwind-based unwinder then fails, for a whole
+	 * recording at a time, to look up libc's unwind table (seen:
+	 * every FFI-callback chain through qsort stopping in
+	 * msort_with_tmp, in 5 of 6 runs; 0 of 6 when launched
+	 * directly). */
+	int st;
+	uint64_t t0 = 0;
+	if (npids) {
+		st = attach(perf, bid, cg, freq_s, raw, pids, &npids, MAXPIDS,
+			    service, duration, &t0);
+		if (st < 0)
 			return EX_INPUT;
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(pipefd[0]);
-			dup2(pipefd[1], 1);
-			if (lfd >= 0)
-				dup2(lfd, 2);
-			execl(perf, "perf", "--buildid-dir", bid, "script",
-			      "--ns", "-i", data, (char *)NULL);
-			_exit(127);
-		}
-		close(pipefd[1]);
-		FILE *in = fdopen(pipefd[0], "r");
-		struct folded *f = folded_new();
-		/* names for the bytes of traces that perf's symbols do not
-		 * cover */
-		DIR *dd = f ? opendir(adir) : NULL;
-		struct dirent *de;
-		while (dd && (de = readdir(dd))) {
-			if (strncmp(de->d_name, "jit-", 4) ||
-			    !strstr(de->d_name, ".dump"))
-				continue;
-			char jp[PATH_MAX + 300];
-			snprintf(jp, sizeof(jp), "%s/%s", adir, de->d_name);
-			jd_loads(jp, add_load, f);
-		}
-		if (dd)
-			closedir(dd);
-		struct folded_stats fs;
-		int err =
-		    in && f ? folded_read_perf_script(f, in, &fs) : -ENOMEM;
-		if (in)
-			fclose(in);
-		waitpid(pid, &st, 0);
+		goto recorded;
+	}
+	char cmdpath[PATH_MAX];
+	const char *cmd = argv[optind];
+	if (strchr(cmd, '/')
+		? access(cmd, X_OK) != 0
+		: find_in_path(cmd, cmdpath, sizeof(cmdpath)) != 0) {
+		fprintf(stderr,
+			"jitsframe record: cannot run %s: %s; the command "
+			"could not be run, nothing was recorded.\n",
+			cmd,
+			strchr(cmd, '/') ? strerror(errno)
+					 : "not found in PATH");
+		return EX_FAIL;
+	}
+	int erc = cli_vm_env("jitsframe record", NULL, region, 1, 0);
+	if (erc)
+		return erc;
+	int nargs = argc - optind;
+	char **av = calloc((size_t)nargs + 32, sizeof(*av));
+	int k = 0;
+	av[k++] = perf;
+	av[k++] = "--buildid-dir";
+	av[k++] = bid;
+	av[k++] = "record";
+	av[k++] = "-q";
+	av[k++] = "-k";
+	av[k++] = "1";
+	av[k++] = "--call-graph";
+	av[k++] = cg;
+	av[k++] = "-F";
+	av[k++] = freq_s;
+	av[k++] = "-o";
+	av[k++] = raw;
+	av[k++] = "--";
+	for (int i = 0; i < nargs; i++)
+		av[k++] = argv[optind + i];
+	av[k] = NULL;
+	unlink(raw);
+	t0 = jsf_now_ns();
+	st = spawn(av, -1, -1);
+	free(av);
+recorded:;
+	struct stat sb;
+	int have_data = stat(raw, &sb) == 0 && sb.st_size > 0;
+	const char *cmd_note = NULL;
+	char note[160];
+	if (npids) {
+		/* perf's status only: the processes are not ours */
+	} else if (WIFSIGNALED(st)) {
+		snprintf(note, sizeof(note),
+			 "the command was killed by signal %d (%s)",
+			 WTERMSIG(st), strsignal(WTERMSIG(st)));
+		cmd_note = note;
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+		snprintf(note, sizeof(note),
+			 "the command could not be run (exit 127)");
+		cmd_note = note;
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+		snprintf(note, sizeof(note),
+			 "the command exited with status %d", WEXITSTATUS(st));
+		cmd_note = note;
+	}
+	if (!have_data) {
+		fprintf(stderr,
+			"jitsframe record: perf recorded nothing%s%s.\n"
+			"If perf said 'Permission denied' or 'No "
+			"permission', "
+			"lower kernel.perf_event_paranoid (sudo sysctl "
+			"kernel.perf_event_paranoid=2) or run as root.\n",
+			cmd_note ? ": " : "", cmd_note ? cmd_note : "");
+		return EX_INPUT;
+	}
+	/* attached: the processes ran before the recording (no lower
+	 * bound) */
+	collect_regions(adir, raw, pids, npids, npids ? 0 : t0);
+	/* 2. inject the traces */
+	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	char *inj[] = {perf,	"--buildid-dir",
+		       bid,	"inject",
+		       "--jit", "-i",
+		       raw,	"-o",
+		       data,	NULL};
+	if (!no_inject)
+		st = spawn(inj, lfd, lfd);
+	else
+		st = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr,
+			"jitsframe record: perf inject failed; the raw "
+			"recording is kept in %s. perf said:\n",
+			raw);
+		tail_file(log, "  ");
 		if (lfd >= 0)
 			close(lfd);
-		if (err || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			fprintf(
-			    stderr,
-			    "jitsframe record: perf script failed; %s is kept. "
-			    "perf said:\n",
-			    data);
-			tail_file(log, "  ");
-			folded_free(f);
-			return EX_FAIL;
-		}
-		FILE *fo = fopen(folded_p, "w");
-		FILE *so = fopen(svg, "w");
-		char title[256];
-		snprintf(title, sizeof(title), "jitsframe: %s",
-			 npids ? "attached processes" : argv[optind]);
-		if (!fo || !so || folded_write(f, fo) ||
-		    flame_svg(f, so, title)) {
-			fprintf(stderr,
-				"jitsframe record: cannot write %s or %s\n",
-				folded_p, svg);
-			err = 1;
-		}
-		if (fo)
-			fclose(fo);
-		if (so)
-			fclose(so);
-		folded_free(f);
-		printf("jitsframe record: %llu samples, %llu in trace code, "
-		       "%llu of them "
-		       "(%.1f%%) unwound to main; %llu passed through traces; "
-		       "perf report -i %s; flame graph %s\n",
-		       (unsigned long long)fs.samples,
-		       (unsigned long long)fs.trace_leaf,
-		       (unsigned long long)fs.trace_leaf_main,
-		       fs.trace_leaf ? 100.0 * (double)fs.trace_leaf_main /
-					   (double)fs.trace_leaf
-				     : 0.0,
-		       (unsigned long long)fs.through_trace, data, svg);
-		if (cmd_note) {
-			fprintf(
-			    stderr,
-			    "jitsframe record: %s; the profile above covers "
-			    "what ran.\n",
-			    cmd_note);
-			return EX_FAIL;
-		}
-		return err ? EX_FAIL : EX_OK;
+		return EX_FAIL;
 	}
+	if (!perf_script) {
+		/* 3. jitsframe's own unwinder over the raw samples */
+		if (lfd >= 0)
+			close(lfd);
+		struct report_noreg nr[8];
+		size_t nnr = 0;
+		struct report_opts ro = {.sz = sizeof(ro),
+					 .dir = adir,
+					 .noreg = nr,
+					 .noreg_max = 8,
+					 .noreg_n = &nnr};
+		fflush(stdout);
+		int rrc = report_run(&ro);
+		noreg_note(nr, nnr);
+		if (rrc != EX_OK)
+			return rrc == EX_INPUT ? EX_FAIL : rrc;
+		if (cmd_note) {
+			fprintf(stderr,
+				"jitsframe record: %s; the profile above "
+				"covers what ran.\n",
+				cmd_note);
+			return EX_FAIL;
+		}
+		return EX_OK;
+	}
+	/* 3. fold what perf script prints */
+	int pipefd[2];
+	if (pipe(pipefd) < 0)
+		return EX_INPUT;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pipefd[0]);
+		dup2(pipefd[1], 1);
+		if (lfd >= 0)
+			dup2(lfd, 2);
+		execl(perf, "perf", "--buildid-dir", bid, "script", "--ns",
+		      "-i", data, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	FILE *in = fdopen(pipefd[0], "r");
+	struct folded *f = folded_new();
+	/* names for the bytes of traces that perf's symbols do not
+	 * cover */
+	DIR *dd = f ? opendir(adir) : NULL;
+	struct dirent *de;
+	while (dd && (de = readdir(dd))) {
+		if (strncmp(de->d_name, "jit-", 4) ||
+		    !strstr(de->d_name, ".dump"))
+			continue;
+		char jp[PATH_MAX + 300];
+		snprintf(jp, sizeof(jp), "%s/%s", adir, de->d_name);
+		jd_loads(jp, add_load, f);
+	}
+	if (dd)
+		closedir(dd);
+	struct folded_stats fs;
+	int err = in && f ? folded_read_perf_script(f, in, &fs) : -ENOMEM;
+	if (in)
+		fclose(in);
+	waitpid(pid, &st, 0);
+	if (lfd >= 0)
+		close(lfd);
+	if (err || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr,
+			"jitsframe record: perf script failed; %s is kept. "
+			"perf said:\n",
+			data);
+		tail_file(log, "  ");
+		folded_free(f);
+		return EX_FAIL;
+	}
+	FILE *fo = fopen(folded_p, "w");
+	FILE *so = fopen(svg, "w");
+	char title[256];
+	snprintf(title, sizeof(title), "jitsframe: %s",
+		 npids ? "attached processes" : argv[optind]);
+	if (!fo || !so || folded_write(f, fo) || flame_svg(f, so, title)) {
+		fprintf(stderr, "jitsframe record: cannot write %s or %s\n",
+			folded_p, svg);
+		err = 1;
+	}
+	if (fo)
+		fclose(fo);
+	if (so)
+		fclose(so);
+	folded_free(f);
+	printf("jitsframe record: %llu samples, %llu in trace code, "
+	       "%llu of them "
+	       "(%.1f%%) unwound to main; %llu passed through traces; "
+	       "perf report -i %s; flame graph %s\n",
+	       (unsigned long long)fs.samples,
+	       (unsigned long long)fs.trace_leaf,
+	       (unsigned long long)fs.trace_leaf_main,
+	       fs.trace_leaf
+		   ? 100.0 * (double)fs.trace_leaf_main / (double)fs.trace_leaf
+		   : 0.0,
+	       (unsigned long long)fs.through_trace, data, svg);
+	if (cmd_note) {
+		fprintf(stderr,
+			"jitsframe record: %s; the profile above covers "
+			"what ran.\n",
+			cmd_note);
+		return EX_FAIL;
+	}
+	return err ? EX_FAIL : EX_OK;
+}
