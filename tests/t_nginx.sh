@@ -11,8 +11,10 @@
 # `ps`), each worker's region as `jitsframe region dump` prints it (every
 # trace frame of a worker's samples must lie in a function of that
 # worker's own region, live at the sample's time), and `main` in the
-# frames. Then the same without start(): record names each worker with
-# "no region" and the init_by_lua_block fix.
+# frames. Then `record -p` on the workers of an nginx started without
+# record (their regions found by docs/ABI.md section 8), and the same
+# without start(): record names each worker with "no region" and the
+# init_by_lua_block fix.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -48,6 +50,7 @@ ALL= # every worker pid: their files in nobody's default directory go too
 cleanup() {
 	local m w
 	m=$(cat "$T"/p*/logs/nginx.pid 2>/dev/null)
+	[ -n "${NPID:-}" ] && kill -KILL "$NPID" 2>/dev/null
 	[ -n "$m" ] && kill -KILL $m 2>/dev/null
 	[ -n "$RPID" ] && kill -KILL "$RPID" 2>/dev/null
 	wait 2>/dev/null
@@ -256,6 +259,69 @@ if [ "$good" -eq 2 ]; then
 	ok "in each worker >= 99.5% of the samples through trace code unwound from main, every trace frame named from its own region:$detail"
 else
 	notok "each worker: >= 99.5% from main, trace frames from its own region" "$detail" "$(cat "$T/sum")"
+fi
+
+# (c) `record -p` on the workers of an nginx already running (not started
+# by record): each worker's region found by the convention (docs/ABI.md
+# section 8, its per-user default directory) and copied into DIR
+P=$T/pc
+R=$T/rc
+pc_port=$(port)
+conf "$P" "$pc_port" 'require("jitsframe").start()'
+LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	"$NGINX" -e "$P/logs/error.log" -p "$P" -c "$P/nginx.conf" -g 'daemon off;' >"$T/nginxc" 2>&1 &
+NPID=$!
+WC=
+for i in $(seq 1 100); do
+	if [ "$(pgrep -P "$NPID" | wc -l)" -ge 2 ] && (exec 3<>"/dev/tcp/127.0.0.1/$pc_port") 2>/dev/null; then
+		WC=$(pgrep -P "$NPID" | sort -n | tr '\n' ' ')
+		WC=${WC% }
+		ALL="$ALL $WC"
+		break
+	fi
+	sleep 0.1
+done
+if [ -n "$WC" ]; then
+	timeout 20 wrk -t2 -c8 -d1s "http://127.0.0.1:$pc_port/" >/dev/null 2>&1 # traces compiled
+	"$J" record -p "${WC// /,}" -d 4 -o "$R" >"$T/outc" 2>&1 &
+	RPID=$!
+	timeout 20 wrk -t2 -c8 -d7s "http://127.0.0.1:$pc_port/" >"$T/wrkc" 2>&1
+	for i in $(seq 1 1200); do
+		kill -0 "$RPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$RPID" 2>/dev/null
+	wait "$RPID"
+	RC=$?
+	RPID=
+fi
+kill -QUIT "$NPID" 2>/dev/null
+wait "$NPID" 2>/dev/null
+missing=
+for w in $WC; do [ -e "$R/region-$w" ] || missing="$missing $w"; done
+if [ -n "$WC" ] && [ -z "$missing" ]; then
+	WA=$WC
+	"$J" report --no-write --dump "$T/dump" "$R" >"$T/sum" 2>&1
+	for w in $WA; do
+		"$J" region dump --all --json "$R/region-$w" >"$T/region-$w.json" 2>/dev/null
+	done
+	good=0
+	detail=
+	while read -r w through main frames wrong; do
+		pct=$(python3 -c "print('%.2f' % (100.0 * $main / $through if $through else 0))")
+		detail="$detail worker $w: $main/$through ($pct%) from main, $frames trace frames, $wrong outside its own region;"
+		if [ "$through" -ge 100 ] && python3 -c "import sys; sys.exit(not ($main >= 0.995 * $through))" &&
+			[ "$frames" -ge "$through" ] && [ "$wrong" -eq 0 ]; then
+			good=$((good + 1))
+		fi
+	done < <(check)
+	if [ "$good" -eq 2 ]; then
+		ok "record -p on the running workers ($WC): their regions found and copied; in each >= 99.5% through trace code unwound from main, every trace frame from its own region:$detail"
+	else
+		notok "record -p on the running workers: >= 99.5% from main, own regions" "$detail" "$(cat "$T/sum")" "$(tail -n 5 "$T/outc")"
+	fi
+else
+	notok "record -p on the running workers (${WC:-none}): regions copied (missing:${missing:- none})" "$(tail -n 8 "$T/outc" 2>/dev/null)" "$(ls "$R" 2>&1)"
 fi
 
 # (b) the same without start(): nothing publishes; record says why, and
