@@ -245,16 +245,20 @@ for w in workers:
     print(w, *st[w])
 PY
 }
-good=0
-detail=
-while read -r w through main frames wrong; do
-	pct=$(python3 -c "print('%.2f' % (100.0 * $main / $through if $through else 0))")
-	detail="$detail worker $w: $main/$through ($pct%) from main, $frames trace frames, $wrong outside its own region;"
-	if [ "$through" -ge 100 ] && python3 -c "import sys; sys.exit(not ($main >= 0.995 * $through))" &&
-		[ "$frames" -ge "$through" ] && [ "$wrong" -eq 0 ]; then
-		good=$((good + 1))
-	fi
-done < <(check)
+# -> good (workers that pass), detail
+verdict() {
+	good=0
+	detail=
+	while read -r w through main frames wrong; do
+		pct=$(python3 -c "print('%.2f' % (100.0 * $main / $through if $through else 0))")
+		detail="$detail worker $w: $main/$through ($pct%) from main, $frames trace frames, $wrong outside its own region;"
+		if [ "$through" -ge 100 ] && python3 -c "import sys; sys.exit(not ($main >= 0.995 * $through))" &&
+			[ "$frames" -ge "$through" ] && [ "$wrong" -eq 0 ]; then
+			good=$((good + 1))
+		fi
+	done < <(check)
+}
+verdict
 if [ "$good" -eq 2 ]; then
 	ok "in each worker >= 99.5% of the samples through trace code unwound from main, every trace frame named from its own region:$detail"
 else
@@ -305,16 +309,7 @@ if [ -n "$WC" ] && [ -z "$missing" ]; then
 	for w in $WA; do
 		"$J" region dump --all --json "$R/region-$w" >"$T/region-$w.json" 2>/dev/null
 	done
-	good=0
-	detail=
-	while read -r w through main frames wrong; do
-		pct=$(python3 -c "print('%.2f' % (100.0 * $main / $through if $through else 0))")
-		detail="$detail worker $w: $main/$through ($pct%) from main, $frames trace frames, $wrong outside its own region;"
-		if [ "$through" -ge 100 ] && python3 -c "import sys; sys.exit(not ($main >= 0.995 * $through))" &&
-			[ "$frames" -ge "$through" ] && [ "$wrong" -eq 0 ]; then
-			good=$((good + 1))
-		fi
-	done < <(check)
+	verdict
 	if [ "$good" -eq 2 ]; then
 		ok "record -p on the running workers ($WC): their regions found and copied; in each >= 99.5% through trace code unwound from main, every trace frame from its own region:$detail"
 	else
