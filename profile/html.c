@@ -49,6 +49,19 @@ static const char html_script[] =
     "      chart.clear(); chart.resetZoom(); });\n"
     "})();\n";
 
+/* Open the page (atomically) and write its head up to the escaped title. */
+static int page_open(struct afile *a, const char *path, const char *title)
+{
+	int err = pf_af_open(a, path);
+	if (err)
+		return err;
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+	      "<meta charset=\"utf-8\">\n<title>",
+	      a->f);
+	pf_markup_text(a->f, title, SIZE_MAX);
+	return 0;
+}
+
 int prof_write_html(const struct prof *p, const char *path, const char *title)
 {
 	if (!p || !path)
@@ -60,14 +73,10 @@ int prof_write_html(const struct prof *p, const char *path, const char *title)
 	if (err)
 		return err;
 	struct afile a;
-	err = pf_af_open(&a, path);
+	err = page_open(&a, path, title);
 	if (err)
 		return err;
 	FILE *o = a.f;
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-	      "<meta charset=\"utf-8\">\n<title>",
-	      o);
-	pf_markup_text(o, title, SIZE_MAX);
 	fputs("</title>\n<style>\n", o);
 	err = pf_inline_asset(o, dir, pf_viewer_files[PF_VIEWER_CSS]);
 	fputs(
@@ -119,14 +128,10 @@ int prof_write_html_unavailable(const struct prof *p, const char *path,
 		snprintf(where, sizeof(where),
 			 "(it is in %s now: write the page again)", dir);
 	struct afile a;
-	int err = pf_af_open(&a, path);
+	int err = page_open(&a, path, title);
 	if (err)
 		return err;
 	FILE *o = a.f;
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-	      "<meta charset=\"utf-8\">\n<title>",
-	      o);
-	pf_markup_text(o, title, SIZE_MAX);
 	fputs(": flame graph viewer unavailable</title>\n<style>\n"
 	      "body{font-family:sans-serif;margin:12px;max-width:60em}\n"
 	      "h1{font-size:18px;margin:0 0 6px}\n"
