@@ -549,6 +549,7 @@ static void prune_cache(const char *adir)
 	snprintf(keep, sizeof(keep), "%s/[kernel.kallsyms]", bid);
 	prune_keep = keep;
 	nftw(bid, prune_one, 16, FTW_DEPTH | FTW_PHYS);
+	prune_keep = NULL;
 }
 
 static uint64_t du_bytes;
