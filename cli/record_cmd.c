@@ -4,6 +4,9 @@
  *   perf record -k 1 --call-graph dwarf -- CMD, with the environment of
  *   `jitsframe run` (region + jitdump into DIR)  ->  perf inject --jit  -> perf
  * script  ->  folded stacks and a flame graph, and one summary line.
+ *   DIR keeps one copy of the samples (the injected perf.data: jitsframe
+ *   report reads it as it reads the raw one) and, of perf's build-id cache,
+ *   only the kernel symbols the report uses; it ends with its size.
  * `jitsframe record -p PID[,PID...] [-d S] [--service]`: the same on running
  *   processes, their regions found by the discovery convention
  *   (jsf_region_find, docs/ABI.md §8) and copied into DIR.
@@ -16,6 +19,7 @@
 #include "unwind.h"
 
 #include <dirent.h>
+#include <ftw.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,18 +41,23 @@ static const char usage[] =
     "\n"
     "Profile a LuaJIT program with perf, through its traces. Leaves in DIR\n"
     "(default ./jitsframe-record):\n"
-    "  perf.data        injected with the traces, for `perf report -i`\n"
-    "  perf.data.raw    as recorded (what `jitsframe report` reads)\n"
+    "  perf.data        the samples, injected with the traces: for `perf\n"
+    "                   report -i` and `jitsframe report` (the one copy)\n"
+    "  perf.data.raw    as recorded, instead, with --no-inject (also with\n"
+    "                   --keep-all)\n"
     "  region           the unwind rows (jitsframe region dump)\n"
     "  region-PID       a forked child's (collected from its default\n"
     "                   directory where it could not write into DIR)\n"
     "  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
+    "  .debug           the recorded kernel's symbols (perf's build-id\n"
+    "                   cache; its copies of the binaries only with\n"
+    "                   --keep-all)\n"
     "  stacks.folded    folded stacks, trace frames suffixed _[j]\n"
     "  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
     "                   profile.pb.gz: pprof)\n"
     "made by `jitsframe report DIR` (jitsframe's own unwinder)\n"
-    "and prints one summary line. Needs perf (Debian: linux-perf) and\n"
-    "kernel.perf_event_paranoid <= 2 (or root).\n"
+    "and prints one summary line, then the directory's size. Needs perf\n"
+    "(Debian: linux-perf) and kernel.perf_event_paranoid <= 2 (or root).\n"
     "\n"
     "  -o, --output DIR  where to put it all\n"
     "  -F, --freq HZ     sampling frequency (default 999)\n"
@@ -59,6 +68,9 @@ static const char usage[] =
     "  --no-inject       skip `perf inject --jit` (no perf.data for perf\n"
     "                    report; it takes minutes when there are thousands\n"
     "                    of traces): the report reads perf.data.raw\n"
+    "  --keep-all        keep perf.data.raw beside perf.data, and perf's\n"
+    "                    build-id cache whole (copies of every sampled\n"
+    "                    binary): about twice the disk\n"
     "  -p, --pid LIST    attach to running processes instead of running CMD\n"
     "                    (they must have started jitsframe themselves); then\n"
     "                    copy each one's region (found as docs/ABI.md 8\n"
@@ -506,6 +518,109 @@ static int attach(char *perf, char *bid, char *cg, char *freq_s, char *raw,
 	return spawn(av, -1, -1);
 }
 
+/* ------------------------------------------------ a lean directory
+ * perf record fills the recording's build-id cache (DIR/.debug) with
+ * copies of every sampled binary and its debug file (12 of the demo's
+ * 39 MB), perf inject adds each jitted-PID-N.so again. Once the profile
+ * is made nothing reads them: `perf report -i DIR/perf.data` uses the
+ * binaries where perf.data names them (and ~/.debug), jitsframe report
+ * only the recorded kernel's kallsyms. The rest of the cache goes. */
+static const char *prune_keep; /* DIR/.debug/[kernel.kallsyms] */
+
+static int prune_one(const char *p, const struct stat *sb, int flag,
+		     struct FTW *ftw)
+{
+	(void)sb;
+	size_t kl = strlen(prune_keep);
+	if (ftw->level == 0 ||
+	    (!strncmp(p, prune_keep, kl) && (!p[kl] || p[kl] == '/')))
+		return 0;
+	if (flag == FTW_DP)
+		rmdir(p); /* not empty: it holds what is kept */
+	else
+		unlink(p);
+	return 0;
+}
+
+static void prune_cache(const char *adir)
+{
+	char bid[PATH_MAX + 32], keep[PATH_MAX + 64];
+	snprintf(bid, sizeof(bid), "%s/.debug", adir);
+	snprintf(keep, sizeof(keep), "%s/[kernel.kallsyms]", bid);
+	prune_keep = keep;
+	nftw(bid, prune_one, 16, FTW_DEPTH | FTW_PHYS);
+	prune_keep = NULL;
+}
+
+static uint64_t du_bytes;
+static struct du_link {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+} * du_links; /* files with more names than one: counted once, as du does */
+static size_t du_nlinks, du_cap;
+
+static int du_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)p, (void)flag, (void)ftw;
+	if (!S_ISDIR(sb->st_mode) && sb->st_nlink > 1) {
+		if (du_nlinks == du_cap) {
+			size_t cap = du_cap ? 2 * du_cap : 256;
+			struct du_link *l = realloc(du_links, cap * sizeof(*l));
+			if (!l)
+				return 1;
+			du_links = l;
+			du_cap = cap;
+		}
+		du_links[du_nlinks++] =
+		    (struct du_link){sb->st_dev, sb->st_ino, sb->st_size};
+		return 0;
+	}
+	du_bytes += (uint64_t)sb->st_size;
+	return 0;
+}
+
+static int du_cmp(const void *a, const void *b)
+{
+	const struct du_link *x = a, *y = b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The last line: what DIR takes (apparent bytes of everything in it, as
+ * `du -sb` counts them), and the samples' share. */
+static void dir_size(const char *adir, const char *samples)
+{
+	struct stat sb;
+	du_bytes = 0;
+	du_nlinks = 0;
+	nftw(adir, du_one, 16, FTW_PHYS);
+	if (du_nlinks)
+		qsort(du_links, du_nlinks, sizeof(*du_links), du_cmp);
+	for (size_t i = 0; i < du_nlinks; i++)
+		if (!i || du_cmp(&du_links[i - 1], &du_links[i]))
+			du_bytes += (uint64_t)du_links[i].size;
+	free(du_links);
+	du_links = NULL;
+	du_cap = 0;
+	uint64_t s = stat(samples, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+	printf("jitsframe record: %s: %.1f MB (%llu bytes; %s %.1f MB)\n", adir,
+	       (double)du_bytes / 1e6, (unsigned long long)du_bytes,
+	       strrchr(samples, '/') + 1, (double)s / 1e6);
+	fflush(stdout);
+}
+
+/* After the profile: the lean directory (unless --keep-all), its size. */
+static int finish(const char *adir, const char *samples, int keep_all, int rc)
+{
+	if (!keep_all)
+		prune_cache(adir);
+	dir_size(adir, samples);
+	return rc;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -514,6 +629,7 @@ int cmd_record(int argc, char **argv)
 	    {"stack", required_argument, 0, 's'},
 	    {"perf-script", no_argument, 0, 'P'},
 	    {"no-inject", no_argument, 0, 'N'},
+	    {"keep-all", no_argument, 0, 'K'},
 	    {"pid", required_argument, 0, 'p'},
 	    {"duration", required_argument, 0, 'd'},
 	    {"service", no_argument, 0, 'S'},
@@ -522,7 +638,7 @@ int cmd_record(int argc, char **argv)
 	};
 	const char *dir = "jitsframe-record";
 	uint64_t freq = 999, stack = 32768;
-	int c, perf_script = 0, no_inject = 0, service = 0;
+	int c, perf_script = 0, no_inject = 0, service = 0, keep_all = 0;
 	enum { MAXPIDS = 256 };
 	int pids[MAXPIDS], npids = 0;
 	uint64_t duration = 0;
@@ -583,6 +699,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'N':
 			no_inject = 1;
+			break;
+		case 'K':
+			keep_all = 1;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -783,8 +902,15 @@ recorded:;
 			close(lfd);
 		return EX_FAIL;
 	}
+	/* one copy of the samples: the injected perf.data reads for our
+	 * unwinder as the raw one does (the jitted-PID-N.so mappings are
+	 * trace code, through the region: unwind/unwind.c), profiles byte
+	 * for byte the same (tests/t_recdir.sh) */
+	const char *samples = no_inject ? raw : data;
+	if (!no_inject && !keep_all)
+		unlink(raw);
 	if (!perf_script) {
-		/* 3. jitsframe's own unwinder over the raw samples */
+		/* 3. jitsframe's own unwinder over the samples */
 		if (lfd >= 0)
 			close(lfd);
 		struct report_noreg nr[8];
@@ -798,15 +924,16 @@ recorded:;
 		int rrc = report_run(&ro);
 		noreg_note(nr, nnr);
 		if (rrc != EX_OK)
-			return rrc == EX_INPUT ? EX_FAIL : rrc;
+			return finish(adir, samples, keep_all,
+				      rrc == EX_INPUT ? EX_FAIL : rrc);
 		if (cmd_note) {
 			fprintf(stderr,
 				"jitsframe record: %s; the profile above "
 				"covers what ran.\n",
 				cmd_note);
-			return EX_FAIL;
+			return finish(adir, samples, keep_all, EX_FAIL);
 		}
-		return EX_OK;
+		return finish(adir, samples, keep_all, EX_OK);
 	}
 	/* 3. fold what perf script prints */
 	int pipefd[2];
@@ -853,7 +980,7 @@ recorded:;
 			data);
 		tail_file(log, "  ");
 		folded_free(f);
-		return EX_FAIL;
+		return finish(adir, samples, 1, EX_FAIL);
 	}
 	FILE *fo = fopen(folded_p, "w");
 	FILE *so = fopen(svg, "w");
@@ -886,7 +1013,7 @@ recorded:;
 			"jitsframe record: %s; the profile above covers "
 			"what ran.\n",
 			cmd_note);
-		return EX_FAIL;
+		return finish(adir, samples, keep_all, EX_FAIL);
 	}
-	return err ? EX_FAIL : EX_OK;
+	return finish(adir, samples, keep_all, err ? EX_FAIL : EX_OK);
 }

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The record directory (TAP): `jitsframe record` keeps one copy of the
+# samples (perf.data, injected; no perf.data.raw), of perf's build-id cache
+# only the kernel's kallsyms; a later `jitsframe report DIR` writes the
+# profiles record wrote, byte for byte, and they are those a report of the
+# raw recording (record --keep-all) writes; `perf report -i DIR/perf.data`
+# still names the traces; the summary states the size du -sb measures.
+# Skips without perf, except under CI=true, where it fails.
+set -u
+cd "$(dirname "$0")/.."
+J=$PWD/${JSF_CLI:-build/jitsframe}
+LJ=${LUAJIT:-luajit}
+W=bench/workloads/numeric.lua
+T=$(mktemp -d /tmp/jsf-t_recdir-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+if ! command -v perf >/dev/null; then
+	if [ "${CI:-}" = true ]; then
+		echo "1..1"; echo "not ok 1 - perf is needed (Debian: linux-perf)"; exit 1
+	fi
+	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
+	exit 0
+fi
+P="stacks.folded flamegraph.svg flamegraph.html profile.pb.gz"
+D=$T/d K=$T/k
+"$J" record -o "$D" -F 1999 -- $LJ $W >"$T/d.out" 2>"$T/d.err"; rc=$?
+"$J" record --keep-all -o "$K" -F 1999 -- $LJ $W >"$T/k.out" 2>"$T/k.err"; rck=$?
+if [ $rc -ne 0 ] || [ $rck -ne 0 ]; then
+	notok "record" "rc=$rc, --keep-all rc=$rck" "$(tail -3 "$T/d.err" "$T/k.err")"
+	echo "1..$n"; exit 1
+fi
+
+# 1. one copy of the samples: perf.data, injected (a jitted-*.so mapping
+#    in it, which only perf inject writes); no perf.data.raw
+inj=$(perf script -i "$D/perf.data" --show-mmap-events 2>/dev/null | grep -c 'MMAP.*/jitted-[0-9]*-[0-9]*\.so')
+if [ -s "$D/perf.data" ] && [ ! -e "$D/perf.data.raw" ] && [ "$inj" -gt 0 ] &&
+	[ "$(find "$D" -name 'perf.data*' | wc -l)" -eq 1 ]; then
+	ok "one copy of the samples: perf.data, injected ($inj jitted mappings), no perf.data.raw"
+else notok "one copy of the samples" "$(ls "$D")" "jitted mappings: $inj"; fi
+# --keep-all: both, as before
+if [ -s "$K/perf.data" ] && [ -s "$K/perf.data.raw" ]; then ok "--keep-all keeps perf.data.raw beside perf.data"
+else notok "--keep-all" "$(ls "$K")"; fi
+
+# 2. the cache: the kernel's kallsyms only (the report reads it); with
+#    --keep-all also perf's copies of the binaries (luajit was sampled)
+left=$(cd "$D/.debug" 2>/dev/null && find . -type f | grep -v '^\./\[kernel\.kallsyms\]/[0-9a-f]*/kallsyms$')
+if [ -d "$D/.debug/[kernel.kallsyms]" ] && [ -z "$left" ] &&
+	find "$K/.debug" -type f -path '*/usr/bin/luajit*' | grep -q .; then
+	ok "DIR/.debug holds only the kernel's kallsyms (--keep-all: the binaries too)"
+else notok "DIR/.debug pruned" "left: $left" "$(find "$K/.debug" -maxdepth 3 | head -5)"; fi
+
+# 3. a later report: the profiles record wrote, byte for byte
+mkdir "$T/rec" && for f in $P; do cp "$D/$f" "$T/rec/"; done
+"$J" report "$D" >"$T/again.out" 2>&1; rc=$?
+diffs=
+for f in $P; do cmp -s "$T/rec/$f" "$D/$f" || diffs="$diffs $f"; done
+if [ $rc -eq 0 ] && [ -z "$diffs" ]; then ok "jitsframe report DIR again: the same four profiles record wrote"
+else notok "report again" "rc=$rc, differ:$diffs" "$(tail -2 "$T/again.out")"; fi
+
+# 4. the injected samples give the report the raw ones give: both files of
+#    the --keep-all recording, same profiles and the same per-sample dump
+"$J" report --no-write --dump "$T/raw.dump" -i "$K/perf.data.raw" "$K" >/dev/null 2>&1
+"$J" report --no-write --dump "$T/inj.dump" -i "$K/perf.data" "$K" >/dev/null 2>&1
+mkdir "$T/kr" "$T/ki"
+cp -r "$K" "$T/kr/d" && rm "$T/kr/d/perf.data" && "$J" report "$T/kr/d" >/dev/null 2>&1
+cp -r "$K" "$T/ki/d" && rm "$T/ki/d/perf.data.raw" && "$J" report "$T/ki/d" >/dev/null 2>&1
+diffs=
+for f in $P; do cmp -s "$T/kr/d/$f" "$T/ki/d/$f" || diffs="$diffs $f"; done
+if [ -s "$T/raw.dump" ] && cmp -s "$T/raw.dump" "$T/inj.dump" && [ -z "$diffs" ] &&
+	[ "$(grep -c '^S ' "$T/raw.dump")" -gt 100 ]; then
+	ok "report of injected perf.data = of perf.data.raw: $(grep -c '^S ' "$T/raw.dump") samples' frames, four profiles"
+else notok "injected vs raw" "profiles differ:$diffs" "$(cmp "$T/raw.dump" "$T/inj.dump")"; fi
+
+# 5. perf's own report still names the traces
+perf report -i "$D/perf.data" --stdio --no-children --sort sym,srcline 2>/dev/null >"$T/report.txt"
+if grep -qE '\[\.\] TRACE_[0-9]+::[^ ]+:[0-9]+ +[^ ]+\.lua:[0-9]+' "$T/report.txt"; then
+	ok "perf report -i DIR/perf.data names TRACE_n frames with Lua srclines"
+else notok "perf report trace names" "$(grep TRACE "$T/report.txt" | head -3)"; fi
+
+# 6. the summary: DIR's size as du -sb counts it, and the samples'
+line=$(grep -E '^jitsframe record: .*: [0-9.]+ MB \([0-9]+ bytes; perf.data [0-9.]+ MB\)$' "$T/d.out")
+said=$(sed -nE 's/.* \(([0-9]+) bytes;.*/\1/p' <<<"$line")
+du=$(du -sb "$D" | cut -f1)
+# the later report rewrote the same four profiles: the size is unchanged
+if [ -n "$said" ] && [ "$said" = "$du" ] && grep -q "^jitsframe record: $D: " <<<"$line"; then
+	ok "the summary states DIR's size: $line"
+else notok "summary size" "line: $line" "du -sb: $du"; fi
+# and --keep-all's (about twice: the second copy of the samples)
+ksaid=$(sed -nE 's/^jitsframe record: .* \(([0-9]+) bytes; perf.data .*/\1/p' "$T/k.out")
+if [ "$ksaid" = "$(du -sb "$K" | cut -f1)" ] && [ "$ksaid" -gt "$said" ]; then
+	ok "--keep-all's summary states its size too ($ksaid bytes, > $said)"
+else notok "--keep-all size" "said $ksaid, du $(du -sb "$K" | cut -f1)"; fi
+
+echo "1..$n"
+[ $fails -eq 0 ]
