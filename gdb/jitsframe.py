@@ -107,6 +107,10 @@ def _jsf_load_lib():
         lib.jsf_view_close.restype = None
         lib.jsf_strerror.argtypes = [ctypes.c_int]
         lib.jsf_strerror.restype = ctypes.c_char_p
+        if hasattr(lib, "jsf_region_find"):  # docs/ABI.md section 8
+            lib.jsf_region_find.argtypes = [ctypes.c_int, ctypes.c_uint64,
+                                            ctypes.c_char_p, ctypes.c_size_t]
+            lib.jsf_region_find.restype = ctypes.c_int
         return lib, None
     return None, why
 
@@ -276,6 +280,14 @@ class _JsfTarget:
         cands = [named] if named else []
         self.where = ["the named path %s" % named] if named else []
         if not self.core:
+            # a live process: the library's own discovery first (the code
+            # report, record and `region ls` use), then this script's scan
+            # of its mappings (which also finds the jitdump). Not for a
+            # core: its pid may name another process by now.
+            if hasattr(self.lib, "jsf_region_find"):
+                buf = ctypes.create_string_buffer(4096)
+                if self.lib.jsf_region_find(self.pid, 0, buf, len(buf)) == 0:
+                    cands.append(buf.value.decode(errors="replace"))
             regions, jd_maps = self._maps()
             cands += regions
             self.where.append("/proc/%d/maps" % self.pid)
