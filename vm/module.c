@@ -190,6 +190,7 @@ static int l_start(lua_State *L)
 	if (path && strlen(path) >= sizeof(m->base_path) - 16)
 		return fail(L, "jitsframe: region path too long");
 	pthread_mutex_lock(&m->mu);
+	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL; /* tests only */
 	if (quiet >= 0)
 		m->quiet = quiet;
 	if (m->layout == 0) {

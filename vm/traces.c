@@ -116,14 +116,16 @@ VM_HOT static const char *facts_util(lua_State *L, struct lstate *s,
 
 /* From trace T's memory (layout lay): the same, or NULL when T has no
  * machine code or IR (then jit.util is asked). */
-VM_HOT static const struct facts *
-facts_raw(const uint8_t *T, const struct ljt_layout *lay, struct facts *f)
+VM_HOT static const struct facts *facts_raw(const struct vmod *m,
+					    const uint8_t *T,
+					    const struct ljt_layout *lay,
+					    struct facts *f)
 {
 	const uint8_t *ir = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->ir);
 	f->mc = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->mcode);
 	f->addr = (uint64_t)(uintptr_t)f->mc;
 	f->len = ljt_u32(T, lay->szmcode);
-	f->loop = ljt_u32(T, lay->mcloop);
+	f->loop = ljt_u32(T, lay->mcloop) ^ (m->raw_fault != 0);
 	if (!f->mc || !ir || ljt_u32(T, lay->nins) <= LJT_REF_BIAS)
 		return NULL;
 	const uint8_t *base = ir + 8 * (size_t)LJT_REF_BIAS; /* REF_BASE */
@@ -194,7 +196,7 @@ VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
 	const struct ljt_layout *lay = &ljt_layouts[__builtin_ctz(m->raw_mask)];
 	const uint8_t *T = ljt_trace(L, tr, lay);
 	struct facts r;
-	const struct facts *rf = T ? facts_raw(T, lay, &r) : NULL;
+	const struct facts *rf = T ? facts_raw(m, T, lay, &r) : NULL;
 	if (m->raw == VM_RAW_ON && ++m->raw_stops % VM_RAW_RECHECK) {
 		if (rf && rf->base_op == m->raw_base_op) {
 			*f = *rf;

@@ -59,6 +59,7 @@ struct vmod {
 	 * for the rest of the process (traces.c) */
 	int raw;	   /* VM_RAW_* */
 	unsigned raw_mask; /* layouts that agreed */
+	int raw_fault;	   /* JSF_ENV_VM_RAWFAULT: tests only */
 	uint32_t raw_checked, raw_base_op;
 	uint64_t raw_stops, raw_traces, raw_checks;
 	char raw_why[160];
