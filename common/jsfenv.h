@@ -48,6 +48,10 @@
 /* set by tests/t_audit_raw.sh, read by the module's auditlog open: inject
  * a fault into the raw trace reader's output (tests only) */
 #define JSF_ENV_AUDIT_RAWFAULT "JITSFRAME_AUDIT_RAWFAULT"
+/* set by tests/t_vmraw.sh, read by the module's start(): a wrong loop
+ * offset in the trace facts read from memory (tests only: the check
+ * against jit.util must catch it) */
+#define JSF_ENV_VM_RAWFAULT "JITSFRAME_VM_RAWFAULT"
 
 /* --- `audit replay` and its Lua driver (vm/replay.lua) --- */
 

@@ -16,26 +16,19 @@
 
 /* The one handler LuaJIT holds for each event we multiplex ("trace"; also
  * "record" and "texit" for a full auditlog): ours first, then the chain of
- * handlers attached by others (-jv, -jdump, jit.attach). Upvalue 1 is the
- * event's name. */
+ * handlers attached by others (-jv, -jdump, jit.attach). Upvalues: 1 the
+ * event's name, 2 the state (light userdata), 3 the event (VM_EV_*), 4 its
+ * chain (a dispatcher and its chain live and die together: hook_event). */
 VM_HOT static int dispatcher(lua_State *L)
 {
 	int n = lua_gettop(L);
-	struct lstate *s = vm_get_state(L);
+	struct lstate *s = lua_touserdata(L, lua_upvalueindex(2));
 	if (!s)
 		return 0;
-	const char *ev = lua_tostring(L, lua_upvalueindex(1));
-	if (s->enabled && ev)
-		vm_event(L, s, ev);
+	if (s->enabled)
+		vm_event(L, s, (int)lua_tointeger(L, lua_upvalueindex(3)));
 	lua_settop(L, n);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chains_ref);
-	lua_pushvalue(L, lua_upvalueindex(1));
-	lua_rawget(L, -2);
-	if (!lua_istable(L, -1)) {
-		lua_settop(L, n);
-		return 0;
-	}
-	int chain = lua_gettop(L);
+	int chain = lua_upvalueindex(4);
 	for (int i = 1;; i++) {
 		lua_rawgeti(L, chain, i);
 		if (lua_isnil(L, -1)) {
@@ -45,6 +38,7 @@ VM_HOT static int dispatcher(lua_State *L)
 		for (int a = 1; a <= n; a++)
 			lua_pushvalue(L, a);
 		if (lua_pcall(L, n, 0, 0)) {
+			const char *ev = lua_tostring(L, lua_upvalueindex(1));
 			fprintf(stderr, "jitsframe: %s handler failed: %s\n",
 				ev ? ev : "?", lua_tostring(L, -1));
 			lua_pop(L, 1);
@@ -135,14 +129,19 @@ static int hook_event(lua_State *L, struct lstate *s, const char *ev)
 		return 0;
 	}
 	lua_pop(L, 1);
-	lua_pushstring(L, ev);
-	lua_pushcclosure(L, dispatcher, 1);
-	int disp = lua_gettop(L);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, s->chains_ref);
 	lua_newtable(L);
 	int chain = lua_gettop(L);
 	lua_pushvalue(L, chain);
 	lua_setfield(L, -3, ev);
+	lua_pushstring(L, ev);
+	lua_pushlightuserdata(L, s);
+	lua_pushinteger(L, !strcmp(ev, "trace")	   ? VM_EV_TRACE
+			   : !strcmp(ev, "record") ? VM_EV_RECORD
+						   : VM_EV_TEXIT);
+	lua_pushvalue(L, chain);
+	lua_pushcclosure(L, dispatcher, 4);
+	int disp = lua_gettop(L);
 	/* LuaJIT keeps one handler per event in registry._VMEVENTS: copy it,
 	 * attach, and whatever our dispatcher replaced joins the chain. */
 	lua_getfield(L, LUA_REGISTRYINDEX, "_VMEVENTS");

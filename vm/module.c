@@ -190,6 +190,7 @@ static int l_start(lua_State *L)
 	if (path && strlen(path) >= sizeof(m->base_path) - 16)
 		return fail(L, "jitsframe: region path too long");
 	pthread_mutex_lock(&m->mu);
+	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL; /* tests only */
 	if (quiet >= 0)
 		m->quiet = quiet;
 	if (m->layout == 0) {
@@ -283,7 +284,7 @@ static int l_stats(lua_State *L)
 {
 	struct vmod *m = &g_mod;
 	pthread_mutex_lock(&m->mu);
-	lua_createtable(L, 0, 8);
+	lua_createtable(L, 0, 12);
 	lua_pushnumber(L, (lua_Number)m->traces);
 	lua_setfield(L, -2, "traces");
 	lua_pushnumber(L, (lua_Number)m->published);
@@ -303,6 +304,17 @@ static int l_stats(lua_State *L)
 	if (m->last_skip[0]) {
 		lua_pushstring(L, m->last_skip);
 		lua_setfield(L, -2, "last_skip");
+	}
+	static const char *const raw[] = {"untried", "checking", "on", "off"};
+	lua_pushstring(L, raw[m->raw]);
+	lua_setfield(L, -2, "raw");
+	lua_pushnumber(L, (lua_Number)m->raw_traces);
+	lua_setfield(L, -2, "raw_traces");
+	lua_pushnumber(L, (lua_Number)m->raw_checks);
+	lua_setfield(L, -2, "raw_checked");
+	if (m->raw == VM_RAW_OFF) {
+		lua_pushstring(L, m->raw_why);
+		lua_setfield(L, -2, "raw_off");
 	}
 	vaudit_stats(&m->audit, L);
 	lua_setfield(L, -2, "auditlog");

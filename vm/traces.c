@@ -81,6 +81,149 @@ VM_HOT static void skip(struct vmod *m, uint32_t tr, const char *why)
 	snprintf(m->last_skip, sizeof(m->last_skip), "trace %u: %s", tr, why);
 }
 
+/* What the rows of a stopped trace are made from. */
+struct facts {
+	const uint8_t *mc; /* its machine code */
+	uint64_t addr;
+	uint32_t len, loop; /* tracemc's loop offset */
+	uint32_t parent;    /* op1 of its IR_BASE: 0 for a root trace */
+	uint32_t base_op;   /* IR_BASE's opcode */
+};
+
+/* Through jit.util: tracemc and traceir(tr, 0), whose results stay on the
+ * stack (the machine code is a Lua string there). NULL or why not. */
+VM_HOT static const char *facts_util(lua_State *L, struct lstate *s,
+				     uint32_t tr, struct facts *f)
+{
+	lua_pushinteger(L, tr);
+	if (util_call(L, s, "tracemc", 1, 3) || !lua_isstring(L, -3))
+		return "no machine code";
+	size_t len;
+	f->mc = (const uint8_t *)lua_tolstring(L, -3, &len);
+	f->addr = (uint64_t)lua_tonumber(L, -2);
+	f->loop = (uint32_t)lua_tonumber(L, -1);
+	if (len > UINT32_MAX / 2)
+		return "trace too large";
+	f->len = (uint32_t)len;
+	lua_pushinteger(L, tr);
+	lua_pushinteger(L, 0);
+	if (util_call(L, s, "traceir", 2, 4))
+		return "traceir failed";
+	f->base_op = (uint32_t)lua_tointeger(L, -3) >> 8; /* of ot */
+	f->parent = (uint32_t)lua_tointeger(L, -2);	  /* op1 of BASE */
+	return NULL;
+}
+
+/* From trace T's memory (layout lay): the same, or NULL when T has no
+ * machine code or IR (then jit.util is asked). */
+VM_HOT static const struct facts *facts_raw(const struct vmod *m,
+					    const uint8_t *T,
+					    const struct ljt_layout *lay,
+					    struct facts *f)
+{
+	const uint8_t *ir = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->ir);
+	f->mc = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->mcode);
+	f->addr = (uint64_t)(uintptr_t)f->mc;
+	f->len = ljt_u32(T, lay->szmcode);
+	f->loop = ljt_u32(T, lay->mcloop) ^ (m->raw_fault != 0);
+	if (!f->mc || !ir || ljt_u32(T, lay->nins) <= LJT_REF_BIAS)
+		return NULL;
+	const uint8_t *base = ir + 8 * (size_t)LJT_REF_BIAS; /* REF_BASE */
+	f->parent = ljt_u16(base, 0);
+	f->base_op = ljt_u8(base, 5);
+	return f;
+}
+
+static void raw_off(struct vmod *m, uint32_t tr, const char *why)
+{
+	m->raw = VM_RAW_OFF;
+	snprintf(m->raw_why, sizeof(m->raw_why), "trace %u: %s", tr, why);
+}
+
+/* First stop: find the trace array (lj/ljtrace.h), keyed by trace tr. */
+static void raw_discover(struct vmod *m, lua_State *L, struct lstate *s,
+			 uint32_t tr)
+{
+	int top = lua_gettop(L);
+	struct ljt_known k = {.tr = tr};
+	m->raw = VM_RAW_OFF;
+	lua_pushinteger(L, tr);
+	if (util_call(L, s, "traceinfo", 1, 1) || !lua_istable(L, -1)) {
+		raw_off(m, tr, "no traceinfo");
+		goto out;
+	}
+	lua_getfield(L, -1, "nins");
+	lua_getfield(L, -2, "nk");
+	lua_getfield(L, -3, "nexit");
+	lua_getfield(L, -4, "link");
+	k.nins = (uint32_t)lua_tointeger(L, -4);
+	k.nk = (uint32_t)lua_tointeger(L, -3);
+	k.nexit = (uint32_t)lua_tointeger(L, -2);
+	k.link = (uint32_t)lua_tointeger(L, -1);
+	lua_settop(L, top);
+	lua_pushinteger(L, tr);
+	if (util_call(L, s, "tracemc", 1, 3) || !lua_isstring(L, -3)) {
+		raw_off(m, tr, "no machine code to start from");
+		goto out;
+	}
+	size_t len;
+	lua_tolstring(L, -3, &len);
+	k.szmcode = (uint32_t)len;
+	k.mcode = (uintptr_t)lua_tonumber(L, -2);
+	k.mcloop = (uint32_t)lua_tointeger(L, -1);
+	unsigned mask;
+	if (ljt_discover(L, &k, &mask, m->raw_why, sizeof(m->raw_why)))
+		goto out;
+	m->raw_mask = mask;
+	m->raw = VM_RAW_CHECKING;
+out:
+	lua_settop(L, top);
+}
+
+/* The facts of stopped trace tr: from its GCtrace once the layout agreed
+ * with jit.util on VM_RAW_CHECK traces (and again on one in
+ * VM_RAW_RECHECK: then both are read and must agree in every fact and
+ * every byte of the machine code), else, and for ever after any
+ * disagreement, from jit.util. NULL or why the trace is skipped. */
+VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
+				      struct lstate *s, uint32_t tr,
+				      struct facts *f)
+{
+	if (m->raw == VM_RAW_UNTRIED) /* once: some 20-40 us */
+		raw_discover(m, L, s, tr);
+	if (m->raw == VM_RAW_OFF)
+		return facts_util(L, s, tr, f);
+	const struct ljt_layout *lay = &ljt_layouts[__builtin_ctz(m->raw_mask)];
+	const uint8_t *T = ljt_trace(L, tr, lay);
+	struct facts r;
+	const struct facts *rf = T ? facts_raw(m, T, lay, &r) : NULL;
+	if (m->raw == VM_RAW_ON && ++m->raw_stops % VM_RAW_RECHECK) {
+		if (rf && rf->base_op == m->raw_base_op) {
+			*f = *rf;
+			m->raw_traces++;
+			return NULL;
+		}
+		if (!T)
+			raw_off(m, tr, "not found in the trace array");
+		/* no machine code or IR in memory: ask jit.util, check */
+	}
+	const char *why = facts_util(L, s, tr, f);
+	m->raw_checks++;
+	if (m->raw == VM_RAW_OFF || (why && !rf)) /* or neither has code */
+		return why;
+	if (why || !rf || rf->addr != f->addr || rf->len != f->len ||
+	    rf->loop != f->loop || rf->parent != f->parent ||
+	    rf->base_op != f->base_op || memcmp(rf->mc, f->mc, f->len) ||
+	    (m->raw_checked && rf->base_op != m->raw_base_op)) {
+		raw_off(m, tr, why ? why : "its memory and jit.util disagree");
+		return why;
+	}
+	m->raw_base_op = rf->base_op;
+	if (m->raw == VM_RAW_CHECKING && ++m->raw_checked >= VM_RAW_CHECK)
+		m->raw = VM_RAW_ON;
+	return NULL;
+}
+
 VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 			   uint32_t tr)
 {
@@ -101,23 +244,16 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	memset(ti, 0, sizeof(*ti));
 	ti->line = line; /* from the "start" event */
 	memcpy(ti->file, file, sizeof(file));
-	lua_pushinteger(L, tr);
-	if (util_call(L, s, "tracemc", 1, 3) || !lua_isstring(L, -3)) {
-		skip(m, tr, "no machine code");
+	struct facts f;
+	const char *why = trace_facts(m, L, s, tr, &f);
+	if (why) {
+		skip(m, tr, why);
 		goto out;
 	}
-	size_t len;
-	const uint8_t *mc = (const uint8_t *)lua_tolstring(L, -3, &len);
-	uint64_t addr = (uint64_t)lua_tonumber(L, -2);
-	uint32_t loop = (uint32_t)lua_tonumber(L, -1);
-	lua_pushinteger(L, tr);
-	lua_pushinteger(L, 0);
-	if (util_call(L, s, "traceir", 2, 4)) {
-		skip(m, tr, "traceir failed");
-		goto out;
-	}
-	uint32_t parent = (uint32_t)lua_tointeger(L, -2); /* op1 of BASE */
-	struct lj_trace_in in = {mc, (uint32_t)len, loop, tr, parent != 0, 0};
+	const uint8_t *mc = f.mc;
+	uint32_t len = f.len, loop = f.loop, parent = f.parent;
+	uint64_t addr = f.addr;
+	struct lj_trace_in in = {mc, len, loop, tr, parent != 0, 0};
 	if (parent) {
 		if (parent >= s->cap || !s->t[parent].nrows) {
 			skip(m, tr, "parent trace not known");
@@ -131,7 +267,7 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 		goto out;
 	}
 	ti->start = addr;
-	ti->size = (uint32_t)len;
+	ti->size = len;
 	ti->spadj = o.spadj;
 	ti->nrows = (uint8_t)o.nrows;
 	memcpy(ti->rows, o.rows, sizeof(o.rows));
@@ -185,11 +321,13 @@ VM_HOT void vm_on_flush(struct vmod *m, struct lstate *s)
 VM_HOT static void handle(lua_State *L, struct lstate *s)
 {
 	struct vmod *m = s->m;
-	const char *what = lua_tostring(L, 1);
+	size_t n;
+	const char *what = lua_tolstring(L, 1, &n);
 	if (!what)
 		return;
-	int stop = !strcmp(what, "stop"), flush = !strcmp(what, "flush");
-	int start = !strcmp(what, "start");
+	int stop = n == 4 && !memcmp(what, "stop", 4);
+	int flush = n == 5 && !memcmp(what, "flush", 5);
+	int start = n == 5 && !memcmp(what, "start", 5);
 	pthread_mutex_lock(&m->mu);
 	if (!stop && !flush && !start) {
 		/* abort: for the auditlog only */
@@ -214,17 +352,17 @@ VM_HOT static void handle(lua_State *L, struct lstate *s)
 	pthread_mutex_unlock(&m->mu);
 }
 
-/* Our part of event ev (the dispatcher's upvalue) for state s. */
-VM_HOT void vm_event(lua_State *L, struct lstate *s, const char *ev)
+/* Our part of event ev (VM_EV_*, the dispatcher's upvalue) for state s. */
+VM_HOT void vm_event(lua_State *L, struct lstate *s, int ev)
 {
 	struct vmod *m = s->m;
-	if (!strcmp(ev, "trace")) {
+	if (ev == VM_EV_TRACE) {
 		handle(L, s);
 	} else if (vaudit_level(&m->audit) >= VAUDIT_FULL) {
 		pthread_mutex_lock(&m->mu);
-		if (!strcmp(ev, "record"))
+		if (ev == VM_EV_RECORD)
 			vaudit_record(&m->audit, L);
-		else if (!strcmp(ev, "texit"))
+		else if (ev == VM_EV_TEXIT)
 			vaudit_texit(&m->audit, L);
 		pthread_mutex_unlock(&m->mu);
 	}

@@ -53,6 +53,16 @@ struct vmod {
 	int replace; /* replace an existing file at an explicit path */
 	int want_perfmap;
 	uint64_t traces, published, skipped, removed;
+	/* a stopped trace's facts (machine code, loop offset, parent) from
+	 * its GCtrace (lj/ljtrace.h) once they agreed with jit.util, checked
+	 * again on one trace in VM_RAW_RECHECK; any disagreement: jit.util
+	 * for the rest of the process (traces.c) */
+	int raw;	   /* VM_RAW_* */
+	unsigned raw_mask; /* layouts that agreed */
+	int raw_fault;	   /* JSF_ENV_VM_RAWFAULT: tests only */
+	uint32_t raw_checked, raw_base_op;
+	uint64_t raw_stops, raw_traces, raw_checks;
+	char raw_why[160];
 	struct vaudit audit;
 	/* strings */
 	char path[4200];      /* the region's path */
@@ -61,6 +71,13 @@ struct vmod {
 	char refusal[256];
 	char last_skip[128];
 };
+
+enum { VM_RAW_UNTRIED, VM_RAW_CHECKING, VM_RAW_ON, VM_RAW_OFF };
+#define VM_RAW_CHECK 4	  /* traces compared before raw reads alone */
+#define VM_RAW_RECHECK 64 /* then one trace in this many */
+
+/* The VM events we multiplex (a dispatcher's upvalue). */
+enum { VM_EV_TRACE, VM_EV_RECORD, VM_EV_TEXIT };
 
 /* Per Lua state (a userdata in its registry). */
 struct lstate {
@@ -98,8 +115,8 @@ void vm_uninstall(lua_State *L, struct lstate *s);
 /* traces.c */
 struct lstate *vm_get_state(lua_State *L); /* NULL: none yet */
 struct lstate *vm_new_state(struct vmod *m, lua_State *L);
-/* Our part of VM event ev; its arguments are the stack, 1..top. */
-void vm_event(lua_State *L, struct lstate *s, const char *ev);
+/* Our part of VM event ev (VM_EV_*); its arguments are the stack, 1..top. */
+void vm_event(lua_State *L, struct lstate *s, int ev);
 /* Withdraw every trace of s (m->mu held). */
 void vm_on_flush(struct vmod *m, struct lstate *s);
 
