@@ -28,7 +28,13 @@
 struct rec {
 	uint64_t off, time;
 	uint64_t seq;
+	uint16_t size;
 };
+
+/* pass 2 prefetches the headers and tails of the record PD_AHEAD ahead,
+ * and the stack lines of the one PD_AHEAD / 2 ahead (found through its
+ * header, in the cache by then) */
+enum { PD_AHEAD = 8 };
 
 struct perfdata {
 	const unsigned char *buf;
@@ -40,6 +46,8 @@ struct perfdata {
 	uint32_t stack_user; /* sample_stack_user, of the first attr */
 	int sample_id_all;
 	uint64_t data_off, data_size;
+	uint32_t pf[PD_PREFETCH]; /* pd_prefetch_stack */
+	size_t npf;
 };
 
 static void failmsg(char *err, size_t n, const char *fmt, ...)
@@ -197,6 +205,12 @@ void pd_close(struct perfdata *pd)
 	if (pd->map)
 		munmap(pd->map, pd->map_len);
 	free(pd);
+}
+
+void pd_prefetch_stack(struct perfdata *pd, const uint32_t *off, size_t n)
+{
+	pd->npf = n < PD_PREFETCH ? n : PD_PREFETCH;
+	memcpy(pd->pf, off, pd->npf * sizeof(*off));
 }
 
 uint64_t pd_sample_period_ns(const struct perfdata *pd)
@@ -538,6 +552,7 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 			rs[nr].off = off;
 			rs[nr].time = t;
 			rs[nr].seq = nr;
+			rs[nr].size = size;
 			nr++;
 		}
 		if (t)
@@ -546,8 +561,31 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 	}
 	if (!sorted)
 		qsort(rs, nr, sizeof(*rs), rec_cmp);
-	/* pass 2: decode in time order */
+	/* pass 2: decode in time order, the records a few ahead prefetched
+	 * (their pages are mapped by now: pass 1 touched every one) */
 	for (size_t i = 0; i < nr; i++) {
+		if (i + PD_AHEAD < nr) {
+			const unsigned char *q = pd->buf + rs[i + PD_AHEAD].off;
+			uint16_t qs = rs[i + PD_AHEAD].size;
+			__builtin_prefetch(q);
+			__builtin_prefetch(q + 64);
+			__builtin_prefetch(q + 128);
+			__builtin_prefetch(q + 192);
+			__builtin_prefetch(q + qs - 8);
+		}
+		if (pd->npf && i + PD_AHEAD / 2 < nr) {
+			const struct rec *h = &rs[i + PD_AHEAD / 2];
+			const unsigned char *q = pd->buf + h->off;
+			struct pd_sample hs;
+			uint64_t ht;
+			if (rd32(q) == PERF_RECORD_SAMPLE &&
+			    !parse_sample(pd, q + 8, h->size - 8u, &hs, &ht) &&
+			    hs.stack)
+				for (size_t k = 0; k < pd->npf; k++)
+					if (pd->pf[k] < hs.stack_size)
+						__builtin_prefetch(hs.stack +
+								   pd->pf[k]);
+		}
 		struct pd_event e;
 		int d = decode(pd, rs[i].off, &e, err, errlen);
 		if (d < 0) {
