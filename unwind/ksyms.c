@@ -76,11 +76,25 @@ static int hexval(char c)
 	return -1;
 }
 
-static int is_hex16(const char *p)
+/* p[0..16) lowercase hex digits? Then *v is their big-endian value as
+ * two words (compared as the text is: same width, '0' < ... < 'f'). */
+static int hex16(const char *p, uint64_t v[2])
 {
-	for (int i = 0; i < 16; i++)
-		if (hexval(p[i]) < 0)
+	uint64_t w[2];
+	memcpy(w, p, 16);
+	for (int k = 0; k < 2; k++) {
+		/* every byte in '0'..'9' or 'a'..'f' */
+		uint64_t x = w[k], ones = 0x0101010101010101ull,
+			 high = 0x8080808080808080ull;
+		uint64_t ge0 = (x | high) - ones * '0';	      /* >= '0' */
+		uint64_t gt9 = (x | high) - ones * ('9' + 1); /* > '9' */
+		uint64_t gea = (x | high) - ones * 'a';	      /* >= 'a' */
+		uint64_t gtf = (x | high) - ones * ('f' + 1); /* > 'f' */
+		uint64_t ok = (ge0 & ~gt9) | (gea & ~gtf);
+		if ((ok & high) != high || (x & high))
 			return 0;
+		v[k] = __builtin_bswap64(x);
+	}
 	return 1;
 }
 
@@ -102,12 +116,13 @@ static int load_in_place(struct ksyms *ks)
 	close(fd);
 	if (m == MAP_FAILED)
 		return 0;
-	const char *b = m, *prev = NULL;
+	const char *b = m;
+	uint64_t prev[2] = {0, 0}, cur[2];
 	size_t cap = len / 32 + 16, n = 0;
 	uint32_t *line = malloc(cap * sizeof(*line));
 	for (size_t i = 0; line && i < len;) {
-		if (len - i < 17 || b[i + 16] != ' ' || !is_hex16(b + i) ||
-		    (prev && memcmp(prev, b + i, 16) > 0))
+		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
+		    cur[0] < prev[0] || (cur[0] == prev[0] && cur[1] < prev[1]))
 			goto no;
 		if (n == cap) {
 			uint32_t *nl = realloc(line, 2 * cap * sizeof(*line));
@@ -117,7 +132,8 @@ static int load_in_place(struct ksyms *ks)
 			cap *= 2;
 		}
 		line[n++] = (uint32_t)i;
-		prev = b + i;
+		prev[0] = cur[0];
+		prev[1] = cur[1];
 		const char *nl = memchr(b + i + 17, '\n', len - i - 17);
 		i = nl ? (size_t)(nl - b) + 1 : len;
 	}
