@@ -120,15 +120,17 @@ static int load_in_place(struct ksyms *ks)
 	uint64_t prev[2] = {0, 0}, cur[2];
 	size_t cap = len / 32 + 16, n = 0;
 	uint32_t *line = malloc(cap * sizeof(*line));
-	for (size_t i = 0; line && i < len;) {
+	if (!line)
+		goto no;
+	for (size_t i = 0; i < len;) {
 		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
 		    cur[0] < prev[0] || (cur[0] == prev[0] && cur[1] < prev[1]))
 			goto no;
 		if (n == cap) {
-			uint32_t *nl = realloc(line, 2 * cap * sizeof(*line));
-			if (!nl)
+			uint32_t *nb = realloc(line, 2 * cap * sizeof(*line));
+			if (!nb)
 				goto no;
-			line = nl;
+			line = nb;
 			cap *= 2;
 		}
 		line[n++] = (uint32_t)i;
@@ -137,8 +139,6 @@ static int load_in_place(struct ksyms *ks)
 		const char *nl = memchr(b + i + 17, '\n', len - i - 17);
 		i = nl ? (size_t)(nl - b) + 1 : len;
 	}
-	if (!line)
-		goto no;
 	ks->map = b;
 	ks->map_len = len;
 	ks->line = line;
