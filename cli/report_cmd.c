@@ -48,6 +48,7 @@ static const char usage[] =
 
 struct rep {
 	struct uwstate *u;
+	struct perfdata *pd; /* for pd_prefetch_stack */
 	struct prof *prof;
 	FILE *dump;
 	uint64_t samples, with_user, through, through_main, complete, unpub;
@@ -96,6 +97,9 @@ static int on_event(const struct pd_event *e, void *ctx)
 	int n = uw_event(r->u, e, r->fr, &why, &comm);
 	if (n < 0)
 		return 0;
+	uint32_t lines[PD_PREFETCH];
+	pd_prefetch_stack(r->pd, lines,
+			  uw_stack_lines(r->u, lines, PD_PREFETCH));
 	r->samples++;
 	bool trace = false, main_ = false, anon = false;
 	for (int i = 0; i < n; i++) {
@@ -386,8 +390,10 @@ int report_run(const struct report_opts *opts)
 	/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
 	const char *nosf = getenv(JSF_ENV_NO_SFRAME);
 	struct uw_opts uo = {.no_sframe = nosf && *nosf && strcmp(nosf, "0")};
-	if (r)
+	if (r) {
 		r->u = uw_new(t, &uo);
+		r->pd = pd;
+	}
 	if (!r || !r->u) {
 		fprintf(stderr, "jitsframe report: out of memory\n");
 		free(r);
@@ -423,6 +429,7 @@ int report_run(const struct report_opts *opts)
 				rc = -errno;
 		}
 		r->u = uw_new(t, &uo);
+		r->pd = pd;
 		if (!r->u) {
 			fprintf(stderr, "jitsframe report: out of memory\n");
 			rc = EX_INPUT;

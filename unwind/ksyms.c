@@ -3,16 +3,34 @@
  * (read once; the recording's own copy that perf record keeps in the
  * record directory's build-id cache when there is one, else this
  * machine's, when readable with real addresses). Names carry the folded
- * stacks' kernel suffix "_[k]". */
+ * stacks' kernel suffix "_[k]".
+ *
+ * A regular file in perf's own layout (every line "16 lowercase hex
+ * digits, a space, ...", addresses never decreasing: what perf record
+ * copies) is mapped and searched in place: one pass finds the line
+ * starts, a lookup bisects them and walks back to the nearest text
+ * symbol, and the names asked for are made once each. The same symbol as
+ * the full parse (which is kept for /proc/kallsyms and any other layout)
+ * at a tenth of the cost. */
 #include "ksyms.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct ksym {
 	uint64_t addr;
 	uint32_t name; /* offset in names */
+};
+
+/* a name made for the in-place search, by its line */
+struct kname {
+	uint32_t line; /* index + 1; 0: empty slot */
+	char *name;
 };
 
 struct ksyms {
@@ -21,6 +39,13 @@ struct ksyms {
 	char *names; /* "name_[k]\0" strings, one arena */
 	int loaded;
 	char *path;
+	/* in place: the mapped file, its line starts, the names made */
+	const char *map;
+	size_t map_len;
+	uint32_t *line;
+	size_t nline;
+	struct kname *kn;
+	size_t kn_cap, kn_n;
 };
 
 struct ksyms *ksyms_new(const char *path)
@@ -51,11 +76,162 @@ static int hexval(char c)
 	return -1;
 }
 
+/* p[0..16) lowercase hex digits? Then *v is their big-endian value as
+ * two words (compared as the text is: same width, '0' < ... < 'f'). */
+static int hex16(const char *p, uint64_t v[2])
+{
+	uint64_t w[2];
+	memcpy(w, p, 16);
+	for (int k = 0; k < 2; k++) {
+		/* every byte in '0'..'9' or 'a'..'f' */
+		uint64_t x = w[k], ones = 0x0101010101010101ull,
+			 high = 0x8080808080808080ull;
+		uint64_t ge0 = (x | high) - ones * '0';	      /* >= '0' */
+		uint64_t gt9 = (x | high) - ones * ('9' + 1); /* > '9' */
+		uint64_t gea = (x | high) - ones * 'a';	      /* >= 'a' */
+		uint64_t gtf = (x | high) - ones * ('f' + 1); /* > 'f' */
+		uint64_t ok = (ge0 & ~gt9) | (gea & ~gtf);
+		if ((ok & high) != high || (x & high))
+			return 0;
+		v[k] = __builtin_bswap64(x);
+	}
+	return 1;
+}
+
+/* Map a regular file in perf's layout and index its lines; 0 if it is
+ * not one (then the full parse reads it). */
+static int load_in_place(struct ksyms *ks)
+{
+	int fd = open(ks->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat sb;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < 17 ||
+	    (uint64_t)sb.st_size >= UINT32_MAX) {
+		close(fd);
+		return 0;
+	}
+	size_t len = (size_t)sb.st_size;
+	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return 0;
+	const char *b = m;
+	uint64_t prev[2] = {0, 0}, cur[2];
+	size_t cap = len / 32 + 16, n = 0;
+	uint32_t *line = malloc(cap * sizeof(*line));
+	if (!line)
+		goto no;
+	for (size_t i = 0; i < len;) {
+		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
+		    cur[0] < prev[0] || (cur[0] == prev[0] && cur[1] < prev[1]))
+			goto no;
+		if (n == cap) {
+			uint32_t *nb = realloc(line, 2 * cap * sizeof(*line));
+			if (!nb)
+				goto no;
+			line = nb;
+			cap *= 2;
+		}
+		line[n++] = (uint32_t)i;
+		prev[0] = cur[0];
+		prev[1] = cur[1];
+		const char *nl = memchr(b + i + 17, '\n', len - i - 17);
+		i = nl ? (size_t)(nl - b) + 1 : len;
+	}
+	ks->map = b;
+	ks->map_len = len;
+	ks->line = line;
+	ks->nline = n;
+	return 1;
+no:
+	free(line);
+	munmap(m, len);
+	return 0;
+}
+
+/* Line k as the full parse reads it: its name [*n0, *n1) if it gives a
+ * symbol, else 0. */
+static int line_sym(const struct ksyms *ks, size_t k, size_t *n0, size_t *n1)
+{
+	size_t st = ks->line[k];
+	size_t end = k + 1 < ks->nline ? ks->line[k + 1] - 1 : ks->map_len;
+	const char *b = ks->map;
+	if (end > st && b[end - 1] == '\n' && k + 1 == ks->nline)
+		end--;
+	size_t i = st + 16;
+	char type = i + 3 < end ? b[i + 1] : 0;
+	if (!memcmp(b + st, "0000000000000000", 16) ||
+	    (type != 't' && type != 'T'))
+		return 0;
+	size_t a = i + 3, e = a;
+	while (e < end && b[e] != '\t' && b[e] != ' ')
+		e++;
+	if (e <= a || e - a > 255)
+		return 0;
+	*n0 = a;
+	*n1 = e;
+	return 1;
+}
+
+static const char *name_in_place(struct ksyms *ks, uint64_t addr)
+{
+	char key[17];
+	snprintf(key, sizeof(key), "%016llx", (unsigned long long)addr);
+	size_t lo = 0, hi = ks->nline;
+	while (lo < hi) { /* the lines at or below addr: [0, lo) */
+		size_t m = (lo + hi) / 2;
+		if (memcmp(ks->map + ks->line[m], key, 16) <= 0)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	size_t n0 = 0, n1 = 0;
+	while (lo && !line_sym(ks, lo - 1, &n0, &n1))
+		lo--;
+	if (!lo)
+		return NULL;
+	uint32_t id = (uint32_t)lo; /* line lo - 1, + 1 */
+	if (2 * (ks->kn_n + 1) > ks->kn_cap) {
+		size_t nc = ks->kn_cap ? 2 * ks->kn_cap : 256;
+		struct kname *t = calloc(nc, sizeof(*t));
+		if (!t)
+			return NULL;
+		for (size_t j = 0; j < ks->kn_cap; j++) {
+			if (!ks->kn[j].line)
+				continue;
+			size_t h = (ks->kn[j].line * 2654435761u) & (nc - 1);
+			while (t[h].line)
+				h = (h + 1) & (nc - 1);
+			t[h] = ks->kn[j];
+		}
+		free(ks->kn);
+		ks->kn = t;
+		ks->kn_cap = nc;
+	}
+	size_t h = (id * 2654435761u) & (ks->kn_cap - 1);
+	while (ks->kn[h].line && ks->kn[h].line != id)
+		h = (h + 1) & (ks->kn_cap - 1);
+	if (ks->kn[h].line)
+		return ks->kn[h].name;
+	char *nm = malloc(n1 - n0 + 5);
+	if (!nm)
+		return NULL;
+	memcpy(nm, ks->map + n0, n1 - n0);
+	memcpy(nm + (n1 - n0), "_[k]", 5);
+	ks->kn[h].line = id;
+	ks->kn[h].name = nm;
+	ks->kn_n++;
+	return nm;
+}
+
 /* /proc/kallsyms, whole, parsed by hand: "ADDR TYPE NAME[\t[MODULE]]\n"
  * lines, ~200,000 of them (fscanf made this the report's largest cost). */
 static void load(struct ksyms *ks)
 {
 	ks->loaded = 1;
+	if (load_in_place(ks))
+		return;
 	FILE *f = fopen(ks->path, "r");
 	if (!f)
 		return;
@@ -125,6 +301,8 @@ const char *ksym_name(struct ksyms *ks, uint64_t addr)
 		return NULL;
 	if (!ks->loaded)
 		load(ks);
+	if (ks->map)
+		return name_in_place(ks, addr);
 	size_t lo = 0, hi = ks->n;
 	while (lo < hi) {
 		size_t m = (lo + hi) / 2;
@@ -140,6 +318,12 @@ void ksyms_free(struct ksyms *ks)
 {
 	if (!ks)
 		return;
+	for (size_t j = 0; j < ks->kn_cap; j++)
+		free(ks->kn[j].name);
+	free(ks->kn);
+	free(ks->line);
+	if (ks->map)
+		munmap((void *)ks->map, ks->map_len);
 	free(ks->names);
 	free(ks->k);
 	free(ks->path);

@@ -63,6 +63,11 @@ int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
  * message in err. */
 int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 	    void *ctx, char *err, size_t errlen);
+/* Offsets into the stack copy (n <= PD_PREFETCH) that pd_each prefetches
+ * in the samples a few ahead of the one its callback has: what the last
+ * walk read (uw_stack_lines). Only a hint: no effect on what is read. */
+enum { PD_PREFETCH = 16 };
+void pd_prefetch_stack(struct perfdata *pd, const uint32_t *off, size_t n);
 uint64_t pd_sample_period_ns(const struct perfdata *pd);
 /* The user stack bytes asked for per sample (the attr's sample_stack_user,
  * what `perf record --call-graph dwarf,N` set); 0 without stack copies. */

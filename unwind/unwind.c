@@ -223,6 +223,8 @@ struct proc {
 	bool exec_seen; /* an exec: its first code mapping is the program */
 };
 
+enum { UW_LINES = 16 };
+
 struct uwstate {
 	struct traces *t;
 	struct proc *p; /* open addressing on pid */
@@ -231,6 +233,8 @@ struct uwstate {
 	struct ksyms *ksyms;  /* kernel symbols, read on first use */
 	char *kpath;	      /* their file (NULL: /proc/kallsyms) */
 	uint64_t need_max, need_last, copy_max; /* struct uw_stats */
+	uint32_t line[UW_LINES]; /* uw_stack_lines, of the last walk */
+	size_t nline;
 };
 
 struct uwstate *uw_new(struct traces *t, const struct uw_opts *o)
@@ -258,6 +262,13 @@ int uw_use_kallsyms(struct uwstate *u, const char *path)
 	free(u->kpath);
 	u->kpath = p;
 	return 0;
+}
+
+size_t uw_stack_lines(const struct uwstate *u, uint32_t *off, size_t max)
+{
+	size_t n = u->nline < max ? u->nline : max;
+	memcpy(off, u->line, n * sizeof(*off));
+	return n;
 }
 
 const char *uw_ksym_name(struct uwstate *u, uint64_t addr)
@@ -587,6 +598,7 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 	}
 	uint64_t sp0 = sp, need = 0;
 	bool bp_known = okbp;
+	u->nline = 0;
 	int n = 0;
 	enum stop_reason r;
 	for (;;) {
@@ -632,6 +644,13 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 			r = STOP_STACK_SHORT;
 			break;
 		}
+		/* read: inside the copy, so above sp0 and below 2^32 */
+		uint32_t ln =
+		    (uint32_t)((cfa + (uint64_t)(int64_t)row.ra_off - sp0) &
+			       ~(uint64_t)63);
+		if (u->nline < UW_LINES &&
+		    (!u->nline || u->line[u->nline - 1] != ln))
+			u->line[u->nline++] = ln;
 		if (row.fp_rule == UW_FP_CFA)
 			nbp_known =
 			    rd(s, sp0, cfa + (uint64_t)(int64_t)row.fp_off,

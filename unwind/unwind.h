@@ -101,6 +101,11 @@ const char *uw_ksym_name(struct uwstate *u, uint64_t addr);
 /* Read kernel symbols from path instead; before the first uw_ksym_name. */
 int uw_use_kallsyms(struct uwstate *u, const char *path);
 
+/* The stack copy's 64-byte lines (offsets from the sampled rsp, rounded
+ * down) the last walk read, deepest last, at most max of them: for
+ * pd_prefetch_stack (later samples' walks mostly read the same ones). */
+size_t uw_stack_lines(const struct uwstate *u, uint32_t *off, size_t max);
+
 struct uw_stats {
 	uint64_t rows_sframe; /* rows looked up in .sframe sections */
 	uint64_t rows_cfi;    /* rows looked up in CFI (libdw) */
