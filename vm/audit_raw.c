@@ -6,6 +6,7 @@
  * trace in A->raw_recheck; else, or on any disagreement, jit.util.
  */
 #include "auditint.h"
+#include "vm.h"
 
 #include "lj.h"
 
@@ -343,23 +344,11 @@ static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
 		raw_off(A, "trace %lld: no traceinfo", tr);
 		return;
 	}
-	lua_getfield(L, -1, "nins");
-	lua_getfield(L, -2, "nk");
-	lua_getfield(L, -3, "nexit");
-	lua_getfield(L, -4, "link");
-	k.nins = (uint32_t)lua_tointeger(L, -4);
-	k.nk = (uint32_t)lua_tointeger(L, -3);
-	k.nexit = (uint32_t)lua_tointeger(L, -2);
-	k.link = (uint32_t)lua_tointeger(L, -1);
-	lua_pop(L, 5);
+	vm_known_info(L, -1, &k);
+	lua_pop(L, 1);
 	lua_pushinteger(L, tr);
 	call_util(L, c, U_TRACEMC, 1, 3);
-	size_t len = 0;
-	if (lua_isstring(L, -3))
-		lua_tolstring(L, -3, &len);
-	k.szmcode = (uint32_t)len;
-	k.mcode = (uintptr_t)lua_tonumber(L, -2);
-	k.mcloop = (uint32_t)lua_tointeger(L, -1);
+	vm_known_mc(L, -3, &k);
 	lua_pop(L, 3);
 	unsigned mask;
 	char why[160];

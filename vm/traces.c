@@ -140,6 +140,33 @@ static void raw_off(struct vmod *m, uint32_t tr, const char *why)
 	snprintf(m->raw_why, sizeof(m->raw_why), "trace %u: %s", tr, why);
 }
 
+void vm_known_info(lua_State *L, int idx, struct ljt_known *k)
+{
+	if (idx < 0) /* (Lua 5.1 has no lua_absindex) */
+		idx = lua_gettop(L) + idx + 1;
+	lua_getfield(L, idx, "nins");
+	lua_getfield(L, idx, "nk");
+	lua_getfield(L, idx, "nexit");
+	lua_getfield(L, idx, "link");
+	k->nins = (uint32_t)lua_tointeger(L, -4);
+	k->nk = (uint32_t)lua_tointeger(L, -3);
+	k->nexit = (uint32_t)lua_tointeger(L, -2);
+	k->link = (uint32_t)lua_tointeger(L, -1);
+	lua_pop(L, 4);
+}
+
+void vm_known_mc(lua_State *L, int idx, struct ljt_known *k)
+{
+	if (idx < 0) /* (Lua 5.1 has no lua_absindex) */
+		idx = lua_gettop(L) + idx + 1;
+	size_t len = 0;
+	if (lua_isstring(L, idx))
+		lua_tolstring(L, idx, &len);
+	k->szmcode = (uint32_t)len;
+	k->mcode = (uintptr_t)lua_tonumber(L, idx + 1);
+	k->mcloop = (uint32_t)lua_tointeger(L, idx + 2);
+}
+
 /* First stop: find the trace array (lj/ljtrace.h), keyed by trace tr. */
 static void raw_discover(struct vmod *m, lua_State *L, struct lstate *s,
 			 uint32_t tr)
@@ -152,25 +179,14 @@ static void raw_discover(struct vmod *m, lua_State *L, struct lstate *s,
 		raw_off(m, tr, "no traceinfo");
 		goto out;
 	}
-	lua_getfield(L, -1, "nins");
-	lua_getfield(L, -2, "nk");
-	lua_getfield(L, -3, "nexit");
-	lua_getfield(L, -4, "link");
-	k.nins = (uint32_t)lua_tointeger(L, -4);
-	k.nk = (uint32_t)lua_tointeger(L, -3);
-	k.nexit = (uint32_t)lua_tointeger(L, -2);
-	k.link = (uint32_t)lua_tointeger(L, -1);
+	vm_known_info(L, -1, &k);
 	lua_settop(L, top);
 	lua_pushinteger(L, tr);
 	if (util_call(L, s, "tracemc", 1, 3) || !lua_isstring(L, -3)) {
 		raw_off(m, tr, "no machine code to start from");
 		goto out;
 	}
-	size_t len;
-	lua_tolstring(L, -3, &len);
-	k.szmcode = (uint32_t)len;
-	k.mcode = (uintptr_t)lua_tonumber(L, -2);
-	k.mcloop = (uint32_t)lua_tointeger(L, -1);
+	vm_known_mc(L, -3, &k);
 	unsigned mask;
 	if (ljt_discover(L, &k, &mask, m->raw_why, sizeof(m->raw_why)))
 		goto out;

@@ -119,6 +119,12 @@ struct lstate *vm_new_state(struct vmod *m, lua_State *L);
 void vm_event(lua_State *L, struct lstate *s, int ev);
 /* Withdraw every trace of s (m->mu held). */
 void vm_on_flush(struct vmod *m, struct lstate *s);
+/* What jit.util said of a trace, as lj/ljtrace's discovery keys the trace
+ * array by (shared with the auditlog's raw reader): from its traceinfo
+ * table at idx, and from tracemc's three results (code, address, loop
+ * offset) starting at idx. The stack is left as it was. */
+void vm_known_info(lua_State *L, int idx, struct ljt_known *k);
+void vm_known_mc(lua_State *L, int idx, struct ljt_known *k);
 
 /* sinks.c, all with m->mu held */
 /* Make sure the region (and the perf sinks) belong to this process. */
