@@ -55,7 +55,10 @@ struct folded *pf_to_folded(const struct prof *p)
 	return f;
 }
 
-int prof_write_folded(const struct prof *p, const char *path)
+int pf_write_from_folded(const struct prof *p, const char *path,
+			 int (*w)(const struct folded *f, FILE *o,
+				  const char *title),
+			 const char *title)
 {
 	if (!p || !path)
 		return -EINVAL;
@@ -65,8 +68,19 @@ int prof_write_folded(const struct prof *p, const char *path)
 	struct afile a;
 	int err = pf_af_open(&a, path);
 	if (!err)
-		err = folded_write(f, a.f);
+		err = w(f, a.f, title);
 	err = pf_af_close(&a, path, err, 0);
 	folded_free(f);
 	return err;
+}
+
+static int write_text(const struct folded *f, FILE *o, const char *title)
+{
+	(void)title;
+	return folded_write(f, o);
+}
+
+int prof_write_folded(const struct prof *p, const char *path)
+{
+	return pf_write_from_folded(p, path, write_text, NULL);
 }

@@ -134,6 +134,12 @@ char *pf_comm_name(const char *comm);
 /* The profile as folded lines (identical lines merged: frames that differ
  * only by address fold into one); NULL when out of memory. */
 struct folded *pf_to_folded(const struct prof *p);
+/* Write the profile's folded stacks to path atomically through w (the
+ * folded text, the SVG flame graph); 0 or -errno. */
+int pf_write_from_folded(const struct prof *p, const char *path,
+			 int (*w)(const struct folded *f, FILE *o,
+				  const char *title),
+			 const char *title);
 
 /* ------------------------------------------------------ tree.c */
 

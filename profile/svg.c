@@ -7,16 +7,6 @@
 
 int prof_write_svg(const struct prof *p, const char *path, const char *title)
 {
-	if (!p || !path)
-		return -EINVAL;
-	struct folded *f = pf_to_folded(p);
-	if (!f)
-		return -ENOMEM;
-	struct afile a;
-	int err = pf_af_open(&a, path);
-	if (!err)
-		err = flame_svg(f, a.f, title ? title : "jitsframe");
-	err = pf_af_close(&a, path, err, 0);
-	folded_free(f);
-	return err;
+	return pf_write_from_folded(p, path, flame_svg,
+				    title ? title : "jitsframe");
 }
