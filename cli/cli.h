@@ -32,6 +32,10 @@ int cli_exe_dir(char *buf, size_t len);
  * the first candidate, for a message); -1 cannot find this program. */
 int cli_lua_dir(char *out, size_t len, const char *name);
 
+/* The fields of /proc/PID/stat after the command (" STATE PPID ..."),
+ * read into buf; NULL if unreadable. */
+const char *cli_proc_stat(int pid, char *buf, size_t len);
+
 /* LUA_CPATH = DIR/?.so;<the old one, else ";" (Lua's default)>; 0 or
  * -errno. */
 int cli_prepend_cpath(const char *dir);

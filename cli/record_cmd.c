@@ -292,22 +292,14 @@ static void add_children(int *pids, int *n, int max, int master)
 		return;
 	d = opendir("/proc");
 	while (d && (de = readdir(d))) {
-		char sp[300], buf[512];
-		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
-		    snprintf(sp, sizeof(sp), "/proc/%s/stat", de->d_name) >=
-			(int)sizeof(sp))
+		char buf[512];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		FILE *f = fopen(sp, "re");
-		if (!f)
-			continue;
-		size_t k = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[k] = 0;
-		const char *rp = strrchr(buf, ')');
+		int pid = atoi(de->d_name);
+		const char *rp = cli_proc_stat(pid, buf, sizeof(buf));
 		int ppid;
-		if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 &&
-		    ppid == master)
-			add_pid(pids, n, max, atoi(de->d_name));
+		if (rp && sscanf(rp, " %*c %d", &ppid) == 1 && ppid == master)
+			add_pid(pids, n, max, pid);
 	}
 	if (d)
 		closedir(d);

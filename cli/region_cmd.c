@@ -446,17 +446,10 @@ static void ls_comm(int pid, bool live, uint64_t create_ns, char *out,
 {
 	char p[64], buf[1024];
 	snprintf(out, len, "(exited)");
-	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	const char *rp = strrchr(buf, ')');
+	const char *rp = cli_proc_stat(pid, buf, sizeof(buf));
 	unsigned long long start = 0;
 	/* fields after ")": state(3) ... starttime(22) */
-	if (!rp || sscanf(rp + 1,
+	if (!rp || sscanf(rp,
 			  " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
 			  "%*u %*d %*d %*d %*d %*d %*d %llu",
 			  &start) != 1)
@@ -467,7 +460,7 @@ static void ls_comm(int pid, bool live, uint64_t create_ns, char *out,
 	if (!live && start_ns > create_ns)
 		return; /* a later process with the same pid */
 	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
-	f = fopen(p, "re");
+	FILE *f = fopen(p, "re");
 	if (!f)
 		return;
 	if (fgets(buf, sizeof(buf), f)) {

@@ -71,6 +71,24 @@ int cli_lua_dir(char *out, size_t len, const char *name)
 	return 1;
 }
 
+const char *cli_proc_stat(int pid, char *buf, size_t len)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	FILE *f = fopen(p, "re");
+	if (!f || len < 2) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	size_t n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* the command, in parentheses, may hold any byte: the last ')' */
+	const char *rp = strrchr(buf, ')');
+	return rp ? rp + 1 : NULL;
+}
+
 int cli_prepend_cpath(const char *dir)
 {
 	const char *old = getenv("LUA_CPATH");
