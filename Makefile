@@ -23,7 +23,7 @@ common_DEPS  :=
 sframe_DEPS  :=
 perfmap_DEPS := sframe
 lj_DEPS      := sframe
-audit_DEPS   := sframe common
+audit_DEPS   := sframe lj common
 unwind_DEPS  := sframe perfmap common
 profile_DEPS := common
 vm_DEPS      := sframe perfmap lj audit common
@@ -31,7 +31,7 @@ cli_DEPS     := sframe perfmap audit unwind profile common
 # what each links (beyond its DEPS' own libraries)
 unwind_LIBS  := -ldw -lelf
 profile_LIBS := -lprotobuf-c -lz
-audit_LIBS   := -lmsgpackc
+audit_LIBS   := -lmsgpackc -ldw -lelf
 sframe_SRC  := $(wildcard sframe/*.c)
 perfmap_SRC := $(wildcard perfmap/*.c)
 lj_SRC      := $(wildcard lj/*.c)

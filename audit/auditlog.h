@@ -3,8 +3,10 @@
  * The auditlog library (audit/): the log's framing, CRC32C and record
  * reader (auditfmt.h), the file writer (auditw.h) and the decoder of the
  * func records' bytecode dumps (auditfunc.h). docs/AUDITLOG.md is the
- * format. Used by the Lua module (vm/) and the CLI (cli/); this header is
- * the library's face: nothing outside audit/ includes the others.
+ * format; the reader of RaptorJIT's own auditlog and the region built
+ * from it (rjlog.h). Used by the Lua module (vm/) and the CLI (cli/);
+ * this header is the library's face: nothing outside audit/ includes the
+ * others.
  */
 #ifndef ALOG_AUDITLOG_H
 #define ALOG_AUDITLOG_H
@@ -12,5 +14,6 @@
 #include "auditfmt.h"
 #include "auditfunc.h"
 #include "auditw.h"
+#include "rjlog.h"
 
 #endif
