@@ -198,9 +198,10 @@ $(B)/tests/lib%.so: tests/%.c
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan); each fuzzer's corpus of
 # found crashes and interesting inputs is kept in tests/corpus/NAME ---
-FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit
+FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit fuzz_rjlog
 FUZZ_DIR_fuzz_perfdata := unwind
 FUZZ_DIR_fuzz_audit    := audit
+FUZZ_DIR_fuzz_rjlog    := audit
 define fuzzer
 $(B)/fuzz/$(1): $(B)/fuzz/tests/$(1).o $(call closure,fuzz,$(or $(FUZZ_DIR_$(1)),sframe))
 	$(CLANG) -g -fsanitize=fuzzer,address,undefined $$^ -o $$@ $(call syslibs,$(or $(FUZZ_DIR_$(1)),sframe)) $$(LDLIBS)
