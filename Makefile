@@ -190,6 +190,7 @@ $(B)/tests/libprobe.so: tests/probe.c $(B)/rel/libjitsframe.a
 	$(CC) $(WARN) $(tests_CPPFLAGS) $(LUAJIT_CFLAGS) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
 		$^ -o $@ -ldl $(LDLIBS)
 $(B)/tests/x86len_walk: $(B)/rel/tests/x86len_walk.o $(B)/rel/libjsf_lj.a
+	@mkdir -p $(dir $@)
 	$(CC) $^ -o $@
 $(B)/tests/lib%.so: tests/%.c
 	@mkdir -p $(dir $@)
