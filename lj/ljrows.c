@@ -14,8 +14,8 @@
  * (lj/x86len.c) instead of by a tail.
  *
  * RaptorJIT 1.0.0 (a LuaJIT 2.1 fork) emits the same heads and tails: on
- * all 2001 traces of its fixture logs (../shared/raptorjit, every trace's
- * logged MCode; spadjust up to 688, the imm32 form) these patterns give
+ * all 1905 distinct traces of its fixture logs (../shared/raptorjit, every
+ * trace's logged MCode; spadjust up to 688, the imm32 form) these patterns give
  * exactly the GCtrace's logged spadjust, its vmstate store is the same
  * `41 C7 86` form, and a full disassembly finds no other write to rsp
  * (no push/pop; only the head and tail adds). Its frame is 16 bytes
