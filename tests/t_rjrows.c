@@ -475,6 +475,41 @@ static const char *build_planted(const struct rj_log *log, uint32_t cframe)
 	return path;
 }
 
+/* rj_log_frame on a copy of the rowprobe log whose macro text `from` is
+ * replaced by `to` (same length): the error, and the message in msg. */
+static int frame_of_tampered(const char *from, const char *to, char *msg,
+			     size_t msglen)
+{
+	char p[600];
+	snprintf(p, sizeof(p), "%s/rowprobe.auditlog", data);
+	FILE *f = fopen(p, "rb");
+	if (!f)
+		return -ENOENT;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n);
+	size_t got = fread(buf, 1, (size_t)n, f);
+	fclose(f);
+	char *at =
+	    got == (size_t)n ? memmem(buf, got, from, strlen(from)) : NULL;
+	CHECK(at != NULL, "no \"%s\" in the log", from);
+	int rc = -ENOENT;
+	if (at) {
+		memcpy(at, to, strlen(to));
+		struct rj_log *log = NULL;
+		rc = rj_log_open_mem(&log, buf, got, msg, msglen);
+		CHECK(rc == 0, "open tampered: %s", msg);
+		if (log) {
+			uint32_t cf = 0, cfj = 0;
+			rc = rj_log_frame(log, &cf, &cfj, msg, msglen);
+			rj_log_close(log);
+		}
+	}
+	free(buf);
+	return rc;
+}
+
 int main(void)
 {
 	if (!find_data()) {
@@ -537,6 +572,33 @@ int main(void)
 		}
 		if (log)
 			rj_log_close(log);
+	}
+	CASE("rj_log_frame: a frame other than 96/112 in the log's macros is "
+	     "refused with one message")
+	{
+		char msg[256] = "";
+		CHECK_EQ(frame_of_tampered("CFRAME_SIZE (12*8)",
+					   "CFRAME_SIZE (10*8)", msg,
+					   sizeof(msg)),
+			 -EINVAL);
+		CHECK(strstr(msg, "CFRAME_SIZE 80") != NULL, "%s", msg);
+		printf("#   %s\n", msg);
+		CHECK_EQ(frame_of_tampered("CFRAME_SIZE_JIT (CFRAME_SIZE + 16)",
+					   "CFRAME_SIZE_JIT (CFRAME_SIZE + 32)",
+					   msg, sizeof(msg)),
+			 -EINVAL);
+		CHECK(strstr(msg, "CFRAME_SIZE_JIT 128") != NULL, "%s", msg);
+		CHECK_EQ(frame_of_tampered("CFRAME_SIZE_JIT (CFRAME_SIZE + 16)",
+					   "CFRAME_SIZE_JIX (CFRAME_SIZE + 16)",
+					   msg, sizeof(msg)),
+			 -EINVAL);
+		CHECK(strstr(msg, "CFRAME_SIZE_JIT absent") != NULL, "%s", msg);
+		printf("#   %s\n", msg);
+		/* the untampered copy through the same path is accepted */
+		CHECK_EQ(frame_of_tampered("CFRAME_SIZE (12*8)",
+					   "CFRAME_SIZE (12*8)", msg,
+					   sizeof(msg)),
+			 0);
 	}
 	const char *logs[] = {"numeric",   "sidetraces", "flushstorm", "nested",
 			      "openresty", "rowprobe",	 "cut"};
