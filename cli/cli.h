@@ -77,5 +77,7 @@ int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */
 int audit_replay_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+/* `vmprofile FILE ...` (cli/vmprofile_cmd.c) */
+int cmd_vmprofile(int argc, char **argv);
 
 #endif

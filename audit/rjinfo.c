@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Names from a RaptorJIT auditlog for listings (audit/rjlog.h): where a
+ * trace starts (chunk:line, as -jv prints it), and the enumerator names of
+ * the VM's enums (TraceError, TraceLink, ...) from the log's own DWARF.
+ * Everything through the log's DWARF and its memory records, by field
+ * name; nothing here knows an offset.
+ */
+#include "rjlog.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rd_le(const uint8_t *p, uint32_t n)
+{
+	uint64_t v = 0;
+	for (uint32_t i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int rj_log_getf(const struct rj_log *log, const char *type, const char *member,
+		const uint8_t *raw, size_t rawlen, uint64_t *val)
+{
+	uint32_t off, size;
+	if (rj_log_field(log, type, member, &off, &size))
+		return -ENOENT;
+	if (size == 0 || size > 8 || off > rawlen || rawlen - off < size)
+		return -ERANGE;
+	*val = rd_le(raw + off, size);
+	return 0;
+}
+
+/* The bytes of the memory record `hint` at addr, `len` of them, logged
+ * before `before`; NULL if none. */
+static const uint8_t *mem(const struct rj_log *log, uint64_t addr, size_t len,
+			  const char *hint, size_t before)
+{
+	if (!addr || !len)
+		return NULL;
+	return rj_log_memory(log, addr, len, hint, before);
+}
+
+/* A GCstr's text (a GCstr header, then len bytes): 0, or -ENOENT. */
+static int gcstr(const struct rj_log *log, uint64_t addr, size_t before,
+		 char *out, size_t cap)
+{
+	uint32_t hsz = rj_log_type_size(log, "GCstr");
+	const uint8_t *h = mem(log, addr, hsz, NULL, before);
+	uint64_t len;
+	if (!h || rj_log_getf(log, "GCstr", "len", h, hsz, &len) ||
+	    len > 1u << 20)
+		return -ENOENT;
+	const uint8_t *s = mem(log, addr, hsz + len, NULL, before);
+	if (!s)
+		return -ENOENT;
+	size_t n = len < cap ? (size_t)len : cap - 1;
+	memcpy(out, s + hsz, n);
+	out[n] = 0;
+	return 0;
+}
+
+int rj_log_proto_loc(const struct rj_log *log, uint64_t pt, uint64_t pc,
+		     size_t before, char *out, size_t cap)
+{
+	snprintf(out, cap, "?");
+	uint32_t hsz = rj_log_type_size(log, "GCproto");
+	const uint8_t *h = mem(log, pt, hsz, "GCproto", before);
+	uint64_t sizept, chunk, first, numline, lineinfo, sizebc;
+	if (!h || rj_log_getf(log, "GCproto", "sizept", h, hsz, &sizept) ||
+	    rj_log_getf(log, "GCproto", "chunkname", h, hsz, &chunk) ||
+	    rj_log_getf(log, "GCproto", "firstline", h, hsz, &first) ||
+	    rj_log_getf(log, "GCproto", "numline", h, hsz, &numline) ||
+	    rj_log_getf(log, "GCproto", "lineinfo", h, hsz, &lineinfo) ||
+	    rj_log_getf(log, "GCproto", "sizebc", h, hsz, &sizebc))
+		return -ENOENT;
+	char name[256];
+	if (gcstr(log, chunk, before, name, sizeof(name)))
+		snprintf(name, sizeof(name), "?");
+	/* lj_debug_shortname: "@file" and "=name" lose their mark */
+	const char *nm = name[0] == '@' || name[0] == '=' ? name + 1 : name;
+	/* the bytecode follows the GCproto header (proto_bc); the line of
+	 * pc is lj_debug_line's: firstline at the header (pc 0), else
+	 * firstline + lineinfo[pc-1], entries of 1, 2 or 4 bytes by
+	 * numline */
+	uint32_t bcsz = rj_log_type_size(log, "BCIns");
+	if (!bcsz)
+		bcsz = 4;
+	uint64_t bc = pt + hsz;
+	int64_t line = -1;
+	if (pc >= bc && (pc - bc) % bcsz == 0 && (pc - bc) / bcsz <= sizebc) {
+		uint64_t pos = (pc - bc) / bcsz;
+		uint32_t w = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
+		const uint8_t *all = mem(log, pt, sizept, "GCproto", before);
+		if (pos == 0)
+			line = (int64_t)first;
+		else if (pos == sizebc)
+			line = (int64_t)(first + numline);
+		else if (all && lineinfo >= pt &&
+			 lineinfo + (pos - 1 + 1) * w <= pt + sizept)
+			line = (int64_t)(first + rd_le(all + (lineinfo - pt) +
+							   (pos - 1) * w,
+						       w));
+	}
+	if (line < 0)
+		snprintf(out, cap, "%s:?", nm);
+	else
+		snprintf(out, cap, "%s:%" PRId64, nm, line);
+	return line < 0 ? -ENOENT : 0;
+}
+
+int rj_log_trace_loc(const struct rj_log *log, const struct rj_trace *t,
+		     char *out, size_t cap)
+{
+	uint32_t sz = rj_log_type_size(log, "GCtrace");
+	uint64_t pt, pc;
+	char loc[320], ex[64] = "";
+	int rc = -ENOENT;
+	if (t->raw &&
+	    !rj_log_getf(log, "GCtrace", "startpt", t->raw, sz, &pt) &&
+	    !rj_log_getf(log, "GCtrace", "startpc", t->raw, sz, &pc))
+		rc = rj_log_proto_loc(log, pt, pc, t->record_offset, loc,
+				      sizeof(loc));
+	else
+		snprintf(loc, sizeof(loc), "?");
+	/* -jv's "(parent/exit) ": a side trace; a trace after a stitching
+	 * one has parent 0 and its exitno the stitching trace's number */
+	if (t->parent)
+		snprintf(ex, sizeof(ex), "(%u/%u) ", t->parent, t->exitno);
+	else if (t->exitno)
+		snprintf(ex, sizeof(ex), "(%u/stitch) ", t->exitno);
+	snprintf(out, cap, "%s%s", ex, loc);
+	return rc;
+}
+
+/* ------------------------------------------------------------ enums */
+
+struct blob_find {
+	const uint8_t *data;
+	size_t len;
+};
+
+static int find_dwo(const struct rj_record *rec, void *arg)
+{
+	struct blob_find *b = arg;
+	if (!strcmp(rec->kind, "blob") && rec->name &&
+	    !strcmp(rec->name, "lj_dwarf.dwo")) {
+		b->data = rec->data;
+		b->len = rec->len;
+		return 1;
+	}
+	return 0;
+}
+
+/* An enumeration type DIE named `type` (its tag's name, or a typedef's
+ * whose type is an enumeration) in the unit under `cu`; 0 found. */
+static int find_enum(Dwarf_Die *cu, const char *type, Dwarf_Die *out)
+{
+	Dwarf_Die c;
+	if (dwarf_child(cu, &c))
+		return -1;
+	do {
+		int tag = dwarf_tag(&c);
+		const char *nm = dwarf_diename(&c);
+		if (!nm || strcmp(nm, type))
+			continue;
+		if (tag == DW_TAG_enumeration_type &&
+		    !dwarf_hasattr(&c, DW_AT_declaration)) {
+			*out = c;
+			return 0;
+		}
+		Dwarf_Attribute a;
+		Dwarf_Die t;
+		if (tag == DW_TAG_typedef && dwarf_attr(&c, DW_AT_type, &a) &&
+		    dwarf_formref_die(&a, &t) &&
+		    dwarf_tag(&t) == DW_TAG_enumeration_type) {
+			*out = t;
+			return 0;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return -1;
+}
+
+int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
+		char (*names)[RJ_ENUM_NAME], size_t max)
+{
+	for (size_t i = 0; i < max; i++)
+		names[i][0] = 0;
+	struct blob_find b = {0};
+	rj_log_foreach(log, find_dwo, &b);
+	if (!b.data)
+		return -ENOENT;
+	/* libdw reads the blob in place: a private copy, as elf_memory may
+	 * write to its image */
+	char *copy = malloc(b.len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, b.data, b.len);
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_memory(copy, b.len);
+	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	int n = -ENOENT;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cud, sub, en, e;
+	Dwarf_Half ver;
+	uint8_t ut;
+	while (dw && n < 0 &&
+	       dwarf_get_units(dw, cu, &cu, &ver, &ut, &cud, &sub) == 0) {
+		if (find_enum(&cud, type, &en) || dwarf_child(&en, &e))
+			continue;
+		n = 0;
+		do {
+			Dwarf_Attribute a;
+			Dwarf_Sword v;
+			const char *nm = dwarf_diename(&e);
+			if (dwarf_tag(&e) != DW_TAG_enumerator || !nm ||
+			    !dwarf_attr(&e, DW_AT_const_value, &a) ||
+			    dwarf_formsdata(&a, &v) || v < 0 ||
+			    (uint64_t)v >= max)
+				continue;
+			size_t sl = strip ? strlen(strip) : 0;
+			if (sl && !strncmp(nm, strip, sl))
+				nm += sl;
+			snprintf(names[v], RJ_ENUM_NAME, "%s", nm);
+			n++;
+		} while (dwarf_siblingof(&e, &e) == 0);
+	}
+	if (dw)
+		dwarf_end(dw);
+	if (elf)
+		elf_end(elf);
+	free(copy);
+	return n;
+}
