@@ -13,7 +13,7 @@
  */
 #include "cli.h"
 #include "profile.h"
-#include "rjlog.h"
+#include "auditlog.h"
 
 #include <getopt.h>
 #include <inttypes.h>
