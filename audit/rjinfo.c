@@ -85,28 +85,28 @@ int rj_log_proto_loc(const struct rj_log *log, uint64_t pt, uint64_t pc,
 		snprintf(name, sizeof(name), "?");
 	/* lj_debug_shortname: "@file" and "=name" lose their mark */
 	const char *nm = name[0] == '@' || name[0] == '=' ? name + 1 : name;
-	/* the bytecode follows the GCproto header (proto_bc); the line of
-	 * pc is lj_debug_line's: firstline at the header (pc 0), else
-	 * firstline + lineinfo[pc-1], entries of 1, 2 or 4 bytes by
-	 * numline */
+	/* the bytecode follows the GCproto header (the log's macro
+	 * proto_bc(pt): (char *)(pt) + sizeof(GCproto)). The line of a pc:
+	 * RaptorJIT's proto_lineinfo(pt) is "mref((pt)->lineinfo, const
+	 * uint32_t)", an absolute line per bytecode, the header's (pc 0)
+	 * included, so lineinfo[pc]; LuaJIT's is "const void" (entries of 1,
+	 * 2 or 4 bytes relative to firstline, the header's left out). Only
+	 * the first is read, and a line outside [firstline, firstline +
+	 * numline] is not believed. */
 	uint32_t bcsz = rj_log_type_size(log, "BCIns");
-	if (!bcsz)
-		bcsz = 4;
+	const char *lim = rj_log_macro(log, "proto_lineinfo");
 	uint64_t bc = pt + hsz;
 	int64_t line = -1;
-	if (pc >= bc && (pc - bc) % bcsz == 0 && (pc - bc) / bcsz <= sizebc) {
+	const uint8_t *all = mem(log, pt, sizept, "GCproto", before);
+	if (bcsz && lim && strstr(lim, "uint32_t") && all && pc >= bc &&
+	    (pc - bc) % bcsz == 0 && (pc - bc) / bcsz < sizebc &&
+	    lineinfo >= pt && lineinfo - pt <= sizept &&
+	    (sizept - (lineinfo - pt)) / 4 >= sizebc) {
+		const uint8_t *li = all + (lineinfo - pt);
 		uint64_t pos = (pc - bc) / bcsz;
-		uint32_t w = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
-		const uint8_t *all = mem(log, pt, sizept, "GCproto", before);
-		if (pos == 0)
-			line = (int64_t)first;
-		else if (pos == sizebc)
-			line = (int64_t)(first + numline);
-		else if (all && lineinfo >= pt &&
-			 lineinfo + (pos - 1 + 1) * w <= pt + sizept)
-			line = (int64_t)(first + rd_le(all + (lineinfo - pt) +
-							   (pos - 1) * w,
-						       w));
+		uint64_t l = rd_le(li + 4 * pos, 4);
+		if (l >= first && l <= first + numline)
+			line = (int64_t)l;
 	}
 	if (line < 0)
 		snprintf(out, cap, "%s:?", nm);
@@ -158,46 +158,41 @@ static int find_dwo(const struct rj_record *rec, void *arg)
 	return 0;
 }
 
-/* An enumeration type DIE named `type` (its tag's name, or a typedef's
- * whose type is an enumeration) in the unit under `cu`; 0 found. */
-static int find_enum(Dwarf_Die *cu, const char *type, Dwarf_Die *out)
+/* Every enumerator of the log's DWARF: fn(type name or NULL, enumerator
+ * name, value, arg) for the enumeration types at a unit's top level (the
+ * type's own tag name) and again under each typedef naming one; nonzero
+ * from fn stops. -ENOENT without DWARF. */
+typedef int (*enum_fn)(const char *type, const char *name, int64_t val,
+		       void *arg);
+
+static int each_enumerator(Dwarf_Die *en, const char *type, enum_fn fn,
+			   void *arg)
 {
-	Dwarf_Die c;
-	if (dwarf_child(cu, &c))
-		return -1;
+	Dwarf_Die e;
+	if (dwarf_child(en, &e))
+		return 0;
 	do {
-		int tag = dwarf_tag(&c);
-		const char *nm = dwarf_diename(&c);
-		if (!nm || strcmp(nm, type))
-			continue;
-		if (tag == DW_TAG_enumeration_type &&
-		    !dwarf_hasattr(&c, DW_AT_declaration)) {
-			*out = c;
-			return 0;
-		}
 		Dwarf_Attribute a;
-		Dwarf_Die t;
-		if (tag == DW_TAG_typedef && dwarf_attr(&c, DW_AT_type, &a) &&
-		    dwarf_formref_die(&a, &t) &&
-		    dwarf_tag(&t) == DW_TAG_enumeration_type) {
-			*out = t;
-			return 0;
-		}
-	} while (dwarf_siblingof(&c, &c) == 0);
-	return -1;
+		Dwarf_Sword v;
+		const char *nm = dwarf_diename(&e);
+		if (dwarf_tag(&e) != DW_TAG_enumerator || !nm ||
+		    !dwarf_attr(&e, DW_AT_const_value, &a) ||
+		    dwarf_formsdata(&a, &v))
+			continue;
+		int rc = fn(type, nm, (int64_t)v, arg);
+		if (rc)
+			return rc;
+	} while (dwarf_siblingof(&e, &e) == 0);
+	return 0;
 }
 
-int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
-		char (*names)[RJ_ENUM_NAME], size_t max)
+static int walk_enums(const struct rj_log *log, enum_fn fn, void *arg)
 {
-	for (size_t i = 0; i < max; i++)
-		names[i][0] = 0;
 	struct blob_find b = {0};
 	rj_log_foreach(log, find_dwo, &b);
 	if (!b.data)
 		return -ENOENT;
-	/* libdw reads the blob in place: a private copy, as elf_memory may
-	 * write to its image */
+	/* a private copy: libelf may write to an image it reads */
 	char *copy = malloc(b.len);
 	if (!copy)
 		return -ENOMEM;
@@ -205,36 +200,92 @@ int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
 	elf_version(EV_CURRENT);
 	Elf *elf = elf_memory(copy, b.len);
 	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
-	int n = -ENOENT;
+	int rc = dw ? 0 : -ENOENT;
 	Dwarf_CU *cu = NULL;
-	Dwarf_Die cud, sub, en, e;
+	Dwarf_Die cud, sub, c, t;
 	Dwarf_Half ver;
 	uint8_t ut;
-	while (dw && n < 0 &&
+	while (dw && !rc &&
 	       dwarf_get_units(dw, cu, &cu, &ver, &ut, &cud, &sub) == 0) {
-		if (find_enum(&cud, type, &en) || dwarf_child(&en, &e))
+		if (dwarf_child(&cud, &c))
 			continue;
-		n = 0;
 		do {
+			int tag = dwarf_tag(&c);
 			Dwarf_Attribute a;
-			Dwarf_Sword v;
-			const char *nm = dwarf_diename(&e);
-			if (dwarf_tag(&e) != DW_TAG_enumerator || !nm ||
-			    !dwarf_attr(&e, DW_AT_const_value, &a) ||
-			    dwarf_formsdata(&a, &v) || v < 0 ||
-			    (uint64_t)v >= max)
-				continue;
-			size_t sl = strip ? strlen(strip) : 0;
-			if (sl && !strncmp(nm, strip, sl))
-				nm += sl;
-			snprintf(names[v], RJ_ENUM_NAME, "%s", nm);
-			n++;
-		} while (dwarf_siblingof(&e, &e) == 0);
+			if (tag == DW_TAG_enumeration_type)
+				rc = each_enumerator(&c, dwarf_diename(&c), fn,
+						     arg);
+			else if (tag == DW_TAG_typedef &&
+				 dwarf_attr(&c, DW_AT_type, &a) &&
+				 dwarf_formref_die(&a, &t) &&
+				 dwarf_tag(&t) == DW_TAG_enumeration_type)
+				rc = each_enumerator(&t, dwarf_diename(&c), fn,
+						     arg);
+		} while (!rc && dwarf_siblingof(&c, &c) == 0);
 	}
 	if (dw)
 		dwarf_end(dw);
 	if (elf)
 		elf_end(elf);
 	free(copy);
-	return n;
+	return rc < 0 ? rc : 0;
+}
+
+struct enum_table {
+	const char *type, *strip;
+	char (*names)[RJ_ENUM_NAME];
+	size_t max;
+	int n;
+};
+
+static int table_fn(const char *type, const char *name, int64_t val, void *arg)
+{
+	struct enum_table *e = arg;
+	if (!type || strcmp(type, e->type) || val < 0 ||
+	    (uint64_t)val >= e->max || e->names[val][0])
+		return 0;
+	size_t sl = e->strip ? strlen(e->strip) : 0;
+	if (sl && !strncmp(name, e->strip, sl))
+		name += sl;
+	snprintf(e->names[val], RJ_ENUM_NAME, "%s", name);
+	e->n++;
+	return 0;
+}
+
+int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
+		char (*names)[RJ_ENUM_NAME], size_t max)
+{
+	for (size_t i = 0; i < max; i++)
+		names[i][0] = 0;
+	struct enum_table e = {type, strip, names, max, 0};
+	int rc = walk_enums(log, table_fn, &e);
+	if (rc)
+		return rc;
+	return e.n ? e.n : -ENOENT;
+}
+
+struct enum_one {
+	const char *name;
+	int64_t val;
+};
+
+static int one_fn(const char *type, const char *name, int64_t val, void *arg)
+{
+	(void)type;
+	struct enum_one *e = arg;
+	if (strcmp(name, e->name))
+		return 0;
+	e->val = val;
+	return 1;
+}
+
+int rj_log_enumerator(const struct rj_log *log, const char *name, int64_t *val)
+{
+	struct enum_one e = {name, 0};
+	int rc = walk_enums(log, one_fn, &e);
+	if (rc == 1) {
+		*val = e.val;
+		return 0;
+	}
+	return rc < 0 ? rc : -ENOENT;
 }

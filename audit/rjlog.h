@@ -189,5 +189,8 @@ int rj_log_trace_loc(const struct rj_log *log, const struct rj_trace *t,
 #define RJ_ENUM_NAME 40
 int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
 		char (*names)[RJ_ENUM_NAME], size_t max);
+/* The value of the enumerator `name` (e.g. "REF_BIAS"), any enum: 0, or
+ * -ENOENT. */
+int rj_log_enumerator(const struct rj_log *log, const char *name, int64_t *val);
 
 #endif

@@ -47,7 +47,7 @@ WORKLOADS="numeric sidetraces flushstorm nested openresty"
 
 # the file's counts, read independently of jitsframe
 cat >"$T/counts.py" <<'PY'
-import json, struct, sys
+import json, re, struct, sys
 def counts(path):
     b = open(path, "rb").read()
     assert len(b) == 8 + 4097 * 11 * 8, len(b)
@@ -80,7 +80,8 @@ if order != sorted(order, reverse=True):
     bad.append("rows not by samples")
 if mode == "names":
     tsv, src = sys.argv[4], sys.argv[5]
-    nlines = len(open(src).read().split("\n"))
+    text = open(src).read()
+    nlines = len(text.split("\n")) - 1
     chunk = src  # the runs named scripts by this relative path
     rows = [l.split("\t") for l in open(tsv).read().split("\n")[1:] if l]
     first, count = {}, {}
@@ -102,12 +103,18 @@ if mode == "names":
         s = e.get("start") or ""
         if e.get("in_log") != count[t]:
             bad.append("trace %d: in_log %s, the TSV has %d" % (t, e.get("in_log"), count[t]))
-        if not s.startswith(pre + chunk + ":"):
-            bad.append("trace %d: start %r, want %r" % (t, s, pre + chunk + ":LINE"))
+        if not s.startswith(pre):
+            bad.append("trace %d: start %r, want the prefix %r" % (t, s, pre))
             continue
-        ln = s[len(pre + chunk) + 1:]
-        if not ln.isdigit() or not 1 <= int(ln) <= nlines:
-            bad.append("trace %d: line %r not in %s (%d lines)" % (t, ln, src, nlines))
+        name, _, ln = s[len(pre):].rpartition(":")
+        # the file itself, or a chunk the workload loads from a string
+        # (loadstring(src, "=nbody"), "=kernel" .. v .. "_" .. K)
+        stem = name.rstrip("0123456789_")
+        if name != chunk and not (stem and re.search(r'"=%s' % re.escape(stem), text)):
+            bad.append("trace %d: start %r: neither %s nor a chunk it loads" % (t, s, chunk))
+            continue
+        if not ln.isdigit() or not 1 <= int(ln) <= (nlines if name == chunk else 10**6):
+            bad.append("trace %d: line %r not in %s (%d lines)" % (t, ln, name, nlines))
             continue
         named += 1
     if not named:
