@@ -168,17 +168,30 @@ typedef int (*enum_fn)(const char *type, const char *name, int64_t val,
 static int each_enumerator(Dwarf_Die *en, const char *type, enum_fn fn,
 			   void *arg)
 {
-	Dwarf_Die e;
+	Dwarf_Die e, bt;
+	Dwarf_Attribute a;
+	Dwarf_Word enc = 0;
+	/* an unsigned enum's values are unsigned (REF_BIAS = 0x8000 is a
+	 * data2 that dwarf_formsdata would sign-extend) */
+	if (dwarf_attr(en, DW_AT_encoding, &a))
+		dwarf_formudata(&a, &enc);
+	else if (dwarf_attr(en, DW_AT_type, &a) && dwarf_formref_die(&a, &bt) &&
+		 dwarf_attr(&bt, DW_AT_encoding, &a))
+		dwarf_formudata(&a, &enc);
+	int uns = enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char;
 	if (dwarf_child(en, &e))
 		return 0;
 	do {
-		Dwarf_Attribute a;
 		Dwarf_Sword v;
+		Dwarf_Word u;
 		const char *nm = dwarf_diename(&e);
 		if (dwarf_tag(&e) != DW_TAG_enumerator || !nm ||
-		    !dwarf_attr(&e, DW_AT_const_value, &a) ||
-		    dwarf_formsdata(&a, &v))
+		    !dwarf_attr(&e, DW_AT_const_value, &a))
 			continue;
+		if (uns ? dwarf_formudata(&a, &u) : dwarf_formsdata(&a, &v))
+			continue;
+		if (uns)
+			v = (Dwarf_Sword)u;
 		int rc = fn(type, nm, (int64_t)v, arg);
 		if (rc)
 			return rc;
@@ -228,7 +241,7 @@ static int walk_enums(const struct rj_log *log, enum_fn fn, void *arg)
 	if (elf)
 		elf_end(elf);
 	free(copy);
-	return rc < 0 ? rc : 0;
+	return rc; /* fn's nonzero, or 0 */
 }
 
 struct enum_table {
