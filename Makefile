@@ -163,10 +163,11 @@ $(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
 
 # --- tests: each links the libraries it tests ---
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
-TESTS   += t_auditdec t_ljtrace t_profile t_api t_unwind t_find
+TESTS   += t_auditdec t_ljtrace t_profile t_api t_unwind t_find t_rjlog
 TEST_DIR_t_ljrows   := lj
 TEST_DIR_t_ljtrace  := lj
 TEST_DIR_t_auditdec := audit
+TEST_DIR_t_rjlog    := audit
 TEST_DIR_t_profile  := profile
 TEST_DIR_t_unwind   := unwind
 TEST_LIBS_t_libsframe := -lsframe
@@ -197,9 +198,10 @@ $(B)/tests/lib%.so: tests/%.c
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan); each fuzzer's corpus of
 # found crashes and interesting inputs is kept in tests/corpus/NAME ---
-FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit
+FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit fuzz_rjlog
 FUZZ_DIR_fuzz_perfdata := unwind
 FUZZ_DIR_fuzz_audit    := audit
+FUZZ_DIR_fuzz_rjlog    := audit
 define fuzzer
 $(B)/fuzz/$(1): $(B)/fuzz/tests/$(1).o $(call closure,fuzz,$(or $(FUZZ_DIR_$(1)),sframe))
 	$(CLANG) -g -fsanitize=fuzzer,address,undefined $$^ -o $$@ $(call syslibs,$(or $(FUZZ_DIR_$(1)),sframe)) $$(LDLIBS)
