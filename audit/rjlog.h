@@ -167,4 +167,30 @@ int rj_log_to_region(const struct rj_log *log, uint32_t cframe_jit,
 		     struct jsf_region *r, struct rj_region_stats *st,
 		     char *msg, size_t msglen);
 
+/* --- names for listings (audit/rjinfo.c; added by the tools helper) --- */
+/* rj_log_get's reading of a member of 1..8 bytes, any type (GCRef and MRef
+ * members are 8-byte structs): 0, or -ENOENT/-ERANGE. */
+int rj_log_getf(const struct rj_log *log, const char *type, const char *member,
+		const uint8_t *raw, size_t rawlen, uint64_t *val);
+/* "chunk:line" of GCproto `pt` at bytecode address `pc` (as -jv: a chunk
+ * name's '@' or '=' dropped; the line by lj_debug_line's rule), from the
+ * GCproto and GCstr memory records logged before byte `before`: 0, or
+ * -ENOENT with what is known ("?" parts) in out. */
+int rj_log_proto_loc(const struct rj_log *log, uint64_t pt, uint64_t pc,
+		     size_t before, char *out, size_t cap);
+/* Where a trace starts, as -jv prints it: "[(parent/exit) |(n/stitch) ]
+ * chunk:line" (its GCtrace's startpt and startpc). 0 or -ENOENT. */
+int rj_log_trace_loc(const struct rj_log *log, const struct rj_trace *t,
+		     char *out, size_t cap);
+/* The enumerators of the enum `type` (its tag or typedef name, e.g.
+ * "TraceError") in the log's DWARF: names[v] for 0 <= v < max, with the
+ * prefix `strip` (e.g. "LJ_TRERR_") dropped; "" where none. The number
+ * stored, or -ENOENT. */
+#define RJ_ENUM_NAME 40
+int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
+		char (*names)[RJ_ENUM_NAME], size_t max);
+/* The value of the enumerator `name` (e.g. "REF_BIAS"), any enum: 0, or
+ * -ENOENT. */
+int rj_log_enumerator(const struct rj_log *log, const char *name, int64_t *val);
+
 #endif

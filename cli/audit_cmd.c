@@ -28,9 +28,13 @@ __attribute__((weak)) int audit_replay_main(int argc, char **argv);
 static const char usage[] =
     "Usage: jitsframe audit FILE [--json]\n"
     "       jitsframe audit FILE --dump N [--json] [--no-mcode]\n"
+    "       jitsframe audit RJLOG --dump N [--epoch E] [--no-mcode]\n"
     "       jitsframe audit replay FILE -jdump[=MODE] | -jv\n"
     "\n"
-    "Read an auditlog written by start{auditlog=PATH} or `jitsframe run -a`.\n"
+    "Read an auditlog written by start{auditlog=PATH} or `jitsframe run -a`,\n"
+    "or one RaptorJIT wrote (RJLOG: raptorjit -a FILE; recognised by its\n"
+    "first bytes): its traces like -jv, aborts named by the log's own\n"
+    "TraceError, --dump N with IR named by its own IRDEF.\n"
     "\n"
     "  (no option)   list the traces and aborts, like -jv:\n"
     "                [TRACE n chunk:line link] / [TRACE --- ... -- why]\n"
@@ -38,6 +42,8 @@ static const char usage[] =
     "                the log's own vmdef tables, constants, snapshots and\n"
     "                the machine code disassembled by objdump\n"
     "  --no-mcode    with --dump: no disassembly\n"
+    "  --epoch E     with --dump on a RaptorJIT log: trace N after E of\n"
+    "                its flushes (default: the first trace N in the log)\n"
     "  --json        machine-readable output (one JSON document)\n"
     "\n"
     "A damaged or truncated log is read up to its last good record; the\n"
@@ -477,8 +483,10 @@ static void fmtk(struct log *lg, const msgpack_object *k, int64_t ref,
 	fmtval(lg, &e->via.array.ptr[0], out, cap);
 }
 
-static int disasm(struct log *lg, const char *mc, uint32_t len, uint64_t addr)
+int audit_disasm(const char *arch, const void *mcv, uint32_t len, uint64_t addr,
+		 bool raw)
 {
+	const char *mc = mcv;
 	const char *tmp = getenv("TMPDIR");
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/jitsframe-mcode-XXXXXX",
@@ -499,15 +507,14 @@ static int disasm(struct log *lg, const char *mc, uint32_t len, uint64_t addr)
 		done += (size_t)w;
 	}
 	close(fd);
-	const char *m = !strcmp(lg->arch, "x64")     ? "i386:x86-64"
-			: !strcmp(lg->arch, "x86")   ? "i386"
-			: !strcmp(lg->arch, "arm64") ? "aarch64"
-						     : NULL;
+	const char *m = !strcmp(arch, "x64")	 ? "i386:x86-64"
+			: !strcmp(arch, "x86")	 ? "i386"
+			: !strcmp(arch, "arm64") ? "aarch64"
+						 : NULL;
 	int rc = EX_INPUT;
 	if (!m) {
 		fprintf(stderr,
-			"jitsframe audit: no disassembler for arch %s\n",
-			lg->arch);
+			"jitsframe audit: no disassembler for arch %s\n", arch);
 	} else if (done == len) {
 		char vma[32];
 		snprintf(vma, sizeof(vma), "--adjust-vma=0x%" PRIx64, addr);
@@ -515,7 +522,8 @@ static int disasm(struct log *lg, const char *mc, uint32_t len, uint64_t addr)
 		pid_t pid = fork();
 		if (pid == 0) {
 			execlp("objdump", "objdump", "-D", "-b", "binary", "-m",
-			       m, "-M", "intel", vma, "--no-show-raw-insn",
+			       m, "-M", "intel", vma,
+			       raw ? "--show-raw-insn" : "--no-show-raw-insn",
 			       path, (char *)NULL);
 			_exit(127);
 		}
@@ -523,6 +531,9 @@ static int disasm(struct log *lg, const char *mc, uint32_t len, uint64_t addr)
 		if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 		    WEXITSTATUS(st) == 0)
 			rc = EX_OK;
+		else if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
+			fprintf(stderr, "jitsframe audit: objdump is missing "
+					"(Debian: binutils): no disassembly\n");
 		else
 			fprintf(stderr, "jitsframe audit: objdump failed\n");
 	}
@@ -631,7 +642,8 @@ static int dump_trace(struct log *lg, const msgpack_object *r, int json,
 	       tr, mc ? len : 0, (uint64_t)geti(r, "addr", 0),
 	       geti(r, "loop", 0));
 	if (mc && mcode)
-		return disasm(lg, mc, len, (uint64_t)geti(r, "addr", 0));
+		return audit_disasm(lg->arch, mc, len,
+				    (uint64_t)geti(r, "addr", 0), false);
 	return EX_OK;
 }
 
@@ -651,11 +663,12 @@ int cmd_audit(int argc, char **argv)
 	    {"dump", required_argument, 0, 'd'},
 	    {"json", no_argument, 0, 'j'},
 	    {"no-mcode", no_argument, 0, 'n'},
+	    {"epoch", required_argument, 0, 'e'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	int json = 0, mcode = 1, c;
-	int64_t want = -1;
+	int64_t want = -1, epoch = -1;
 	uint64_t u;
 	optind = 1;
 	opterr = 0;
@@ -670,6 +683,15 @@ int cmd_audit(int argc, char **argv)
 				return EX_USAGE;
 			}
 			want = (int64_t)u;
+			break;
+		case 'e':
+			if (!cli_u64(optarg, &u) || u > 1u << 30) {
+				fprintf(stderr,
+					"jitsframe audit: bad epoch '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			epoch = (int64_t)u;
 			break;
 		case 'j':
 			json = 1;
@@ -696,6 +718,21 @@ int cmd_audit(int argc, char **argv)
 		return EX_USAGE;
 	}
 	const char *path = argv[optind];
+	/* a RaptorJIT auditlog (cli/audit_rj.c) */
+	uint8_t head[16];
+	ssize_t hn = -1;
+	int hfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (hfd >= 0) {
+		hn = read(hfd, head, sizeof(head));
+		close(hfd);
+	}
+	if (hn > 0 && rj_log_sniff(head, (size_t)hn))
+		return audit_rj_main(path, want, epoch, json, mcode);
+	if (epoch >= 0) {
+		fprintf(stderr, "jitsframe audit: --epoch is for RaptorJIT "
+				"auditlogs\n");
+		return EX_USAGE;
+	}
 	struct alog_reader rd;
 	if (alog_read_file(&rd, path)) {
 		fprintf(stderr, "jitsframe audit: %s\n", rd.msg);

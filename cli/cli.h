@@ -77,5 +77,18 @@ int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */
 int audit_replay_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+/* Disassemble len bytes of machine code at addr with objdump (arch "x64",
+ * "x86", "arm64"; raw: with the instruction bytes) from a temporary file
+ * of mode 0600: EX_OK, or EX_INPUT after a message (objdump missing or
+ * failed). */
+int audit_disasm(const char *arch, const void *mc, uint32_t len, uint64_t addr,
+		 bool raw);
+/* `audit FILE ...` on a RaptorJIT auditlog (cli/audit_rj.c): the listing,
+ * or with want >= 0 trace `want` (of epoch `epoch`, the count of
+ * trace_flushall events before it; -1: its first). An exit code. */
+int audit_rj_main(const char *path, int64_t want, int64_t epoch, int json,
+		  int mcode);
+/* `vmprofile FILE ...` (cli/vmprofile_cmd.c) */
+int cmd_vmprofile(int argc, char **argv);
 
 #endif

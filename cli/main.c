@@ -33,6 +33,8 @@ static const char usage[] =
     "  audit replay FILE -jdump|-jv\n"
     "                            run LuaJIT's own jit/dump.lua, jit/v.lua\n"
     "                            on an auditlog\n"
+    "  vmprofile FILE            a RaptorJIT vmprofile: samples per trace\n"
+    "                            and VM state, traces named from its log\n"
     "\n"
     "Options:\n"
     "  -h, --help                this text\n"
@@ -73,6 +75,8 @@ int main(int argc, char **argv)
 		return cmd_region(argc - 1, argv + 1);
 	if (!strcmp(cmd, "audit"))
 		return cmd_audit(argc - 1, argv + 1);
+	if (!strcmp(cmd, "vmprofile"))
+		return cmd_vmprofile(argc - 1, argv + 1);
 	fprintf(stderr, "jitsframe: unknown command '%s'\n%s", cmd, usage);
 	return EX_USAGE;
 }

@@ -60,4 +60,27 @@ void prof_free(struct prof *p);
 /* Write buf to path atomically (the writer above, fsync'ed before the
  * rename; mode 0600); 0 or -errno. */
 int prof_write_file(const char *path, const void *buf, size_t len);
+/* RaptorJIT's vmprofile (-p FILE; profile/vmprof.c): a header u32 magic,
+ * u16 major, u16 minor, then uint64_t count[4097][11] per trace number x
+ * VM state; row 0 is the overflow/unattributed bucket. */
+#define PF_VMP_MAGIC 0x1d50f007u
+#define PF_VMP_MAJOR 4
+#define PF_VMP_TRACES 4097
+#define PF_VMP_STATES 11
+#define PF_VMP_HEADER 8
+#define PF_VMP_SIZE (PF_VMP_HEADER + PF_VMP_TRACES * PF_VMP_STATES * 8)
+/* The states in the file's order (interp, c, gc, exit, record, opt, asm,
+ * head, loop, jgc, ffi). */
+extern const char *const pf_vmp_state[PF_VMP_STATES];
+struct pf_vmprofile {
+	uint16_t major, minor;
+	uint64_t count[PF_VMP_TRACES][PF_VMP_STATES];
+};
+/* Parse a file's bytes / read a file: 0, or -EINVAL (a wrong magic, major
+ * version or size; -errno for a file that cannot be read) with one
+ * message in msg. */
+int pf_vmprofile_parse(struct pf_vmprofile *out, const void *buf, size_t len,
+		       char *msg, size_t msglen);
+int pf_vmprofile_read(struct pf_vmprofile *out, const char *path, char *msg,
+		      size_t msglen);
 #endif
