@@ -508,3 +508,67 @@ size_t rjd_nmacros(struct rjd *d)
 {
 	return d ? d->nmacros : 0;
 }
+
+/* ------------------------------------------------------------ enums */
+
+static int each_enumerator(Dwarf_Die *en, const char *type, rjd_enum_fn fn,
+			   void *arg)
+{
+	Dwarf_Die e, bt;
+	Dwarf_Attribute a;
+	Dwarf_Word enc = 0;
+	/* an unsigned enum's values are unsigned (REF_BIAS = 0x8000 is a
+	 * data2 that dwarf_formsdata would sign-extend) */
+	if (dwarf_attr(en, DW_AT_encoding, &a))
+		dwarf_formudata(&a, &enc);
+	else if (dwarf_attr(en, DW_AT_type, &a) && dwarf_formref_die(&a, &bt) &&
+		 dwarf_attr(&bt, DW_AT_encoding, &a))
+		dwarf_formudata(&a, &enc);
+	int uns = enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char;
+	if (dwarf_child(en, &e))
+		return 0;
+	do {
+		Dwarf_Sword v;
+		Dwarf_Word u;
+		const char *nm = dwarf_diename(&e);
+		if (dwarf_tag(&e) != DW_TAG_enumerator || !nm ||
+		    !dwarf_attr(&e, DW_AT_const_value, &a))
+			continue;
+		if (uns ? dwarf_formudata(&a, &u) : dwarf_formsdata(&a, &v))
+			continue;
+		if (uns)
+			v = (Dwarf_Sword)u;
+		int rc = fn(type, nm, (int64_t)v, arg);
+		if (rc)
+			return rc;
+	} while (dwarf_siblingof(&e, &e) == 0);
+	return 0;
+}
+
+int rjd_enums(struct rjd *d, rjd_enum_fn fn, void *arg)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cud, sub, c, t;
+	Dwarf_Half ver;
+	uint8_t ut;
+	int rc = 0;
+	while (!rc &&
+	       dwarf_get_units(d->dw, cu, &cu, &ver, &ut, &cud, &sub) == 0) {
+		if (dwarf_child(&cud, &c))
+			continue;
+		do {
+			int tag = dwarf_tag(&c);
+			Dwarf_Attribute a;
+			if (tag == DW_TAG_enumeration_type)
+				rc = each_enumerator(&c, dwarf_diename(&c), fn,
+						     arg);
+			else if (tag == DW_TAG_typedef &&
+				 dwarf_attr(&c, DW_AT_type, &a) &&
+				 dwarf_formref_die(&a, &t) &&
+				 dwarf_tag(&t) == DW_TAG_enumeration_type)
+				rc = each_enumerator(&t, dwarf_diename(&c), fn,
+						     arg);
+		} while (!rc && dwarf_siblingof(&c, &c) == 0);
+	}
+	return rc; /* fn's nonzero, or 0 */
+}

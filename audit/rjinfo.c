@@ -6,13 +6,11 @@
  * Everything through the log's DWARF and its memory records, by field
  * name; nothing here knows an offset.
  */
+#include "rjdwarf.h"
 #include "rjlog.h"
 
-#include <dwarf.h>
-#include <elfutils/libdw.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,107 +139,12 @@ int rj_log_trace_loc(const struct rj_log *log, const struct rj_trace *t,
 
 /* ------------------------------------------------------------ enums */
 
-struct blob_find {
-	const uint8_t *data;
-	size_t len;
-};
-
-static int find_dwo(const struct rj_record *rec, void *arg)
+/* Every enumerator of the log's DWARF (rjd_enums, through the DWARF the
+ * reader already opened). -ENOENT without DWARF. */
+static int walk_enums(const struct rj_log *log, rjd_enum_fn fn, void *arg)
 {
-	struct blob_find *b = arg;
-	if (!strcmp(rec->kind, "blob") && rec->name &&
-	    !strcmp(rec->name, "lj_dwarf.dwo")) {
-		b->data = rec->data;
-		b->len = rec->len;
-		return 1;
-	}
-	return 0;
-}
-
-/* Every enumerator of the log's DWARF: fn(type name or NULL, enumerator
- * name, value, arg) for the enumeration types at a unit's top level (the
- * type's own tag name) and again under each typedef naming one; nonzero
- * from fn stops. -ENOENT without DWARF. */
-typedef int (*enum_fn)(const char *type, const char *name, int64_t val,
-		       void *arg);
-
-static int each_enumerator(Dwarf_Die *en, const char *type, enum_fn fn,
-			   void *arg)
-{
-	Dwarf_Die e, bt;
-	Dwarf_Attribute a;
-	Dwarf_Word enc = 0;
-	/* an unsigned enum's values are unsigned (REF_BIAS = 0x8000 is a
-	 * data2 that dwarf_formsdata would sign-extend) */
-	if (dwarf_attr(en, DW_AT_encoding, &a))
-		dwarf_formudata(&a, &enc);
-	else if (dwarf_attr(en, DW_AT_type, &a) && dwarf_formref_die(&a, &bt) &&
-		 dwarf_attr(&bt, DW_AT_encoding, &a))
-		dwarf_formudata(&a, &enc);
-	int uns = enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char;
-	if (dwarf_child(en, &e))
-		return 0;
-	do {
-		Dwarf_Sword v;
-		Dwarf_Word u;
-		const char *nm = dwarf_diename(&e);
-		if (dwarf_tag(&e) != DW_TAG_enumerator || !nm ||
-		    !dwarf_attr(&e, DW_AT_const_value, &a))
-			continue;
-		if (uns ? dwarf_formudata(&a, &u) : dwarf_formsdata(&a, &v))
-			continue;
-		if (uns)
-			v = (Dwarf_Sword)u;
-		int rc = fn(type, nm, (int64_t)v, arg);
-		if (rc)
-			return rc;
-	} while (dwarf_siblingof(&e, &e) == 0);
-	return 0;
-}
-
-static int walk_enums(const struct rj_log *log, enum_fn fn, void *arg)
-{
-	struct blob_find b = {0};
-	rj_log_foreach(log, find_dwo, &b);
-	if (!b.data)
-		return -ENOENT;
-	/* a private copy: libelf may write to an image it reads */
-	char *copy = malloc(b.len);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, b.data, b.len);
-	elf_version(EV_CURRENT);
-	Elf *elf = elf_memory(copy, b.len);
-	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
-	int rc = dw ? 0 : -ENOENT;
-	Dwarf_CU *cu = NULL;
-	Dwarf_Die cud, sub, c, t;
-	Dwarf_Half ver;
-	uint8_t ut;
-	while (dw && !rc &&
-	       dwarf_get_units(dw, cu, &cu, &ver, &ut, &cud, &sub) == 0) {
-		if (dwarf_child(&cud, &c))
-			continue;
-		do {
-			int tag = dwarf_tag(&c);
-			Dwarf_Attribute a;
-			if (tag == DW_TAG_enumeration_type)
-				rc = each_enumerator(&c, dwarf_diename(&c), fn,
-						     arg);
-			else if (tag == DW_TAG_typedef &&
-				 dwarf_attr(&c, DW_AT_type, &a) &&
-				 dwarf_formref_die(&a, &t) &&
-				 dwarf_tag(&t) == DW_TAG_enumeration_type)
-				rc = each_enumerator(&t, dwarf_diename(&c), fn,
-						     arg);
-		} while (!rc && dwarf_siblingof(&c, &c) == 0);
-	}
-	if (dw)
-		dwarf_end(dw);
-	if (elf)
-		elf_end(elf);
-	free(copy);
-	return rc; /* fn's nonzero, or 0 */
+	struct rjd *d = rj_log_rjd(log);
+	return d ? rjd_enums(d, fn, arg) : -ENOENT;
 }
 
 struct enum_table {

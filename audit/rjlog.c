@@ -620,6 +620,11 @@ void rj_log_close(struct rj_log *log)
 	free(log);
 }
 
+struct rjd *rj_log_rjd(const struct rj_log *log)
+{
+	return log ? log->dw : NULL;
+}
+
 const char *rj_log_damage(const struct rj_log *log)
 {
 	return log && log->damaged ? log->damage : NULL;
