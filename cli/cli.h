@@ -45,6 +45,41 @@ int cli_prepend_cpath(const char *dir);
 int cli_vm_env(const char *who, const char *moddir, const char *region,
 	       int replace, int quiet);
 
+/* ---- RaptorJIT (cli/rjcli.c, docs/RAPTORJIT.md) */
+enum {
+	CLI_RJ_NO = 0,	/* not RaptorJIT */
+	CLI_RJ_CLI = 1, /* RaptorJIT's standalone command: takes -a PATH */
+	CLI_RJ_EMBED,	/* a program embedding RaptorJIT (Snabb) */
+};
+/* What the ELF program at exe is: RaptorJIT if it defines
+ * lj_auditlog_open (its auditlog, in no LuaJIT), its standalone command if
+ * it also holds that command's usage line for -a. */
+int cli_rj_kind(const char *exe);
+/* The auditlog path a RaptorJIT command line (args[0] the program) already
+ * gives with -a, or NULL. */
+const char *cli_rj_user_log(char *const *args, int nargs);
+/* The processes of perf.data `data` that mapped the program exe (NULL:
+ * any RaptorJIT program), in the order of their first such mapping; how
+ * many (at most max), or -1 with a message in err. */
+struct cli_rj_proc {
+	uint32_t pid;
+	char exe[4096];
+};
+int cli_rj_procs(const char *data, const char *exe, struct cli_rj_proc *out,
+		 int max, char *err, size_t errlen);
+/* A region from a RaptorJIT auditlog: its frame size checked against
+ * binary (unless NULL), written to out (NULL: a memfd, kept open in
+ * *keep) for process pid, created at create_ns (0: the log's first
+ * event). Says what it made on stdout; refusals on stderr, one message.
+ * An exit code. */
+struct jsf_region;
+struct cli_rj_args {
+	const char *who, *log, *binary, *out;
+	uint32_t pid;
+	uint64_t create_ns;
+};
+int cli_rj_region(const struct cli_rj_args *a, struct jsf_region **keep);
+
 int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);

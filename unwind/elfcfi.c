@@ -488,3 +488,20 @@ void elfcache_free(struct elfcache *c)
 		free(o);
 	}
 }
+
+int uw_elf_sp_cfa(const char *path, uint64_t vaddr, int32_t *cfa_off)
+{
+	struct elfcache c = {.no_sframe = true};
+	struct elfobj *o = elfobj_get(&c, path);
+	int rc = -EINVAL;
+	if (o) {
+		const struct uw_row *r = elfobj_row(&c, o, vaddr);
+		rc = r->cfa_rule == UW_CFA_NONE ? -ENOENT
+		     : r->cfa_rule != UW_CFA_SP ? -EOPNOTSUPP
+						: 0;
+		if (!rc)
+			*cfa_off = r->cfa_off;
+	}
+	elfcache_free(&c);
+	return rc;
+}
