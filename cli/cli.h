@@ -60,14 +60,20 @@ int cli_rj_kind(const char *exe);
 const char *cli_rj_user_log(char *const *args, int nargs);
 /* The processes of perf.data `data` that mapped the program exe (NULL:
  * any RaptorJIT program), in the order of their first such mapping; how
- * many (at most max), or -1 with a message in err. */
+ * many (at most max), or -1 with a message in err. *clockid (if not NULL):
+ * the samples' clock (pd_clockid: 1 CLOCK_MONOTONIC, -1 perf's own). */
 struct cli_rj_proc {
 	uint32_t pid;
 	char exe[4096];
 };
 int cli_rj_procs(const char *data, const char *exe, struct cli_rj_proc *out,
-		 int max, char *err, size_t errlen);
-/* A region from a RaptorJIT auditlog: its frame size checked against
+		 int max, int *clockid, char *err, size_t errlen);
+/* Open a RaptorJIT auditlog (rj_log_open); a damaged one with a note on
+ * stderr, one that cannot be used with one message. An exit code. */
+struct rj_log;
+int cli_rj_open(const char *who, const char *path, struct rj_log **out);
+/* A region from a RaptorJIT auditlog (a->log names it in messages): its
+ * frame size checked against
  * binary (unless NULL), written to out (NULL: a memfd, kept open in
  * *keep) for process pid, created at create_ns (0: the log's first
  * event). Says what it made on stdout; refusals on stderr, one message.
@@ -78,7 +84,8 @@ struct cli_rj_args {
 	uint32_t pid;
 	uint64_t create_ns;
 };
-int cli_rj_region(const struct cli_rj_args *a, struct jsf_region **keep);
+int cli_rj_region(const struct cli_rj_args *a, struct rj_log *log,
+		  struct jsf_region **keep);
 
 int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
@@ -107,6 +114,10 @@ struct report_opts {
 		char comm[32];
 	} * noreg;
 	size_t noreg_max, *noreg_n;
+	/* more regions, besides the default or named ones (a region made
+	 * from a RaptorJIT auditlog: report --auditlog) */
+	const char *const *extra_regions;
+	size_t nextra;
 };
 int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */

@@ -11,6 +11,7 @@
  *   processes, their regions found by the discovery convention
  *   (jsf_region_find, docs/ABI.md §8) and copied into DIR.
  */
+#include "auditlog.h"
 #include "cli.h"
 #include "jitdump.h"
 #include "jitsframe.h"
@@ -525,7 +526,7 @@ static int rj_region(const char *adir, const char *raw, const char *exe,
 {
 	struct cli_rj_proc *p = malloc(sizeof(*p));
 	char err[256] = "";
-	int n = p ? cli_rj_procs(raw, exe, p, 1, err, sizeof(err)) : -1;
+	int n = p ? cli_rj_procs(raw, exe, p, 1, NULL, err, sizeof(err)) : -1;
 	if (n <= 0) {
 		fprintf(stderr, "jitsframe record: %s: %s; no region from %s\n",
 			raw,
@@ -543,7 +544,12 @@ static int rj_region(const char *adir, const char *raw, const char *exe,
 				.pid = p->pid,
 				.create_ns = t0};
 	free(p);
-	return cli_rj_region(&a, NULL);
+	struct rj_log *l;
+	int rc = cli_rj_open(a.who, log, &l);
+	if (!rc)
+		rc = cli_rj_region(&a, l, NULL);
+	rj_log_close(l);
+	return rc;
 }
 
 /* ------------------------------------------------ a lean directory

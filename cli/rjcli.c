@@ -119,11 +119,13 @@ static int on_mmap(const struct pd_event *e, void *ctx)
 }
 
 int cli_rj_procs(const char *data, const char *exe, struct cli_rj_proc *out,
-		 int max, char *err, size_t errlen)
+		 int max, int *clockid, char *err, size_t errlen)
 {
 	struct perfdata *pd;
 	if (pd_open(&pd, data, err, errlen))
 		return -1;
+	if (clockid)
+		*clockid = pd_clockid(pd);
 	struct pidscan s = {.want = exe, .out = out, .max = max};
 	int rc = pd_each(pd, on_mmap, &s, err, errlen);
 	pd_close(pd);
@@ -142,27 +144,33 @@ static int first_event(const struct rj_record *rec, void *arg)
 	return 1;
 }
 
-int cli_rj_region(const struct cli_rj_args *a, struct jsf_region **keep)
+int cli_rj_open(const char *who, const char *path, struct rj_log **out)
 {
-	const char *who = a->who;
 	char msg[512] = "";
-	struct rj_log *log;
-	int rc = rj_log_open(&log, a->log, msg, sizeof(msg));
+	int rc = rj_log_open(out, path, msg, sizeof(msg));
 	if (rc) {
 		fprintf(stderr,
 			"%s: %s: not a RaptorJIT auditlog it can use: %s\n",
-			who, a->log, msg[0] ? msg : strerror(-rc));
+			who, path, msg[0] ? msg : strerror(-rc));
 		return EX_INPUT;
 	}
-	const char *dmg = rj_log_damage(log);
+	const char *dmg = rj_log_damage(*out);
 	if (dmg)
 		fprintf(stderr,
 			"%s: note: %s: %s; the traces before that are used\n",
-			who, a->log, dmg);
+			who, path, dmg);
+	return EX_OK;
+}
+
+int cli_rj_region(const struct cli_rj_args *a, struct rj_log *log,
+		  struct jsf_region **keep)
+{
+	const char *who = a->who;
+	char msg[512] = "";
+	int rc;
 	uint32_t cframe = 0, cframe_jit = 0;
 	if (rj_log_frame(log, &cframe, &cframe_jit, msg, sizeof(msg))) {
 		fprintf(stderr, "%s: %s: refused: %s\n", who, a->log, msg);
-		rj_log_close(log);
 		return EX_INPUT;
 	}
 	if (a->binary) {
@@ -192,7 +200,6 @@ int cli_rj_region(const struct cli_rj_args *a, struct jsf_region **keep)
 				"(CFRAME_SIZE %u) is not %s's (%s): its "
 				"traces cannot be unwound from this log\n",
 				who, a->log, cframe, a->binary, got);
-			rj_log_close(log);
 			return EX_INPUT;
 		}
 	}
@@ -208,12 +215,10 @@ int cli_rj_region(const struct cli_rj_args *a, struct jsf_region **keep)
 	if (rc) {
 		fprintf(stderr, "%s: cannot create the region %s: %s\n", who,
 			a->out ? a->out : "(memory)", jsf_strerror(rc));
-		rj_log_close(log);
 		return EX_INPUT;
 	}
 	struct rj_region_stats st = {0};
 	rc = rj_log_to_region(log, cframe_jit, r, &st, msg, sizeof(msg));
-	rj_log_close(log);
 	if (rc) {
 		fprintf(stderr, "%s: %s: no region: %s\n", who, a->log,
 			msg[0] ? msg : strerror(-rc));
