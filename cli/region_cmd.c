@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `jitsframe region dump | validate | export | ls`. */
+/* `jitsframe region dump | validate | export | ls | from-log`. */
+#include "auditlog.h"
 #include "cli.h"
 #include "jitsframe.h"
 #include "profile.h"
@@ -43,14 +44,22 @@ static const char usage[] =
     "      per region: pid, command (\"(exited)\" if its process is gone),\n"
     "      live and logged functions, file size, age, whether its producer\n"
     "      is alive, path.\n"
+    "  jitsframe region from-log LOG -o FILE [--pid PID] [--binary PROG]\n"
+    "      Write a region from a RaptorJIT auditlog (raptorjit -a LOG):\n"
+    "      its traces with exact rows, each live from its trace_stop to\n"
+    "      the next flush (docs/RAPTORJIT.md). --pid: the process it\n"
+    "      names as its producer (default: this command's); --binary:\n"
+    "      check the log's frame size against that RaptorJIT program's\n"
+    "      interpreter CFI first (default: the log's own facts only).\n"
+    "      FILE is replaced if it exists.\n"
     "\n"
     "A region is read live (while its producer runs) or post-mortem.\n"
     "Exit status: 0 ok, 1 invalid or nothing selected, 2 usage, 3 I/O.\n";
 
 struct ropts {
 	bool json, all, v1, has_at, has_base, has_addr, has_text;
-	uint64_t at, base, addr, text_start, text_size;
-	const char *out, *sframe;
+	uint64_t at, base, addr, text_start, text_size, pid;
+	const char *out, *sframe, *binary;
 };
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -73,6 +82,8 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 	    {"text", required_argument, 0, 'T'},
 	    {"sframe", required_argument, 0, 's'},
 	    {"output", required_argument, 0, 'o'},
+	    {"pid", required_argument, 0, 'p'},
+	    {"binary", required_argument, 0, 'B'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -95,6 +106,16 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 			break;
 		case 's':
 			o->sframe = optarg;
+			break;
+		case 'B':
+			o->binary = optarg;
+			break;
+		case 'p':
+			if (!cli_u64(optarg, &o->pid) || !o->pid ||
+			    o->pid > INT32_MAX)
+				return bad_usage(
+				    "--pid wants a process id, not '%s'",
+				    optarg);
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -585,6 +606,25 @@ static int do_ls(const struct ropts *o)
 	return EX_OK;
 }
 
+/* `region from-log LOG -o FILE`: a region from a RaptorJIT auditlog. */
+static int do_from_log(const char *log, const struct ropts *o)
+{
+	if (!o->out)
+		return bad_usage("from-log needs -o FILE%s", "");
+	struct rj_log *l;
+	int rc = cli_rj_open("jitsframe region", log, &l);
+	if (rc)
+		return rc;
+	struct cli_rj_args a = {.who = "jitsframe region",
+				.log = log,
+				.binary = o->binary,
+				.out = o->out,
+				.pid = (uint32_t)o->pid};
+	rc = cli_rj_region(&a, l, NULL);
+	rj_log_close(l);
+	return rc;
+}
+
 int cmd_region(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -626,5 +666,7 @@ int cmd_region(int argc, char **argv)
 		return do_validate(args[0], &o);
 	if (!strcmp(sub, "export"))
 		return do_export(args[0], &o);
+	if (!strcmp(sub, "from-log"))
+		return do_from_log(args[0], &o);
 	return bad_usage("unknown region command '%s'", sub);
 }

@@ -149,9 +149,13 @@ int cli_rj_open(const char *who, const char *path, struct rj_log **out)
 	char msg[512] = "";
 	int rc = rj_log_open(out, path, msg, sizeof(msg));
 	if (rc) {
-		fprintf(stderr,
-			"%s: %s: not a RaptorJIT auditlog it can use: %s\n",
-			who, path, msg[0] ? msg : strerror(-rc));
+		if (!msg[0])
+			snprintf(msg, sizeof(msg), "%s", strerror(-rc));
+		/* the reader's message names the file, as a rule */
+		if (strstr(msg, path))
+			fprintf(stderr, "%s: %s\n", who, msg);
+		else
+			fprintf(stderr, "%s: %s: %s\n", who, path, msg);
 		return EX_INPUT;
 	}
 	const char *dmg = rj_log_damage(*out);
@@ -230,7 +234,8 @@ int cli_rj_region(const struct cli_rj_args *a, struct rj_log *log,
 	printf("%s: auditlog %s: %u traces, %u published, %u refused, %u "
 	       "without machine code, %u flushes; region %s for pid %u%s%s\n",
 	       who, a->log, st.traces, st.published, st.refused, st.no_mcode,
-	       st.flushes, a->out ? a->out : jsf_region_path(r), a->pid,
+	       st.flushes, a->out ? a->out : jsf_region_path(r),
+	       a->pid ? a->pid : (uint32_t)getpid(),
 	       st.refused ? "; first refusal: " : "",
 	       st.refused ? st.first_refusal : "");
 	fflush(stdout);
