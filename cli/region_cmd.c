@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `jitsframe region dump | validate | export | ls | from-log`. */
+/* `jitsframe region dump | validate | export | ls | import`. */
 #include "auditlog.h"
 #include "cli.h"
 #include "jitsframe.h"
@@ -44,14 +44,14 @@ static const char usage[] =
     "      per region: pid, command (\"(exited)\" if its process is gone),\n"
     "      live and logged functions, file size, age, whether its producer\n"
     "      is alive, path.\n"
-    "  jitsframe region from-log LOG -o FILE [--pid PID] [--binary PROG]\n"
-    "      Write a region from a RaptorJIT auditlog (raptorjit -a LOG):\n"
-    "      its traces with exact rows, each live from its trace_stop to\n"
-    "      the next flush (docs/RAPTORJIT.md). --pid: the process it\n"
-    "      names as its producer (default: this command's); --binary:\n"
-    "      check the log's frame size against that RaptorJIT program's\n"
-    "      interpreter CFI first (default: the log's own facts only).\n"
-    "      FILE is replaced if it exists.\n"
+    "  jitsframe region import LOG -o FILE [--pid PID] [--binary PROG]\n"
+    "      Write a region to FILE (-o, --output; replaced if it exists)\n"
+    "      from a RaptorJIT auditlog (`raptorjit -a LOG`): its traces with\n"
+    "      exact rows, each live from its trace_stop to the next flush\n"
+    "      (docs/RAPTORJIT.md). --pid: the process it names as its\n"
+    "      producer (default: this command's); --binary: check the log's\n"
+    "      frame size against that RaptorJIT program's interpreter CFI\n"
+    "      first (default: the log's own facts only).\n"
     "\n"
     "A region is read live (while its producer runs) or post-mortem.\n"
     "Exit status: 0 ok, 1 invalid or nothing selected, 2 usage, 3 I/O.\n";
@@ -606,11 +606,12 @@ static int do_ls(const struct ropts *o)
 	return EX_OK;
 }
 
-/* `region from-log LOG -o FILE`: a region from a RaptorJIT auditlog. */
+/* `region import LOG -o FILE`: a region from a RaptorJIT auditlog (the
+ * counterpart of export: a foreign description of the code in). */
 static int do_from_log(const char *log, const struct ropts *o)
 {
 	if (!o->out)
-		return bad_usage("from-log needs -o FILE%s", "");
+		return bad_usage("import needs -o FILE%s", "");
 	struct rj_log *l;
 	int rc = cli_rj_open("jitsframe region", log, &l);
 	if (rc)
@@ -666,7 +667,7 @@ int cmd_region(int argc, char **argv)
 		return do_validate(args[0], &o);
 	if (!strcmp(sub, "export"))
 		return do_export(args[0], &o);
-	if (!strcmp(sub, "from-log"))
+	if (!strcmp(sub, "import"))
 		return do_from_log(args[0], &o);
 	return bad_usage("unknown region command '%s'", sub);
 }

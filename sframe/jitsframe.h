@@ -136,7 +136,7 @@ struct jsf_region_opts {
 	uint32_t initial_funcs; /* capacity hint; 0: 256 */
 	uint32_t __pad;
 	/* A region written on behalf of another process, after the fact
-	 * (from its log: `jitsframe region from-log`, RaptorJIT): the
+	 * (from its log: `jitsframe region import`, RaptorJIT): the
 	 * producer pid it names and its creation time (CLOCK_MONOTONIC ns,
 	 * at or before the first add's now_ns); 0: this process, now. */
 	uint32_t producer_pid;
