@@ -53,10 +53,12 @@ dirflags = $(addprefix -I,$(call top,$(1)) $($(call top,$(1))_DEPS)) $($(call to
 
 # library file of directory $(2) in flavour $(1)
 libfile = $(B)/$(1)/$(if $(filter sframe,$(2)),libjitsframe,libjsf_$(2)).a
-# the libraries directory $(2) links (itself, if a library, and its DEPS),
-# in link order (top first), and their system libraries
+# the libraries directory $(2) links (itself, if a library, and its DEPS,
+# transitively: cli/ links audit/, which uses lj/), in link order (top
+# first), and their system libraries
 LINKORDER := profile unwind audit lj perfmap sframe
-closure = $(foreach d,$(filter $(2) $($(2)_DEPS),$(LINKORDER)),$(call libfile,$(1),$(d)))
+deps_of = $(foreach d,$($(1)_DEPS),$(d) $(call deps_of,$(d)))
+closure = $(foreach d,$(filter $(2) $(call deps_of,$(2)),$(LINKORDER)),$(call libfile,$(1),$(d)))
 syslibs = $(foreach d,$(1) $($(1)_DEPS),$($(d)_LIBS))
 
 .PHONY: all check bench clean format deps demo install uninstall lint
@@ -163,10 +165,12 @@ $(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
 
 # --- tests: each links the libraries it tests ---
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
-TESTS   += t_auditdec t_ljtrace t_profile t_api t_unwind t_find
+TESTS   += t_auditdec t_ljtrace t_profile t_api t_unwind t_find t_rjlog t_rjrows
 TEST_DIR_t_ljrows   := lj
 TEST_DIR_t_ljtrace  := lj
 TEST_DIR_t_auditdec := audit
+TEST_DIR_t_rjlog    := audit
+TEST_DIR_t_rjrows   := audit
 TEST_DIR_t_profile  := profile
 TEST_DIR_t_unwind   := unwind
 TEST_LIBS_t_libsframe := -lsframe
@@ -190,6 +194,7 @@ $(B)/tests/libprobe.so: tests/probe.c $(B)/rel/libjitsframe.a
 	$(CC) $(WARN) $(tests_CPPFLAGS) $(LUAJIT_CFLAGS) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
 		$^ -o $@ -ldl $(LDLIBS)
 $(B)/tests/x86len_walk: $(B)/rel/tests/x86len_walk.o $(B)/rel/libjsf_lj.a
+	@mkdir -p $(dir $@)
 	$(CC) $^ -o $@
 $(B)/tests/lib%.so: tests/%.c
 	@mkdir -p $(dir $@)

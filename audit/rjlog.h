@@ -37,10 +37,10 @@ struct rj_log; /* opaque: the whole file in memory plus its indexes */
 struct rj_trace {
 	uint64_t event_index;	/* 0-based among all event records */
 	uint64_t record_offset; /* byte offset of the trace_stop record */
-	uint64_t born_ns;	/* the trace_stop's nanotime (CLOCK_MONOTONIC) */
-	uint64_t dead_ns;	/* next trace_flushall of jit_state, or RJ_NEVER */
-	uint64_t jit_state;	/* the event's jit_State address */
-	uint64_t gctrace;	/* the event's GCtrace address */
+	uint64_t born_ns;   /* the trace_stop's nanotime (CLOCK_MONOTONIC) */
+	uint64_t dead_ns;   /* next trace_flushall of jit_state, or RJ_NEVER */
+	uint64_t jit_state; /* the event's jit_State address */
+	uint64_t gctrace;   /* the event's GCtrace address */
 	/* GCtrace fields, decoded through the log's DWARF */
 	uint64_t mcode;
 	uint32_t szmcode, mcloop;
@@ -69,8 +69,8 @@ struct rj_flush {
  */
 int rj_log_open(struct rj_log **out, const char *path, char *msg,
 		size_t msglen);
-int rj_log_open_mem(struct rj_log **out, const void *buf, size_t len,
-		    char *msg, size_t msglen);
+int rj_log_open_mem(struct rj_log **out, const void *buf, size_t len, char *msg,
+		    size_t msglen);
 void rj_log_close(struct rj_log *log);
 
 /* NULL for a log that ends cleanly at a record boundary; else "damaged at
@@ -93,21 +93,19 @@ const struct rj_trace *rj_log_trace_at(const struct rj_log *log,
 /* Size of a struct/union/typedef by name; 0 if unknown. */
 uint32_t rj_log_type_size(const struct rj_log *log, const char *type);
 /* A member's byte offset and size in `type`: 0, or -ENOENT. */
-int rj_log_field(const struct rj_log *log, const char *type,
-		 const char *member, uint32_t *off, uint32_t *size);
+int rj_log_field(const struct rj_log *log, const char *type, const char *member,
+		 uint32_t *off, uint32_t *size);
 /* Read an unsigned member of a raw struct (1, 2, 4 or 8 bytes, little
  * endian): 0, or -ENOENT/-ERANGE. `raw` has `rawlen` bytes. */
-int rj_log_get(const struct rj_log *log, const char *type,
-	       const char *member, const uint8_t *raw, size_t rawlen,
-	       uint64_t *val);
+int rj_log_get(const struct rj_log *log, const char *type, const char *member,
+	       const uint8_t *raw, size_t rawlen, uint64_t *val);
 /* A macro's definition text from the DWARF's macro records (-g3), e.g.
  * "CFRAME_SIZE" -> "(12*8)", "IRDEF(_)" -> "_(LT, N , ref, ref) ...";
  * NULL if absent. `name` is the macro name without parameters. */
 const char *rj_log_macro(const struct rj_log *log, const char *name);
 /* Evaluate an integer macro whose definition is an expression of
  * integers, + - * / ( ) and other such macros: 0, or -ENOENT/-EINVAL. */
-int rj_log_macro_int(const struct rj_log *log, const char *name,
-		     int64_t *val);
+int rj_log_macro_int(const struct rj_log *log, const char *name, int64_t *val);
 
 /* --- raw records --- */
 /* The latest memory record that covers [addr, addr+len) and starts at or
@@ -122,9 +120,9 @@ const uint8_t *rj_log_memory(const struct rj_log *log, uint64_t addr,
 struct rj_record {
 	uint64_t offset;
 	const char *kind;
-	const char *name; /* event name, memory hint, blob name */
-	uint64_t address; /* memory */
-	uint64_t nanotime; /* event */
+	const char *name;    /* event name, memory hint, blob name */
+	uint64_t address;    /* memory */
+	uint64_t nanotime;   /* event */
 	const uint8_t *data; /* memory/blob data */
 	size_t len;
 };
@@ -133,8 +131,8 @@ int rj_log_foreach(const struct rj_log *log,
 		   void *arg);
 /* An event's other keys, for the record at `offset` (an event): the
  * unsigned integer value of key, 0 and *val, or -ENOENT. */
-int rj_log_event_u64(const struct rj_log *log, uint64_t offset,
-		     const char *key, uint64_t *val);
+int rj_log_event_u64(const struct rj_log *log, uint64_t offset, const char *key,
+		     uint64_t *val);
 
 /* Cheap check of a file's first bytes: 1 if it looks like a RaptorJIT
  * auditlog (a fixmap whose first key is "type"), else 0. */

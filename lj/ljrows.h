@@ -8,8 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* CFA = rsp + LJ_CFRAME_JIT + spadj inside a trace; verified at start-up
- * against the running VM (vm/vmcheck.c), never assumed. */
+/* CFA = rsp + LJ_CFRAME_JIT + spadj inside a LuaJIT trace; verified at
+ * start-up against the running VM (vm/vmcheck.c), never assumed. Another
+ * VM of the family passes its own frame size (cframe_jit below: RaptorJIT's
+ * is 112, read from its auditlog, audit/rjregion.c). */
 #define LJ_CFRAME_JIT 96
 #define LJ_MAX_ROWS 4
 
@@ -20,6 +22,11 @@ struct lj_trace_in {
 	uint32_t traceno;
 	bool side;	      /* has a parent trace */
 	int32_t parent_spadj; /* the parent's stack adjustment, if side */
+	/* CFA = rsp + cframe_jit + adjustment; 0: LJ_CFRAME_JIT. Must be a
+	 * positive multiple of 16 (rsp is 16-aligned in a trace and at the
+	 * call that entered the VM). Last, so that positional initialisers
+	 * of the fields above keep LuaJIT's 96. */
+	uint32_t cframe_jit;
 };
 
 struct lj_trace_out {
@@ -31,7 +38,8 @@ struct lj_trace_out {
 };
 
 /*
- * Derive exact rows (docs/VM.md): CFA = rsp + 96 + adjustment, the parent's
+ * Derive exact rows (docs/VM.md): CFA = rsp + cframe_jit (96 for LuaJIT) +
+ * adjustment, the parent's
  * in a side trace's head up to and including its add, the trace's own in the
  * body, the base value after the tail add; saved rbp at CFA-16, RA at CFA-8.
  * Returns 0, or -1 with out->why set when the code does not match the

@@ -48,8 +48,8 @@ int main(void)
 		size_t st = n;
 		n += store(mc + n, 7);
 		n += body(mc + n, 60);
-		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11,
-					 7,  true,	  16};
+		struct lj_trace_in in = {
+		    mc, (uint32_t)n, (uint32_t)st + 11, 7, true, 16, 0};
 		CHECK_EQ(lj_trace_rows(&in, &o), 0);
 		CHECK_EQ(o.spadj, 48);
 		CHECK_EQ(o.nrows, 2u);
@@ -67,8 +67,8 @@ int main(void)
 		size_t st = n;
 		n += store(mc + n, 9);
 		n += body(mc + n, 40);
-		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11,
-					 9,  true,	  0};
+		struct lj_trace_in in = {
+		    mc, (uint32_t)n, (uint32_t)st + 11, 9, true, 0, 0};
 		CHECK_EQ(lj_trace_rows(&in, &o), -1);
 		CHECK_EQ(o.nrows, 0u);
 		CHECK(o.why && strstr(o.why, "decode"), "why: %s", o.why);
@@ -94,8 +94,8 @@ int main(void)
 		size_t st = n;
 		n += store(mc + n, 3);
 		n += body(mc + n, 40);
-		struct lj_trace_in in = {mc, (uint32_t)n, (uint32_t)st + 11,
-					 3,  true,	  32};
+		struct lj_trace_in in = {
+		    mc, (uint32_t)n, (uint32_t)st + 11, 3, true, 32, 0};
 		CHECK_EQ(lj_trace_rows(&in, &o), -1);
 		CHECK_EQ(o.nrows, 0u);
 	}
@@ -112,7 +112,7 @@ int main(void)
 		n += 7;
 		memcpy(mc + n, "\xe9\x00\x00\x00\x00", 5);
 		n += 5;
-		struct lj_trace_in in = {mc, (uint32_t)n, 0, 2, true, 80};
+		struct lj_trace_in in = {mc, (uint32_t)n, 0, 2, true, 80, 0};
 		CHECK_EQ(lj_trace_rows(&in, &o), 0);
 		CHECK_EQ(o.spadj, 128);
 		CHECK_EQ(o.nrows, 3u);
@@ -130,7 +130,7 @@ int main(void)
 		n += 4;
 		n += store(mc + n, 1);
 		n += body(mc + n, 50);
-		struct lj_trace_in in = {mc, (uint32_t)n, 20, 1, false, 0};
+		struct lj_trace_in in = {mc, (uint32_t)n, 20, 1, false, 0, 0};
 		CHECK_EQ(lj_trace_rows(&in, &o), 0);
 		CHECK_EQ(o.spadj, 80);
 		/* an instruction before the add: not a root head */

@@ -269,7 +269,7 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	const uint8_t *mc = f.mc;
 	uint32_t len = f.len, loop = f.loop, parent = f.parent;
 	uint64_t addr = f.addr;
-	struct lj_trace_in in = {mc, len, loop, tr, parent != 0, 0};
+	struct lj_trace_in in = {mc, len, loop, tr, parent != 0, 0, 0};
 	if (parent) {
 		if (parent >= s->cap || !s->t[parent].nrows) {
 			skip(m, tr, "parent trace not known");
