@@ -45,6 +45,48 @@ int cli_prepend_cpath(const char *dir);
 int cli_vm_env(const char *who, const char *moddir, const char *region,
 	       int replace, int quiet);
 
+/* ---- RaptorJIT (cli/rjcli.c, docs/RAPTORJIT.md) */
+enum {
+	CLI_RJ_NO = 0,	/* not RaptorJIT */
+	CLI_RJ_CLI = 1, /* RaptorJIT's standalone command: takes -a PATH */
+	CLI_RJ_EMBED,	/* a program embedding RaptorJIT (Snabb) */
+};
+/* What the ELF program at exe is: RaptorJIT if it defines
+ * lj_auditlog_open (its auditlog, in no LuaJIT), its standalone command if
+ * it also holds that command's usage line for -a. */
+int cli_rj_kind(const char *exe);
+/* The auditlog path a RaptorJIT command line (args[0] the program) already
+ * gives with -a, or NULL. */
+const char *cli_rj_user_log(char *const *args, int nargs);
+/* The processes of perf.data `data` that mapped the program exe (NULL:
+ * any RaptorJIT program), in the order of their first such mapping; how
+ * many (at most max), or -1 with a message in err. *clockid (if not NULL):
+ * the samples' clock (pd_clockid: 1 CLOCK_MONOTONIC, -1 perf's own). */
+struct cli_rj_proc {
+	uint32_t pid;
+	char exe[4096];
+};
+int cli_rj_procs(const char *data, const char *exe, struct cli_rj_proc *out,
+		 int max, int *clockid, char *err, size_t errlen);
+/* Open a RaptorJIT auditlog (rj_log_open); a damaged one with a note on
+ * stderr, one that cannot be used with one message. An exit code. */
+struct rj_log;
+int cli_rj_open(const char *who, const char *path, struct rj_log **out);
+/* A region from a RaptorJIT auditlog (a->log names it in messages): its
+ * frame size checked against
+ * binary (unless NULL), written to out (NULL: a memfd, kept open in
+ * *keep) for process pid, created at create_ns (0: the log's first
+ * event). Says what it made on stdout; refusals on stderr, one message.
+ * An exit code. */
+struct jsf_region;
+struct cli_rj_args {
+	const char *who, *log, *binary, *out;
+	uint32_t pid;
+	uint64_t create_ns;
+};
+int cli_rj_region(const struct cli_rj_args *a, struct rj_log *log,
+		  struct jsf_region **keep);
+
 int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
@@ -72,6 +114,10 @@ struct report_opts {
 		char comm[32];
 	} * noreg;
 	size_t noreg_max, *noreg_n;
+	/* more regions, besides the default or named ones (a region made
+	 * from a RaptorJIT auditlog: report --auditlog) */
+	const char *const *extra_regions;
+	size_t nextra;
 };
 int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */

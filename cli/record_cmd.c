@@ -11,6 +11,7 @@
  *   processes, their regions found by the discovery convention
  *   (jsf_region_find, docs/ABI.md §8) and copied into DIR.
  */
+#include "auditlog.h"
 #include "cli.h"
 #include "jitdump.h"
 #include "jitsframe.h"
@@ -47,7 +48,10 @@ static const char usage[] =
     "                   --keep-all)\n"
     "  region           the unwind rows (jitsframe region dump)\n"
     "  region-PID       a forked child's (collected from its default\n"
-    "                   directory where it could not write into DIR)\n"
+    "                   directory where it could not write into DIR); for\n"
+    "                   RaptorJIT, made from its auditlog after the run\n"
+    "  auditlog         RaptorJIT's own log: CMD is given -a DIR/auditlog\n"
+    "                   unless it names one itself (docs/RAPTORJIT.md)\n"
     "  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
     "  .debug           the recorded kernel's symbols (perf's build-id\n"
     "                   cache; its copies of the binaries only with\n"
@@ -56,7 +60,9 @@ static const char usage[] =
     "  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
     "                   profile.pb.gz: pprof)\n"
     "made by `jitsframe report DIR` (jitsframe's own unwinder)\n"
-    "and prints one summary line, then the directory's size. Needs perf\n"
+    "and prints one summary line, then the directory's size. RaptorJIT\n"
+    "(a program defining lj_auditlog_open) is run without the module and\n"
+    "unwound from its auditlog instead. Needs perf\n"
     "(Debian: linux-perf) and kernel.perf_event_paranoid <= 2 (or root).\n"
     "\n"
     "  -o, --output DIR  where to put it all\n"
@@ -510,6 +516,42 @@ static int attach(char *perf, char *bid, char *cg, char *freq_s, char *raw,
 	return spawn(av, -1, -1);
 }
 
+/* RaptorJIT's region from its auditlog, after the run: DIR/region-PID for
+ * the recording's first process that mapped the RaptorJIT binary (perf
+ * started CMD: that is CMD's process, the one -a gave the log to), created
+ * at the recording's start. An exit code (the report is made either way:
+ * without the region its trace samples stop at the trace). */
+static int rj_region(const char *adir, const char *raw, const char *exe,
+		     const char *log, uint64_t t0)
+{
+	struct cli_rj_proc *p = malloc(sizeof(*p));
+	char err[256] = "";
+	int n = p ? cli_rj_procs(raw, exe, p, 1, NULL, err, sizeof(err)) : -1;
+	if (n <= 0) {
+		fprintf(stderr, "jitsframe record: %s: %s; no region from %s\n",
+			raw,
+			n < 0 ? err : "no process mapped the RaptorJIT program",
+			log);
+		free(p);
+		return EX_FAIL;
+	}
+	char out[PATH_MAX + 32];
+	snprintf(out, sizeof(out), "%s/region-%u", adir, p->pid);
+	struct cli_rj_args a = {.who = "jitsframe record",
+				.log = log,
+				.binary = exe,
+				.out = out,
+				.pid = p->pid,
+				.create_ns = t0};
+	free(p);
+	struct rj_log *l;
+	int rc = cli_rj_open(a.who, log, &l);
+	if (!rc)
+		rc = cli_rj_region(&a, l, NULL);
+	rj_log_close(l);
+	return rc;
+}
+
 /* ------------------------------------------------ a lean directory
  * perf record fills the recording's build-id cache (DIR/.debug) with
  * copies of every sampled binary and its debug file (12 of the demo's
@@ -792,6 +834,9 @@ int cmd_record(int argc, char **argv)
 	 * directly). */
 	int st;
 	uint64_t t0 = 0;
+	int rj = CLI_RJ_NO;
+	char rjexe[PATH_MAX] = "", rjlog[2 * PATH_MAX + 32] = "";
+	const char *user_log = NULL;
 	if (npids) {
 		st = attach(perf, bid, cg, freq_s, raw, pids, &npids, MAXPIDS,
 			    service, duration, &t0);
@@ -812,10 +857,47 @@ int cmd_record(int argc, char **argv)
 					 : "not found in PATH");
 		return EX_FAIL;
 	}
-	int erc = cli_vm_env("jitsframe record", NULL, region, 1, 0);
-	if (erc)
-		return erc;
+	/* RaptorJIT (docs/RAPTORJIT.md): no module (it has no jit.attach
+	 * nor jit.util); its own auditlog instead, the one its command line
+	 * names, else DIR/auditlog (-a), and the region made from it after
+	 * the run */
 	int nargs = argc - optind;
+	const char *exe_path = strchr(cmd, '/') ? cmd : cmdpath;
+	rj = cli_rj_kind(exe_path);
+	if (rj == CLI_RJ_EMBED) {
+		fprintf(stderr,
+			"jitsframe record: %s embeds RaptorJIT but is not its "
+			"standalone command (no -a option to give it an "
+			"auditlog): record it with `perf record -k 1 "
+			"--call-graph dwarf -p PID` and make the profile with "
+			"`jitsframe report --auditlog LOG DIR` "
+			"(docs/RAPTORJIT.md)\n",
+			cmd);
+		return EX_USAGE;
+	}
+	if (rj == CLI_RJ_CLI) {
+		char cwd[PATH_MAX];
+		if (!realpath(exe_path, rjexe) || !getcwd(cwd, sizeof(cwd))) {
+			fprintf(stderr, "jitsframe record: %s: %s\n", cmd,
+				strerror(errno));
+			return EX_INPUT;
+		}
+		user_log = cli_rj_user_log(argv + optind, nargs);
+		if (user_log && user_log[0] == '/')
+			snprintf(rjlog, sizeof(rjlog), "%s", user_log);
+		else if (user_log)
+			snprintf(rjlog, sizeof(rjlog), "%s/%s", cwd, user_log);
+		else
+			snprintf(rjlog, sizeof(rjlog), "%s/auditlog", adir);
+		/* RaptorJIT crashes on a log it cannot open: DIR exists;
+		 * a stale log of an earlier recording goes */
+		if (!user_log)
+			unlink(rjlog);
+	} else {
+		int erc = cli_vm_env("jitsframe record", NULL, region, 1, 0);
+		if (erc)
+			return erc;
+	}
 	char **av = calloc((size_t)nargs + 32, sizeof(*av));
 	int k = 0;
 	av[k++] = perf;
@@ -832,8 +914,13 @@ int cmd_record(int argc, char **argv)
 	av[k++] = "-o";
 	av[k++] = raw;
 	av[k++] = "--";
-	for (int i = 0; i < nargs; i++)
+	for (int i = 0; i < nargs; i++) {
 		av[k++] = argv[optind + i];
+		if (i == 0 && rj == CLI_RJ_CLI && !user_log) {
+			av[k++] = "-a";
+			av[k++] = rjlog;
+		}
+	}
 	av[k] = NULL;
 	unlink(raw);
 	t0 = jsf_now_ns();
@@ -873,6 +960,8 @@ recorded:;
 	/* attached: the processes ran before the recording (no lower
 	 * bound) */
 	collect_regions(adir, raw, pids, npids, npids ? 0 : t0);
+	int rj_rc =
+	    rj == CLI_RJ_CLI ? rj_region(adir, raw, rjexe, rjlog, t0) : EX_OK;
 	/* 2. inject the traces */
 	int lfd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
 	char *inj[] = {perf,	"--buildid-dir",
@@ -925,7 +1014,7 @@ recorded:;
 				cmd_note);
 			return finish(adir, samples, keep_all, EX_FAIL);
 		}
-		return finish(adir, samples, keep_all, EX_OK);
+		return finish(adir, samples, keep_all, rj_rc ? EX_FAIL : EX_OK);
 	}
 	/* 3. fold what perf script prints */
 	int pipefd[2];

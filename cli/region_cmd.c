@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `jitsframe region dump | validate | export | ls`. */
+/* `jitsframe region dump | validate | export | ls | import`. */
+#include "auditlog.h"
 #include "cli.h"
 #include "jitsframe.h"
 #include "profile.h"
@@ -43,14 +44,22 @@ static const char usage[] =
     "      per region: pid, command (\"(exited)\" if its process is gone),\n"
     "      live and logged functions, file size, age, whether its producer\n"
     "      is alive, path.\n"
+    "  jitsframe region import LOG -o FILE [--pid PID] [--binary PROG]\n"
+    "      Write a region to FILE (-o, --output; replaced if it exists)\n"
+    "      from a RaptorJIT auditlog (`raptorjit -a LOG`): its traces with\n"
+    "      exact rows, each live from its trace_stop to the next flush\n"
+    "      (docs/RAPTORJIT.md). --pid: the process it names as its\n"
+    "      producer (default: this command's); --binary: check the log's\n"
+    "      frame size against that RaptorJIT program's interpreter CFI\n"
+    "      first (default: the log's own facts only).\n"
     "\n"
     "A region is read live (while its producer runs) or post-mortem.\n"
     "Exit status: 0 ok, 1 invalid or nothing selected, 2 usage, 3 I/O.\n";
 
 struct ropts {
 	bool json, all, v1, has_at, has_base, has_addr, has_text;
-	uint64_t at, base, addr, text_start, text_size;
-	const char *out, *sframe;
+	uint64_t at, base, addr, text_start, text_size, pid;
+	const char *out, *sframe, *binary;
 };
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -73,6 +82,8 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 	    {"text", required_argument, 0, 'T'},
 	    {"sframe", required_argument, 0, 's'},
 	    {"output", required_argument, 0, 'o'},
+	    {"pid", required_argument, 0, 'p'},
+	    {"binary", required_argument, 0, 'B'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -95,6 +106,16 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 			break;
 		case 's':
 			o->sframe = optarg;
+			break;
+		case 'B':
+			o->binary = optarg;
+			break;
+		case 'p':
+			if (!cli_u64(optarg, &o->pid) || !o->pid ||
+			    o->pid > INT32_MAX)
+				return bad_usage(
+				    "--pid wants a process id, not '%s'",
+				    optarg);
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -585,6 +606,26 @@ static int do_ls(const struct ropts *o)
 	return EX_OK;
 }
 
+/* `region import LOG -o FILE`: a region from a RaptorJIT auditlog (the
+ * counterpart of export: a foreign description of the code in). */
+static int do_from_log(const char *log, const struct ropts *o)
+{
+	if (!o->out)
+		return bad_usage("import needs -o FILE%s", "");
+	struct rj_log *l;
+	int rc = cli_rj_open("jitsframe region", log, &l);
+	if (rc)
+		return rc;
+	struct cli_rj_args a = {.who = "jitsframe region",
+				.log = log,
+				.binary = o->binary,
+				.out = o->out,
+				.pid = (uint32_t)o->pid};
+	rc = cli_rj_region(&a, l, NULL);
+	rj_log_close(l);
+	return rc;
+}
+
 int cmd_region(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -626,5 +667,7 @@ int cmd_region(int argc, char **argv)
 		return do_validate(args[0], &o);
 	if (!strcmp(sub, "export"))
 		return do_export(args[0], &o);
+	if (!strcmp(sub, "import"))
+		return do_from_log(args[0], &o);
 	return bad_usage("unknown region command '%s'", sub);
 }

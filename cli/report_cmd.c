@@ -4,6 +4,7 @@
  * directory ourselves (perfdata.c, unwind.c), trace code through the
  * region at each sample's time, and write the profiles (profile.h).
  */
+#include "auditlog.h"
 #include "cli.h"
 #include "jitsframe.h"
 #include "jsfenv.h"
@@ -40,9 +41,20 @@ static const char usage[] =
     "                     repeat it for several processes\n"
     "  --dump FILE        write every sample's frames as text (for tests)\n"
     "  --no-write         unwind and summarise only\n"
+    "  --auditlog FILE    RaptorJIT's own log (raptorjit -a FILE; Snabb keeps\n"
+    "                     one) of the recording's process that runs "
+    "RaptorJIT:\n"
+    "                     its traces are unwound from it, through\n"
+    "                     DIR/region-PID made from it (docs/RAPTORJIT.md).\n"
+    "                     perf.data must be timed by CLOCK_MONOTONIC\n"
+    "                     (perf record -k 1)\n"
+    "  --pid PID          with --auditlog: the log's process, when several\n"
+    "                     processes of the recording run RaptorJIT\n"
     "\n"
     "Exit status: 0 done; 1 a profile could not be written; 2 usage;\n"
-    "3 the input cannot be read (a truncated or corrupt perf.data).\n";
+    "3 the input cannot be read (a truncated or corrupt perf.data), or the\n"
+    "auditlog cannot be used (unreadable, not RaptorJIT's, refused: one\n"
+    "message).\n";
 
 #define KMAX 256 /* kernel frames kept per sample */
 
@@ -240,6 +252,20 @@ static void path_in(char *out, size_t n, const char *dir, const char *f)
 	snprintf(out, n, "%s/%s", dir, f);
 }
 
+/* The perf.data to read: input, else DIR/perf.data.raw, else
+ * DIR/perf.data. */
+static void input_path(char *in, size_t n, const char *dir, const char *input)
+{
+	struct stat sb;
+	if (input) {
+		snprintf(in, n, "%s", input);
+	} else {
+		path_in(in, n, dir, "perf.data.raw");
+		if (stat(in, &sb))
+			path_in(in, n, dir, "perf.data");
+	}
+}
+
 /* perf record keeps the recorded kernel's kallsyms in the record
  * directory's build-id cache (DIR/.debug/[kernel.kallsyms]/BUILDID/
  * kallsyms): the right symbols for that kernel, and a plain file, which
@@ -275,6 +301,10 @@ static int add_regions(struct traces *t, const struct report_opts *o, char *err,
 		       size_t errlen)
 {
 	int rc;
+	for (size_t i = 0; i < o->nextra; i++)
+		if ((rc = traces_add_region(t, o->extra_regions[i], err,
+					    errlen)))
+			return rc;
 	if (o->region || o->nregions) {
 		if (o->region &&
 		    (rc = traces_add_region(t, o->region, err, errlen)))
@@ -357,14 +387,7 @@ int report_run(const struct report_opts *opts)
 	const char *dir = o.dir, *input = o.input, *dumpp = o.dump;
 	bool write = !o.no_write;
 	char in[PATH_MAX], p[PATH_MAX];
-	struct stat sb;
-	if (input) {
-		snprintf(in, sizeof(in), "%s", input);
-	} else {
-		path_in(in, sizeof(in), dir, "perf.data.raw");
-		if (stat(in, &sb))
-			path_in(in, sizeof(in), dir, "perf.data");
-	}
+	input_path(in, sizeof(in), dir, input);
 	char err[512] = "";
 	struct perfdata *pd;
 	int rc = pd_open(&pd, in, err, sizeof(err));
@@ -583,6 +606,95 @@ out:
 	return rc;
 }
 
+/* `report --auditlog LOG DIR`: the region of the recording's RaptorJIT
+ * process from its log (docs/RAPTORJIT.md): the process is the one of the
+ * perf.data that mapped a RaptorJIT program (cli_rj_kind), the only one,
+ * else the one --pid names; the log's frame size checked against that
+ * program; written as DIR/region-PID (with --no-write: in memory), then
+ * the report as usual. */
+static int report_auditlog(struct report_opts *o, const char *alog,
+			   uint32_t pid)
+{
+	const char *who = "jitsframe report";
+	struct rj_log *log;
+	int rc = cli_rj_open(who, alog, &log);
+	if (rc)
+		return rc;
+	char in[PATH_MAX], err[512] = "", out[PATH_MAX + 32];
+	input_path(in, sizeof(in), o->dir, o->input);
+	enum { MAXP = 16 };
+	struct cli_rj_proc *p = calloc(MAXP, sizeof(*p));
+	int clk = -1,
+	    n = p ? cli_rj_procs(in, NULL, p, MAXP, &clk, err, sizeof(err))
+		  : -1;
+	int k = -1;
+	rc = EX_INPUT;
+	if (n < 0) {
+		fprintf(stderr, "%s: %s\n", who, p ? err : "out of memory");
+		goto out;
+	}
+	if (clk != 1) {
+		fprintf(stderr,
+			"%s: %s: its samples are not timed by CLOCK_MONOTONIC, "
+			"the auditlog's clock (record with perf record -k 1): "
+			"they cannot be matched with the log's traces\n",
+			who, in);
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if (!pid || p[i].pid == pid)
+			k = k < 0 ? i : -2;
+	char pids[256] = "";
+	for (int i = 0, l = 0; i < n && l < (int)sizeof(pids) - 12; i++)
+		l += snprintf(pids + l, sizeof(pids) - (size_t)l, "%s%u",
+			      i ? ", " : "", p[i].pid);
+	if (k < 0) {
+		if (pid)
+			fprintf(stderr,
+				"%s: %s: pid %u runs no RaptorJIT program "
+				"there (those that do: %s)\n",
+				who, in, pid, n ? pids : "none");
+		else if (!n)
+			fprintf(stderr,
+				"%s: %s: no process runs a RaptorJIT program "
+				"(one defining lj_auditlog_open), so none is "
+				"the log's\n",
+				who, in);
+		else
+			fprintf(stderr,
+				"%s: %s: %d processes run RaptorJIT (%s): "
+				"name the log's with --pid\n",
+				who, in, n, pids);
+		goto out;
+	}
+	snprintf(out, sizeof(out), "%s/region-%u", o->dir, p[k].pid);
+	struct cli_rj_args a = {.who = who,
+				.log = alog,
+				.binary = p[k].exe,
+				.out = o->no_write ? NULL : out,
+				.pid = p[k].pid};
+	struct jsf_region *keep = NULL;
+	rc = cli_rj_region(&a, log, o->no_write ? &keep : NULL);
+	rj_log_close(log);
+	log = NULL;
+	if (rc)
+		goto out;
+	/* the region: DIR's own scan finds DIR/region-PID; named regions
+	 * or a region in memory are added */
+	const char *extra[1] = {keep ? jsf_region_path(keep) : out};
+	if (keep || o->region || o->nregions) {
+		o->extra_regions = extra;
+		o->nextra = 1;
+	}
+	rc = report_run(o);
+	if (keep)
+		jsf_region_destroy(keep);
+out:
+	rj_log_close(log);
+	free(p);
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -590,11 +702,14 @@ int cmd_report(int argc, char **argv)
 	    {"region", required_argument, 0, 'r'},
 	    {"dump", required_argument, 0, 'd'},
 	    {"no-write", no_argument, 0, 'n'},
+	    {"auditlog", required_argument, 0, 'a'},
+	    {"pid", required_argument, 0, 'p'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	struct report_opts o = {.sz = sizeof(o)};
-	const char *regs[64];
+	const char *regs[64], *alog = NULL;
+	uint64_t pid = 0;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -618,6 +733,18 @@ int cmd_report(int argc, char **argv)
 		case 'n':
 			o.no_write = true;
 			break;
+		case 'a':
+			alog = optarg;
+			break;
+		case 'p':
+			if (!cli_u64(optarg, &pid) || !pid || pid > INT32_MAX) {
+				fprintf(stderr,
+					"jitsframe report: --pid wants a "
+					"process id, not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return EX_OK;
@@ -636,6 +763,11 @@ int cmd_report(int argc, char **argv)
 				"--help'.\n");
 		return EX_USAGE;
 	}
+	if (pid && !alog) {
+		fprintf(stderr, "jitsframe report: --pid goes with "
+				"--auditlog\nTry 'jitsframe report --help'.\n");
+		return EX_USAGE;
+	}
 	o.dir = argv[optind];
-	return report_run(&o);
+	return alog ? report_auditlog(&o, alog, (uint32_t)pid) : report_run(&o);
 }

@@ -135,6 +135,13 @@ struct jsf_region_opts {
 	uint64_t max_size;	/* largest the file may grow; 0: 1 GiB */
 	uint32_t initial_funcs; /* capacity hint; 0: 256 */
 	uint32_t __pad;
+	/* A region written on behalf of another process, after the fact
+	 * (from its log: `jitsframe region import`, RaptorJIT): the
+	 * producer pid it names and its creation time (CLOCK_MONOTONIC ns,
+	 * at or before the first add's now_ns); 0: this process, now. */
+	uint32_t producer_pid;
+	uint32_t __pad2;
+	uint64_t create_ns;
 };
 
 /*

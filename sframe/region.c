@@ -432,10 +432,10 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	ST32(h + RH_ARCH, r->arch);
 	ST64(h + RH_MAX_SIZE, r->max_size);
 	ST64(h + RH_PRODUCER_BASE, (uint64_t)(uintptr_t)r->base);
-	ST64(h + RH_CREATE_NS, jsf_now_ns());
+	ST64(h + RH_CREATE_NS, o.create_ns ? o.create_ns : jsf_now_ns());
 	ST64(h + RH_CREATE_REAL,
 	     (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
-	ST32(h + RH_PID, (uint32_t)getpid());
+	ST32(h + RH_PID, o.producer_pid ? o.producer_pid : (uint32_t)getpid());
 	ST32(h + RH_STATE, SF_STATE_LIVE);
 	/* First section: placed right after the header (sec_off/total 0 make
 	 * rebuild() put it there). */

@@ -55,6 +55,45 @@ int main(void)
 		jsf_region_destroy(r);
 	}
 
+	CASE("opts: a region written for another process names that producer "
+	     "and creation time; by default this process and now")
+	{
+		uint64_t t0 = jsf_now_ns();
+		struct jsf_region_opts o = {.sz = sizeof(o),
+					    .producer_pid = 4242424,
+					    .create_ns = 12345};
+		struct jsf_region *r = mk("proxy", &o, &err);
+		CHECK_EQ(err, 0);
+		CHECK_EQ(jsf_region_add(r, 0x1000, 16, &sp8, 1, 20000), 0);
+		jsf_region_destroy(r);
+		struct jsf_region_opts d = {.sz = sizeof(d)};
+		struct jsf_region *r2 = mk("self", &d, &err);
+		CHECK_EQ(err, 0);
+		jsf_region_destroy(r2);
+		const char *names[2] = {"proxy", "self"};
+		for (int k = 0; k < 2; k++) {
+			char p[128];
+			snprintf(p, sizeof(p), "%s/%s", dir, names[k]);
+			struct jsf_view *v;
+			struct jsf_view_info vi = {.sz = sizeof(vi)};
+			CHECK_EQ(jsf_view_open(&v, p), 0);
+			CHECK_EQ(jsf_view_info(v, &vi), 0);
+			if (!k)
+				CHECK(vi.producer_pid == 4242424 &&
+					  vi.create_ns == 12345 && vi.closed,
+				      "proxy: pid %u create %llu",
+				      vi.producer_pid,
+				      (unsigned long long)vi.create_ns);
+			else
+				CHECK(vi.producer_pid == (uint32_t)getpid() &&
+					  vi.create_ns >= t0,
+				      "self: pid %u create %llu",
+				      vi.producer_pid,
+				      (unsigned long long)vi.create_ns);
+			jsf_view_close(v);
+		}
+	}
+
 	CASE("opts: a newer caller's unknown non-zero tail is refused, a zero "
 	     "tail accepted, sz below its own field refused")
 	{

@@ -7,7 +7,7 @@
 #    prints are exactly those its subsection of jitsframe(1) lists, and the
 #    man page has no command --help does not list (tests/manopts.py);
 #  - the options each command's getopt_long table accepts are exactly those
-#    its --help prints (cli/*_cmd.c; "region" is the union of its three).
+#    its --help prints (cli/*_cmd.c; "region" is the union of its subcommands).
 # Each check is first shown to fail on a damaged input. Without man or
 # groff (Debian: man-db, groff-base; `make deps`) it skips, except under
 # CI=true, where it fails.
@@ -95,7 +95,7 @@ fi
 
 # 5. --help and what the parser accepts agree
 for pair in run:run record:record report:report audit:audit vmprofile:vmprofile \
-	region:"region dump,region validate,region export"; do
+	region:"region dump,region validate,region export,region import"; do
 	f=cli/${pair%%:*}_cmd.c
 	IFS=, read -ra cmds <<<"${pair#*:}"
 	help=$(for c in "${cmds[@]}"; do "$J" $c --help | python3 tests/manopts.py help $c; done | sort -u)

@@ -17,6 +17,10 @@
  * also walked over the same stack with the return address moved by 8,
  * which must give other frames.
  *
+ * And a real program whose one assembly function has its CFI in
+ * .debug_frame only, the rest in .eh_frame (RaptorJIT's layout): its
+ * captured stack unwinds through it to main (issue 14, item 3).
+ *
  * Also: every stop reason has a distinct name; two contexts in one
  * process share nothing (their options, statistics and kernel symbols
  * differ; freed in either order, under ASan no leak).
@@ -558,6 +562,228 @@ static uint32_t other_region(const char *path)
 	return (uint32_t)c;
 }
 
+/* ------------------------------------------- .eh_frame and .debug_frame
+ * A real program, built and run here: main -> c_mid -> df_frame -> c_leaf,
+ * where df_frame (its own .S file, `.cfi_sections .debug_frame`) has its
+ * CFI in .debug_frame only and the C code in .eh_frame: the layout of
+ * RaptorJIT's interpreter (docs/RAPTORJIT.md). df_frame's frame is the
+ * interpreter's (six pushes and 40 bytes: CFA = rsp+96) and it zeroes rbp
+ * as a trace would (c_mid, with a frame pointer, gets its rbp back from
+ * df_frame's slot at CFA-16). c_leaf captures its registers and the stack
+ * up to main's CFA; the ground truth is the real call chain, each return
+ * address as the program itself saw it (__builtin_return_address, and
+ * df_frame's [rsp] at its entry). */
+static const char mixed_s[] = "	.cfi_sections .debug_frame\n"
+			      "	.text\n"
+			      "	.globl df_frame\n"
+			      "	.type df_frame,@function\n"
+			      "df_frame:\n"
+			      "	.cfi_startproc\n"
+			      "	mov (%rsp), %rax\n"
+			      "	mov %rax, df_ra(%rip)\n"
+			      "	push %rbp\n"
+			      "	.cfi_def_cfa_offset 16\n"
+			      "	.cfi_offset %rbp, -16\n"
+			      "	push %rbx\n"
+			      "	.cfi_def_cfa_offset 24\n"
+			      "	.cfi_offset %rbx, -24\n"
+			      "	push %r15\n"
+			      "	.cfi_def_cfa_offset 32\n"
+			      "	push %r14\n"
+			      "	.cfi_def_cfa_offset 40\n"
+			      "	push %r13\n"
+			      "	.cfi_def_cfa_offset 48\n"
+			      "	push %r12\n"
+			      "	.cfi_def_cfa_offset 56\n"
+			      "	sub $40, %rsp\n"
+			      "	.cfi_def_cfa_offset 96\n"
+			      "	xor %ebp, %ebp\n"
+			      "	call c_leaf\n"
+			      "	add $40, %rsp\n"
+			      "	.cfi_def_cfa_offset 56\n"
+			      "	pop %r12\n"
+			      "	pop %r13\n"
+			      "	pop %r14\n"
+			      "	pop %r15\n"
+			      "	pop %rbx\n"
+			      "	pop %rbp\n"
+			      "	.cfi_def_cfa_offset 8\n"
+			      "	ret\n"
+			      "	.cfi_endproc\n"
+			      "	.size df_frame, .-df_frame\n"
+			      "	.section .note.GNU-stack,\"\",@progbits\n";
+static const char mixed_c[] =
+    "#include <stdint.h>\n"
+    "#include <stdio.h>\n"
+    "#include <string.h>\n"
+    "#include <unistd.h>\n"
+    "uint64_t df_ra, leaf_ra, mid_ra, cap_ip, cap_sp, cap_bp, stack_hi;\n"
+    "static unsigned char cap[65536];\n"
+    "static size_t cap_len;\n"
+    "static char exe[4096], line[4600];\n"
+    "void df_frame(void);\n"
+    "__attribute__((noinline)) void c_leaf(void)\n"
+    "{\n"
+    "	uint64_t ip, sp, bp;\n"
+    "	__asm__ volatile(\"lea 0(%%rip), %0\\n\\tmov %%rsp, %1\\n\\t\"\n"
+    "			 \"mov %%rbp, %2\" : \"=r\"(ip), \"=r\"(sp), "
+    "\"=r\"(bp));\n"
+    "	cap_ip = ip, cap_sp = sp, cap_bp = bp;\n"
+    "	leaf_ra = (uint64_t)__builtin_return_address(0);\n"
+    "	cap_len = stack_hi - sp;\n"
+    "	if (cap_len > sizeof(cap))\n"
+    "		cap_len = sizeof(cap);\n"
+    "	memcpy(cap, (void *)sp, cap_len);\n"
+    "}\n"
+    "__attribute__((noinline)) void c_mid(void)\n"
+    "{\n"
+    "	mid_ra = (uint64_t)__builtin_return_address(0);\n"
+    "	df_frame();\n"
+    "	__asm__ volatile(\"\" ::: \"memory\");\n"
+    "}\n"
+    "int main(int argc, char **argv)\n"
+    "{\n"
+    "	ssize_t n = readlink(\"/proc/self/exe\", exe, sizeof(exe) - 1);\n"
+    "	if (argc < 2 || n <= 0)\n"
+    "		return 1;\n"
+    "	exe[n] = 0;\n"
+    "	stack_hi = (uint64_t)__builtin_frame_address(0) + 16;\n"
+    "	c_mid();\n"
+    "	FILE *f = fopen(argv[1], \"w\"), *m = fopen(\"/proc/self/maps\", "
+    "\"r\");\n"
+    "	if (!f || !m)\n"
+    "		return 1;\n"
+    "	fprintf(f, \"%llx %llx %llx %llx %llx %llx %zu\\n\", (unsigned long "
+    "long)cap_ip,\n"
+    "		(unsigned long long)cap_sp, (unsigned long long)cap_bp,\n"
+    "		(unsigned long long)leaf_ra, (unsigned long long)df_ra,\n"
+    "		(unsigned long long)mid_ra, cap_len);\n"
+    "	fwrite(cap, 1, cap_len, f);\n"
+    "	while (fgets(line, sizeof(line), m))\n"
+    "		if (strstr(line, exe) && strstr(line, \" r-xp \"))\n"
+    "			fputs(line, f);\n"
+    "	return fclose(f) != 0;\n"
+    "}\n";
+
+/* Build and run the program; its capture: registers, ground truth, stack
+ * copy (into stk) and its executable's code mappings. */
+struct mixed {
+	uint64_t ip, sp, bp, leaf_ra, df_ra, mid_ra;
+	size_t len;
+	struct {
+		uint64_t start, end, pgoff;
+	} map[4];
+	int nmap;
+	char exe[300];
+};
+static bool run_mixed(struct mixed *x)
+{
+	char c[300], sfile[300], out[300], cmd[2000];
+	snprintf(c, sizeof(c), "%s/mixed_main.c", dir);
+	snprintf(sfile, sizeof(sfile), "%s/mixed_df.S", dir);
+	snprintf(x->exe, sizeof(x->exe), "%s/mixed", dir);
+	snprintf(out, sizeof(out), "%s/mixed.out", dir);
+	write_file(c, mixed_c);
+	write_file(sfile, mixed_s);
+	snprintf(cmd, sizeof(cmd),
+		 "cc -O1 -fno-omit-frame-pointer -fasynchronous-unwind-tables "
+		 "-o %s %s %s 2>%s/mixed.err && %s %s",
+		 x->exe, c, sfile, dir, x->exe, out);
+	if (system(cmd) != 0) {
+		printf("# %s failed\n", cmd);
+		return false;
+	}
+	FILE *f = fopen(out, "r");
+	unsigned long long v[6];
+	if (!f ||
+	    fscanf(f, "%llx %llx %llx %llx %llx %llx %zu", &v[0], &v[1], &v[2],
+		   &v[3], &v[4], &v[5], &x->len) != 7 ||
+	    fgetc(f) != '\n' || x->len > sizeof(stk) ||
+	    fread(stk, 1, x->len, f) != x->len) {
+		if (f)
+			fclose(f);
+		return false;
+	}
+	x->ip = v[0], x->sp = v[1], x->bp = v[2];
+	x->leaf_ra = v[3], x->df_ra = v[4], x->mid_ra = v[5];
+	unsigned long long s, e, off;
+	char line[600];
+	x->nmap = 0;
+	while (x->nmap < 4 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx %*s %llx", &s, &e, &off) == 3) {
+			x->map[x->nmap].start = s;
+			x->map[x->nmap].end = e;
+			x->map[x->nmap].pgoff = off;
+			x->nmap++;
+		}
+	fclose(f);
+	return x->nmap > 0;
+}
+
+/* ELF section names of path containing `name`: present? */
+static bool has_section(const char *path, const char *name)
+{
+	size_t len;
+	unsigned char *b = slurp(path, &len);
+	bool found = false;
+	Elf64_Ehdr eh;
+	if (b && len >= sizeof(eh)) {
+		memcpy(&eh, b, sizeof(eh));
+		if (eh.e_shoff + (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) <=
+		    len) {
+			Elf64_Shdr *sh = (Elf64_Shdr *)(b + eh.e_shoff);
+			const char *shstr =
+			    (const char *)b + sh[eh.e_shstrndx].sh_offset;
+			for (unsigned i = 0; i < eh.e_shnum; i++)
+				found |= !strcmp(shstr + sh[i].sh_name, name);
+		}
+	}
+	free(b);
+	return found;
+}
+
+static void mixed_case(void)
+{
+	CASE(".eh_frame with .debug_frame for the rest: a real stack through "
+	     "a function described in .debug_frame only reaches main")
+	{
+		struct mixed x;
+		bool ok = run_mixed(&x);
+		CHECK(ok, "the program builds and runs");
+		if (!ok)
+			return;
+		CHECK(has_section(x.exe, ".eh_frame") &&
+			  has_section(x.exe, ".debug_frame"),
+		      "the program has both .eh_frame and .debug_frame");
+		struct uw_opts o = {.no_sframe = true};
+		struct uwstate *u = uw_new(NULL, &o);
+		for (int i = 0; i < x.nmap; i++) {
+			struct pd_event e = {.kind = PD_MMAP};
+			e.u.m = (struct pd_mmap){.pid = PID,
+						 .tid = PID,
+						 .start = x.map[i].start,
+						 .len = x.map[i].end -
+							x.map[i].start,
+						 .pgoff = x.map[i].pgoff,
+						 .prot = PROT_READ | PROT_EXEC,
+						 .filename = x.exe};
+			enum stop_reason why;
+			const char *comm;
+			uw_event(u, &e, fr, &why, &comm);
+		}
+		/* stk holds the copy of [sp, sp+len), as a perf sample's */
+		struct smp m = {
+		    .ip = x.ip, .sp = x.sp, .bp = x.bp, .stack_size = x.len};
+		uint64_t exp[4] = {x.ip, x.leaf_ra, x.df_ra, x.mid_ra};
+		expect(u, &m, exp, 4, STOP_NO_MAPPING);
+		CHECK(fr[1].name && !strcmp(fr[1].name, "df_frame") &&
+			  fr[2].name && !strcmp(fr[2].name, "c_mid") &&
+			  fr[3].name && !strcmp(fr[3].name, "main"),
+		      "names %s %s %s", fr[1].name, fr[2].name, fr[3].name);
+		uw_free(u);
+	}
+}
+
 int main(void)
 {
 	g_pid = (uint32_t)getpid();
@@ -813,6 +1039,8 @@ int main(void)
 			}
 		}
 	}
+
+	mixed_case();
 
 	if (region)
 		jsf_region_destroy(region);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* ELF objects for the unwinder: their PT_LOAD segments and CFI rows
- * derived with elfutils' libdw from .eh_frame (then .debug_frame of the
- * object or its build-id debug file) or from its .sframe section (through
+ * derived with elfutils' libdw from .eh_frame (then, for the pcs it does
+ * not cover, .debug_frame of the object or its build-id debug file) or
+ * from its .sframe section (through
  * libjitsframe's jsf_sframe_find), converted at lookup to the unwinder's
  * one row (struct uw_row: CFA = rsp|rbp + off or an expression, RA at
  * CFA+off or undefined, rbp saved at CFA+off or unchanged). Rows are
@@ -411,11 +412,15 @@ const struct uw_row *elfobj_row(struct elfcache *c, struct elfobj *o,
 			r.hi = vaddr + 1;
 		c->rows_sframe++;
 	}
-	/* .debug_frame only for objects without .eh_frame: opening the DWARF
-	 * of a debug file decompresses all of it (milliseconds per object),
-	 * and where both exist .eh_frame is the complete one */
+	/* .eh_frame first; .debug_frame for the pcs .eh_frame does not
+	 * cover (or all of them, for an object without one): hand-written
+	 * code may describe itself there only (RaptorJIT's interpreter,
+	 * docs/RAPTORJIT.md). The DWARF is opened on the first such pc, once
+	 * per object (debug_cfi: opening a debug file's decompresses all of
+	 * it, milliseconds), and the answer, a row or none, is cached like
+	 * every other. */
 	else if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
-		 (!o->cfi && debug_cfi(o) &&
+		 (debug_cfi(o) &&
 		  dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
 		from_frame(f, &r);
 		free(f);
@@ -482,4 +487,21 @@ void elfcache_free(struct elfcache *c)
 		free(o->image);
 		free(o);
 	}
+}
+
+int uw_elf_sp_cfa(const char *path, uint64_t vaddr, int32_t *cfa_off)
+{
+	struct elfcache c = {.no_sframe = true};
+	struct elfobj *o = elfobj_get(&c, path);
+	int rc = -EINVAL;
+	if (o) {
+		const struct uw_row *r = elfobj_row(&c, o, vaddr);
+		rc = r->cfa_rule == UW_CFA_NONE ? -ENOENT
+		     : r->cfa_rule != UW_CFA_SP ? -EOPNOTSUPP
+						: 0;
+		if (!rc)
+			*cfa_off = r->cfa_off;
+	}
+	elfcache_free(&c);
+	return rc;
 }

@@ -44,6 +44,7 @@ struct perfdata {
 	uint64_t sample_type, read_format, regs_mask, branch_type;
 	uint64_t period, flags;
 	uint32_t stack_user; /* sample_stack_user, of the first attr */
+	int32_t clockid;     /* its clockid (valid with use_clockid) */
 	int sample_id_all;
 	uint64_t data_off, data_size;
 	uint32_t pf[PD_PREFETCH]; /* pd_prefetch_stack */
@@ -146,6 +147,7 @@ int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
 			pd->branch_type = bt;
 			pd->period = per;
 			pd->stack_user = rd32(at + 88);
+			pd->clockid = (int32_t)rd32(at + 92);
 		} else if (st != pd->sample_type || rf != pd->read_format ||
 			   rm != pd->regs_mask ||
 			   ((fl ^ pd->flags) & (1ull << 18))) {
@@ -223,6 +225,11 @@ uint64_t pd_sample_period_ns(const struct perfdata *pd)
 uint32_t pd_sample_stack_user(const struct perfdata *pd)
 {
 	return pd->sample_type & PERF_SAMPLE_STACK_USER ? pd->stack_user : 0;
+}
+
+int pd_clockid(const struct perfdata *pd)
+{
+	return pd->flags & (1ull << 25) ? pd->clockid : -1; /* use_clockid */
 }
 
 uint64_t pd_reg(const struct pd_sample *s, int reg, int *ok)

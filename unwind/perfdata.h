@@ -72,6 +72,9 @@ uint64_t pd_sample_period_ns(const struct perfdata *pd);
 /* The user stack bytes asked for per sample (the attr's sample_stack_user,
  * what `perf record --call-graph dwarf,N` set); 0 without stack copies. */
 uint32_t pd_sample_stack_user(const struct perfdata *pd);
+/* The clock of the samples' times: the attr's clockid when perf was given
+ * one (-k: CLOCK_MONOTONIC is 1), else -1 (perf's own clock). */
+int pd_clockid(const struct perfdata *pd);
 void pd_close(struct perfdata *pd);
 
 /* x86-64 perf register numbers (bit index in sample_regs_user) */

@@ -5,6 +5,7 @@
  * object. */
 #include "elfobj.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,4 +226,50 @@ const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr)
 	snprintf(name, len, "[%s+0x%llx]", base, (unsigned long long)start);
 	o->fdenames[o->nfdenames++] = (struct fdename){start, name};
 	return name;
+}
+
+/* A defined symbol of any type named `name` in e's tables of `type`. */
+static int find_named(Elf *e, Elf64_Word type, const char *name,
+		      uint64_t *vaddr)
+{
+	Elf_Scn *scn = NULL;
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sy;
+			const char *nm;
+			if (!gelf_getsym(d, (int)i, &sy))
+				break;
+			if (sy.st_shndx != SHN_UNDEF && sy.st_value &&
+			    (nm = elf_strptr(e, sh.sh_link, sy.st_name)) &&
+			    !strcmp(nm, name)) {
+				*vaddr = sy.st_value;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+int uw_elf_symbol(const char *path, const char *name, uint64_t *vaddr)
+{
+	/* any symbol type: RaptorJIT's lj_vm_asm_begin is an OBJECT label
+	 * in .text, which the frames' table (functions only) leaves out */
+	struct elfcache c = {.no_sframe = true};
+	struct elfobj *o = elfobj_get(&c, path);
+	int rc = -EINVAL;
+	if (o) {
+		rc = find_named(o->elf, SHT_SYMTAB, name, vaddr);
+		if (rc)
+			rc = find_named(elfobj_debug(o), SHT_SYMTAB, name,
+					vaddr);
+		if (rc)
+			rc = find_named(o->elf, SHT_DYNSYM, name, vaddr);
+	}
+	elfcache_free(&c);
+	return rc;
 }

@@ -16,6 +16,17 @@ struct elfobj;
 const char *elfobj_build_id(const struct elfobj *o); /* hex or NULL */
 const char *elfobj_path(const struct elfobj *o);
 
+/* ---- one ELF file, outside any context: for checks of a JIT's frame
+ * facts against its binary (RaptorJIT: the CFA of its interpreter's
+ * .debug_frame FDE, docs/RAPTORJIT.md) and for recognising a program */
+/* The vaddr of symbol `name` (.symtab, its debug file's, .dynsym): 0, or
+ * -ENOENT (no such symbol), -EINVAL (not a readable ELF file). */
+int uw_elf_symbol(const char *path, const char *name, uint64_t *vaddr);
+/* The CFI row at vaddr (.eh_frame, then .debug_frame; no .sframe): 0 and
+ * *cfa_off when its CFA is rsp + *cfa_off; -ENOENT no row there;
+ * -EOPNOTSUPP another CFA rule; -EINVAL not a readable ELF file. */
+int uw_elf_sp_cfa(const char *path, uint64_t vaddr, int32_t *cfa_off);
+
 /* ---- trace code (from regions) and names (from jitdumps)
  * A set of regions, one per producer process (a record directory holds
  * DIR/region and, for forked children, DIR/region-PID). A sample's trace
