@@ -26,6 +26,8 @@
 #ifndef ALOG_RJLOG_H
 #define ALOG_RJLOG_H
 
+#include "jitsframe.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -139,7 +141,6 @@ int rj_log_event_u64(const struct rj_log *log, uint64_t offset, const char *key,
 int rj_log_sniff(const void *buf, size_t len);
 
 /* --- rows and a region from the log (audit/rjregion.c, uses lj/) --- */
-struct jsf_region;
 
 /* The VM's frame facts from the log's own macros: CFRAME_SIZE (the
  * interpreter's frame, CFA = rsp + cframe in VM code) and CFRAME_SIZE_JIT
@@ -158,6 +159,14 @@ struct rj_region_stats {
 	uint32_t flushes;   /* trace_flushall events applied */
 	char first_refusal[160];
 };
+
+/* The rows of one trace of the log, as rj_log_to_region publishes them
+ * (lj/'s derivation, the parent's adjustment from the live parent): 0 and
+ * rows[0..*nrows), or -1 with *why (a refusal: publish nothing). max must
+ * be at least 4. */
+int rj_log_trace_rows(const struct rj_log *log, const struct rj_trace *t,
+		      uint32_t cframe_jit, struct jsf_row *rows, uint32_t max,
+		      uint32_t *nrows, const char **why);
 
 /* Publish every trace of the log into region `r` with exact rows (lj/'s
  * derivation with the log's cframe_jit), added at its born_ns and removed

@@ -108,6 +108,31 @@ static int trace_rows(const struct rj_log *log, const struct rj_trace *t,
 	return 0;
 }
 
+int rj_log_trace_rows(const struct rj_log *log, const struct rj_trace *t,
+		      uint32_t cframe_jit, struct jsf_row *rows, uint32_t max,
+		      uint32_t *nrows, const char **why)
+{
+	struct lj_trace_out o;
+	*nrows = 0;
+	if (!t->mc || !t->szmcode) {
+		*why = "no machine code in the log";
+		return -1;
+	}
+	if (cframe_jit != RJ_CFRAME_JIT) {
+		*why = "not RaptorJIT's verified trace frame";
+		return -1;
+	}
+	if (trace_rows(log, t, cframe_jit, &o, why))
+		return -1;
+	if (o.nrows > max) {
+		*why = "more rows than room";
+		return -1;
+	}
+	memcpy(rows, o.rows, o.nrows * sizeof(*rows));
+	*nrows = o.nrows;
+	return 0;
+}
+
 int rj_log_to_region(const struct rj_log *log, uint32_t cframe_jit,
 		     struct jsf_region *r, struct rj_region_stats *st,
 		     char *msg, size_t msglen)

@@ -81,6 +81,7 @@ int cli_rj_open(const char *who, const char *path, struct rj_log **out);
 struct jsf_region;
 struct cli_rj_args {
 	const char *who, *log, *binary, *out;
+	const char *jdir; /* write the traces' jitdump (names) here, or NULL */
 	uint32_t pid;
 	uint64_t create_ns;
 };
@@ -118,6 +119,8 @@ struct report_opts {
 	 * from a RaptorJIT auditlog: report --auditlog) */
 	const char *const *extra_regions;
 	size_t nextra;
+	/* one more directory of jitdumps (jit-PID.dump) to name traces by */
+	const char *jitdump_dir;
 };
 int report_run(const struct report_opts *o);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */

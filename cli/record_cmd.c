@@ -541,6 +541,7 @@ static int rj_region(const char *adir, const char *raw, const char *exe,
 				.log = log,
 				.binary = exe,
 				.out = out,
+				.jdir = adir,
 				.pid = p->pid,
 				.create_ns = t0};
 	free(p);

@@ -408,6 +408,8 @@ int report_run(const struct report_opts *opts)
 		t = NULL;
 	} else {
 		traces_add_jitdumps(t, dir);
+		if (o.jitdump_dir)
+			traces_add_jitdumps(t, o.jitdump_dir);
 	}
 	struct rep *r = calloc(1, sizeof(*r));
 	/* JITSFRAME_NO_SFRAME=1: ignore .sframe sections (tests compare) */
@@ -668,17 +670,35 @@ static int report_auditlog(struct report_opts *o, const char *alog,
 		goto out;
 	}
 	snprintf(out, sizeof(out), "%s/region-%u", o->dir, p[k].pid);
+	/* the traces' names go to DIR/jit-PID.dump; with --no-write to a
+	 * private directory, removed after the report */
+	char tmpd[PATH_MAX] = "", jdp[PATH_MAX + 32] = "";
+	if (o->no_write) {
+		const char *td = getenv("TMPDIR");
+		snprintf(tmpd, sizeof(tmpd), "%s/jitsframe-report-XXXXXX",
+			 td && *td ? td : "/tmp");
+		if (!mkdtemp(tmpd))
+			tmpd[0] = 0;
+	}
 	struct cli_rj_args a = {.who = who,
 				.log = alog,
 				.binary = p[k].exe,
 				.out = o->no_write ? NULL : out,
+				.jdir = o->no_write ? (tmpd[0] ? tmpd : NULL)
+						    : o->dir,
 				.pid = p[k].pid};
+	if (!o->no_write) { /* a jitdump of an earlier report goes */
+		snprintf(jdp, sizeof(jdp), "%s/jit-%u.dump", o->dir, p[k].pid);
+		unlink(jdp);
+	}
 	struct jsf_region *keep = NULL;
 	rc = cli_rj_region(&a, log, o->no_write ? &keep : NULL);
 	rj_log_close(log);
 	log = NULL;
 	if (rc)
 		goto out;
+	if (tmpd[0])
+		o->jitdump_dir = tmpd;
 	/* the region: DIR's own scan finds DIR/region-PID; named regions
 	 * or a region in memory are added */
 	const char *extra[1] = {keep ? jsf_region_path(keep) : out};
@@ -689,6 +709,11 @@ static int report_auditlog(struct report_opts *o, const char *alog,
 	rc = report_run(o);
 	if (keep)
 		jsf_region_destroy(keep);
+	if (tmpd[0]) {
+		snprintf(jdp, sizeof(jdp), "%s/jit-%u.dump", tmpd, p[k].pid);
+		unlink(jdp);
+		rmdir(tmpd);
+	}
 out:
 	rj_log_close(log);
 	free(p);

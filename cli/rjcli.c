@@ -7,11 +7,13 @@
  */
 #include "auditlog.h"
 #include "cli.h"
+#include "jitdump.h"
 #include "jitsframe.h"
 #include "unwind.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,77 @@ int cli_rj_open(const char *who, const char *path, struct rj_log **out)
 	return EX_OK;
 }
 
+/* Where trace t starts, as the module names LuaJIT's traces for perf
+ * (vm/sinks.c): the chunk and line of its GCtrace's startpt/startpc, "?"
+ * and 0 where the log does not say; the chunk made one folded token. */
+static uint32_t trace_where(const struct rj_log *log, const struct rj_trace *t,
+			    char *chunk, size_t cap)
+{
+	char loc[256] = "?";
+	uint64_t pt = 0, pc = 0;
+	uint32_t tsz = rj_log_type_size(log, "GCtrace"), line = 0;
+	if (t->raw &&
+	    !rj_log_getf(log, "GCtrace", "startpt", t->raw, tsz, &pt) &&
+	    !rj_log_getf(log, "GCtrace", "startpc", t->raw, tsz, &pc))
+		rj_log_proto_loc(log, pt, pc, t->record_offset, loc,
+				 sizeof(loc));
+	char *colon = strrchr(loc, ':');
+	if (colon && colon[1] >= '0' && colon[1] <= '9') {
+		line = (uint32_t)strtoul(colon + 1, NULL, 10);
+		*colon = 0;
+	}
+	for (char *c = loc; *c; c++)
+		if (*c == '\n' || *c == ';' || *c == ' ')
+			*c = '_';
+	snprintf(chunk, cap, "%s", loc[0] ? loc : "?");
+	return line;
+}
+
+/* The log's traces as a jitdump in a->jdir (jit-PID.dump: each trace a
+ * code load at its trace_stop time, named TRACE_n::chunk:line with that
+ * line on its first and last byte), so that report names trace frames at
+ * each sample's time as it does LuaJIT's. No unwinding info: perf never
+ * injects a dump written after the run, and our unwinder reads the region.
+ * Only the traces the region has. A note on failure: unwinding does not
+ * need it. */
+static void rj_jitdump(const struct cli_rj_args *a, const struct rj_log *log,
+		       uint32_t cframe_jit, uint64_t t0)
+{
+	struct jd_writer *w;
+	int e = jd_open_as(&w, a->jdir, a->pid, t0);
+	if (e) {
+		fprintf(stderr,
+			"%s: note: no jitdump of the log's traces in %s: %s "
+			"(trace frames stay unnamed)\n",
+			a->who, a->jdir, strerror(-e));
+		return;
+	}
+	size_t n = rj_log_ntraces(log);
+	for (size_t i = 0; i < n && !e; i++) {
+		const struct rj_trace *t = rj_log_trace(log, i);
+		struct jsf_row rows[8];
+		uint32_t nrows = 0;
+		const char *why;
+		if (rj_log_trace_rows(log, t, cframe_jit, rows, 8, &nrows,
+				      &why))
+			continue; /* not in the region either */
+		char chunk[256], name[320];
+		uint32_t line = trace_where(log, t, chunk, sizeof(chunk));
+		snprintf(name, sizeof(name), "TRACE_%" PRIu32 "::%s:%" PRIu32,
+			 t->traceno, chunk, line);
+		struct jd_line lines[2] = {
+		    {t->mcode, line, chunk},
+		    {t->mcode + t->szmcode - 1, line, chunk}};
+		e = jd_code(w, t->mcode, t->mc, t->szmcode, name, NULL, 0,
+			    lines, line ? 2 : 0, t->born_ns ? t->born_ns : 1,
+			    NULL, NULL, NULL);
+	}
+	if (e)
+		fprintf(stderr, "%s: note: writing %s: %s\n", a->who,
+			jd_path(w), strerror(-e));
+	jd_close(w);
+}
+
 int cli_rj_region(const struct cli_rj_args *a, struct rj_log *log,
 		  struct jsf_region **keep)
 {
@@ -239,6 +312,8 @@ int cli_rj_region(const struct cli_rj_args *a, struct rj_log *log,
 	       st.refused ? "; first refusal: " : "",
 	       st.refused ? st.first_refusal : "");
 	fflush(stdout);
+	if (a->jdir)
+		rj_jitdump(a, log, cframe_jit, t0 ? t0 : 1);
 	if (keep)
 		*keep = r;
 	else

@@ -28,6 +28,7 @@ struct jd_writer {
 	void *marker;
 	long page;
 	uint64_t index;
+	uint32_t pid, tid; /* of the code's process: getpid(), or jd_open_as' */
 	char path[4096];
 };
 
@@ -92,14 +93,17 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-int jd_open(struct jd_writer **out, const char *dir)
+static int jd_create(struct jd_writer **out, const char *dir, uint32_t pid,
+		     uint64_t ts, int marker)
 {
 	struct jd_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	pthread_mutex_init(&w->mu, NULL);
-	snprintf(w->path, sizeof(w->path), "%s/jit-%d.dump", dir ? dir : ".",
-		 (int)getpid());
+	w->pid = pid;
+	w->tid = marker ? (uint32_t)syscall(SYS_gettid) : pid;
+	snprintf(w->path, sizeof(w->path), "%s/jit-%u.dump", dir ? dir : ".",
+		 pid);
 	w->fd = open(w->path,
 		     O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
@@ -109,8 +113,9 @@ int jd_open(struct jd_writer **out, const char *dir)
 	}
 	/* perf finds the dump through this mapping's MMAP record. */
 	w->page = sysconf(_SC_PAGESIZE);
-	w->marker = mmap(NULL, (size_t)w->page, PROT_READ | PROT_EXEC,
-			 MAP_PRIVATE, w->fd, 0);
+	w->marker = marker ? mmap(NULL, (size_t)w->page, PROT_READ | PROT_EXEC,
+				  MAP_PRIVATE, w->fd, 0)
+			   : NULL;
 	if (w->marker == MAP_FAILED) {
 		int e = -errno;
 		close(w->fd);
@@ -124,8 +129,8 @@ int jd_open(struct jd_writer **out, const char *dir)
 	j32(&b, 40); /* header size */
 	j32(&b, EM_X86_64);
 	j32(&b, 0);
-	j32(&b, (uint32_t)getpid());
-	j64(&b, jsf_now_ns());
+	j32(&b, pid);
+	j64(&b, ts);
 	j64(&b, 0); /* flags */
 	int err = b.oom ? -ENOMEM : write_all(w->fd, b.p, b.n);
 	free(b.p);
@@ -135,6 +140,17 @@ int jd_open(struct jd_writer **out, const char *dir)
 	}
 	*out = w;
 	return 0;
+}
+
+int jd_open(struct jd_writer **out, const char *dir)
+{
+	return jd_create(out, dir, (uint32_t)getpid(), jsf_now_ns(), 1);
+}
+
+int jd_open_as(struct jd_writer **out, const char *dir, uint32_t pid,
+	       uint64_t ts)
+{
+	return jd_create(out, dir, pid, ts, 0);
 }
 
 /*
@@ -266,8 +282,8 @@ int jd_code(struct jd_writer *w, uint64_t addr, const void *code, uint32_t size,
 	j32(&b, JD_CODE_LOAD);
 	j32(&b, 0);
 	j64(&b, ts);
-	j32(&b, (uint32_t)getpid());
-	j32(&b, (uint32_t)syscall(SYS_gettid));
+	j32(&b, w->pid);
+	j32(&b, w->marker ? (uint32_t)syscall(SYS_gettid) : w->tid);
 	j64(&b, code_addr); /* vma */
 	j64(&b, code_addr); /* code address */
 	j64(&b, declared);

@@ -19,6 +19,11 @@ struct jd_line {
 
 /* Create DIR/jit-PID.dump (O_EXCL, 0600) and map it so perf records it. */
 int jd_open(struct jd_writer **out, const char *dir);
+/* The same, written after the fact on behalf of process `pid` (e.g. from
+ * RaptorJIT's auditlog): DIR/jit-PID.dump, its header timed `ts`, its loads
+ * naming pid, and no mapping (nobody records this process). */
+int jd_open_as(struct jd_writer **out, const char *dir, uint32_t pid,
+	       uint64_t ts);
 
 /* Code already described to perf, as the neighbours callback reports it. */
 struct jd_code_info {

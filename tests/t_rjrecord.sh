@@ -137,6 +137,24 @@ judge() { # what through main line
 	fi
 }
 # the scales: about a second of RaptorJIT each (sidetraces' and
+# trace frames named from the log: every _[j] frame of DIR/stacks.folded
+# is TRACE_n::chunk:line (none left as a raw address) and n is a trace of
+# the log, as `jitsframe audit` lists it (tests/t_audit_rj.sh checks that
+# listing against the fixtures' independent ground truth)
+names() { # label DIR LOG
+	local bad nums unknown
+	bad=$(tr ';' '\n' <"$2/stacks.folded" | sed 's/ [0-9]*$//' | grep '_\[j\]$' | grep -v '^TRACE_[0-9]*::.*:[0-9]*_\[j\]$' | sort -u | head -3)
+	nums=$(tr ';' '\n' <"$2/stacks.folded" | sed -n 's/^TRACE_\([0-9]*\)::.*/\1/p' | sort -u)
+	unknown=$(for x in $nums; do "$J" audit "$3" | grep -q "^\[TRACE *$x[] (]" || echo "$x"; done | head -3)
+	if [ -z "$nums" ]; then
+		notok "$1: trace frames named TRACE_n::chunk:line" "no named trace frame in $2/stacks.folded"
+	elif [ -n "$bad$unknown" ]; then
+		notok "$1: every trace frame named TRACE_n::chunk:line by a trace of the log" "unnamed: $bad" "not in the log: $unknown"
+	else
+		ok "$1: every trace frame named TRACE_n::chunk:line from the log ($(echo $nums | wc -w) traces)"
+	fi
+}
+
 # flushstorm's logs grow fast: aborts, recompilation)
 for spec in "numeric 1" "sidetraces 0.01" "flushstorm 0.1 -Omaxtrace=250" "nested 1" "openresty 1"; do
 	set -- $spec
@@ -160,6 +178,7 @@ for spec in "numeric 1" "sidetraces 0.01" "flushstorm 0.1 -Omaxtrace=250" "neste
 		notok "record -- raptorjit $name: region-$rp names a sampled pid" "$(perf script -i "$D/perf.data" -F pid 2>&1 | sort -u | head -3)"
 	fi
 	judge "record -- raptorjit $name $scale" "${through:-}" "${main_:-0}" "$line"
+	[ "${through:-0}" -gt 0 ] && names "record -- raptorjit $name" "$D" "$D/auditlog"
 	tot=$((${tot:-0} + ${through:-0}))
 	totm=$((${totm:-0} + ${main_:-0}))
 done
@@ -183,6 +202,7 @@ else
 	notok "report --auditlog on perf record -p: exit 0 and DIR/region-PID" "rc=$rc" "$(cat "$T/attach.out" "$T/attach.err" "$T/attach.perf" | tail -5)"
 fi
 judge "report --auditlog (perf record -p)" "${through:-}" "${main_:-0}" "$line"
+names "report --auditlog (perf record -p)" "$D" "$D/auditlog"
 # without -k 1 the samples' times are not the log's: refused
 "$RJ" -a "$D/auditlog2" bench/workloads/nested.lua 1 >/dev/null &
 rjpid=$!
