@@ -35,16 +35,16 @@
 /* LuaJIT 2.1's IR types, in the order jit/dump.lua's irtype table has
  * them (its lj_ir.h IRTDEF) */
 static const char *const lj_irt[] = {
-    "NIL",  "FALSE", "TRUE",  "LIGHTUD", "STR", "P32", "THREAD", "PROTO",
-    "FUNC", "P64",   "CDATA", "TAB",     "UDATA", "FLOAT", "NUM", "I8",
-    "U8",   "I16",   "U16",   "INT",     "U32", "I64", "U64", "SOFTFP"};
+    "NIL",  "FALSE", "TRUE",  "LIGHTUD", "STR",	  "P32",   "THREAD", "PROTO",
+    "FUNC", "P64",   "CDATA", "TAB",	 "UDATA", "FLOAT", "NUM",    "I8",
+    "U8",   "I16",   "U16",   "INT",	 "U32",	  "I64",   "U64",    "SOFTFP"};
 #define NIRT (sizeof(lj_irt) / sizeof(lj_irt[0]))
 
 /* LuaJIT 2.1's trace link names (lib_jit.c jit_trlinkname), by the
  * TraceLink enumerator (LJ_TRLINK_ dropped) */
 static const char *const lj_link[][2] = {
-    {"NONE", "none"},	  {"ROOT", "root"},
-    {"LOOP", "loop"},	  {"TAILREC", "tail-recursion"},
+    {"NONE", "none"},	       {"ROOT", "root"},
+    {"LOOP", "loop"},	       {"TAILREC", "tail-recursion"},
     {"UPREC", "up-recursion"}, {"DOWNREC", "down-recursion"},
     {"INTERP", "interpreter"}, {"RETURN", "return"},
     {"STITCH", "stitch"}};
@@ -55,17 +55,17 @@ static const struct {
 	const char *name;
 	int64_t val;
 } lj_fixed[] = {
-    {"SNAP_FRAME", 0x10000},	{"SNAP_CONT", 0x20000},
+    {"SNAP_FRAME", 0x10000},	 {"SNAP_CONT", 0x20000},
     {"SNAP_NORESTORE", 0x40000}, {"SNAP_SOFTFPNUM", 0x80000},
-    {"IRSLOAD_PARENT", 1},	{"IRSLOAD_FRAME", 2},
-    {"IRSLOAD_TYPECHECK", 4},	{"IRSLOAD_CONVERT", 8},
-    {"IRSLOAD_READONLY", 16},	{"IRSLOAD_INHERIT", 32},
-    {"IRXLOAD_READONLY", 1},	{"IRXLOAD_VOLATILE", 2},
-    {"IRXLOAD_UNALIGNED", 4},	{"IRCONV_SEXT", 0x800},
-    {"IRCONV_CSH", 12},		{"IRBUFHDR_RESET", 0},
-    {"IRBUFHDR_APPEND", 1},	{"IRTOSTR_INT", 0},
-    {"IRTOSTR_NUM", 1},		{"IRTOSTR_CHAR", 2},
-    {"RID_NONE", 0x80},		{"RID_MASK", 0x7f},
+    {"IRSLOAD_PARENT", 1},	 {"IRSLOAD_FRAME", 2},
+    {"IRSLOAD_TYPECHECK", 4},	 {"IRSLOAD_CONVERT", 8},
+    {"IRSLOAD_READONLY", 16},	 {"IRSLOAD_INHERIT", 32},
+    {"IRXLOAD_READONLY", 1},	 {"IRXLOAD_VOLATILE", 2},
+    {"IRXLOAD_UNALIGNED", 4},	 {"IRCONV_SEXT", 0x800},
+    {"IRCONV_CSH", 12},		 {"IRBUFHDR_RESET", 0},
+    {"IRBUFHDR_APPEND", 1},	 {"IRTOSTR_INT", 0},
+    {"IRTOSTR_NUM", 1},		 {"IRTOSTR_CHAR", 2},
+    {"RID_NONE", 0x80},		 {"RID_MASK", 0x7f},
     {"EXITSTUBS_PER_GROUP", 32}, {"EXITSTUB_SPACING", 4},
 };
 
@@ -87,7 +87,7 @@ struct cv {
 	char irname[NMAP][RJ_ENUM_NAME];
 	char linkname[16][RJ_ENUM_NAME];
 	char trerr[128][RJ_ENUM_NAME];
-	int nir;
+	int nir, nfld;
 	int ff[NMAP]; /* the log's fast function id -> the host's */
 	int ffdone;
 	int64_t ref_bias;
@@ -213,12 +213,12 @@ static int host_find(const struct rj_host *h, int kind, const char *name)
 
 /* map[v] = the host's index of the log's enumerator v of `type` (its
  * name, after `strip`, turned into the host's spelling by `spell`) */
-static int map_enum(struct cv *c, const char *type, const char *strip,
-		    int kind, int *map, char (*names)[RJ_ENUM_NAME],
+static int map_enum(struct cv *c, const char *type, const char *strip, int kind,
+		    int *map, char (*names)[RJ_ENUM_NAME],
 		    void (*spell)(char *))
 {
 	static char nm[NMAP][RJ_ENUM_NAME];
-	char (*n)[RJ_ENUM_NAME] = names ? names : nm;
+	char(*n)[RJ_ENUM_NAME] = names ? names : nm;
 	int k = rj_log_enum(c->log, type, strip, n, NMAP);
 	if (k < 0) {
 		fail(c, -EINVAL, "the log's DWARF has no enum %s", type);
@@ -372,7 +372,7 @@ static int load(struct cv *c)
 	}
 	/* registers: jit.dis_x64's regname takes hardware numbers */
 	static const char *const gpr[] = {
-	    "EAX", "ECX", "EDX", "EBX", "ESP", "EBP", "ESI", "EDI",
+	    "EAX", "ECX", "EDX",  "EBX",  "ESP",  "EBP",  "ESI",  "EDI",
 	    "R8D", "R9D", "R10D", "R11D", "R12D", "R13D", "R14D", "R15D"};
 	const char *g = rj_log_macro(log, "GPRDEF"), *p = g;
 	for (size_t i = 0; p && i < 16; i++) {
@@ -408,8 +408,8 @@ static int load(struct cv *c)
 	}
 	if (map_enum(c, "IRCallID", "IRCALL_", RJH_IRCALL, c->call, NULL,
 		     NULL) < 0 ||
-	    map_enum(c, "IRFieldID", "IRFL_", RJH_IRFIELD, c->fld, NULL,
-		     spell_fld) < 0 ||
+	    (c->nfld = map_enum(c, "IRFieldID", "IRFL_", RJH_IRFIELD, c->fld,
+				NULL, spell_fld)) < 0 ||
 	    map_enum(c, "IRFPMathOp", "IRFPM_", RJH_IRFPM, c->fpm, NULL,
 		     spell_lower) < 0)
 		return -1;
@@ -510,7 +510,10 @@ static void locprefix(const char *s, size_t len, uint64_t pt, int builtin,
 	} else if (len > 40) {
 		/* %p, as lj_strfmt_wptr prints it */
 		snprintf(out, cap, "0x%0*" PRIx64,
-			 pt >> 32 ? 8 + 2 + 2 * ((63 - __builtin_clzll(pt >> 32)) / 8) : 8,
+			 pt >> 32
+			     ? 8 + 2 +
+				   2 * ((63 - __builtin_clzll(pt >> 32)) / 8)
+			     : 8,
 			 pt);
 	} else if (len && s[0] == '=') {
 		snprintf(out, cap, "%.*s", (int)len - 1, s + 1);
@@ -531,9 +534,8 @@ static uint32_t proto_func(struct cv *c, uint64_t pt, size_t before)
 	for (size_t i = 0; i < c->nprotos; i++)
 		if (c->protos[i].rec == h)
 			return c->protos[i].id;
-	uint64_t sizept, chunk, first, numline, lineinfo, sizebc, np = 0,
-						fs = 0, nuv = 0, nkn = 0,
-						nkgc = 0, flags = 0;
+	uint64_t sizept, chunk, first, numline, lineinfo, sizebc,
+	    np = 0, fs = 0, nuv = 0, nkn = 0, nkgc = 0, flags = 0;
 	if (get(c, "GCproto", "sizept", h, c->psz, &sizept) ||
 	    get(c, "GCproto", "chunkname", h, c->psz, &chunk) ||
 	    get(c, "GCproto", "firstline", h, c->psz, &first) ||
@@ -589,7 +591,8 @@ static uint32_t proto_func(struct cv *c, uint64_t pt, size_t before)
 	key(&r, "info");
 	msgpack_pack_map(&r.pk, 10 + (cn ? 1 : 0));
 	kint(&r, "linedefined", (int32_t)first32);
-	kint(&r, "lastlinedefined", (int64_t)(int32_t)first32 + (int64_t)numline);
+	kint(&r, "lastlinedefined",
+	     (int64_t)(int32_t)first32 + (int64_t)numline);
 	kint(&r, "bytecodes", (int64_t)sizebc);
 	kint(&r, "params", (int64_t)np);
 	kint(&r, "stackslots", (int64_t)fs);
@@ -806,11 +809,14 @@ static void pack_kvalue(struct cv *c, struct rec *r, const struct ir *v,
 			uint64_t ch, first;
 			char pre[400], loc[420];
 			const char *cn;
-			if (h && !get(c, "GCproto", "chunkname", h, c->psz, &ch) &&
-			    !get(c, "GCproto", "firstline", h, c->psz, &first) &&
+			if (h &&
+			    !get(c, "GCproto", "chunkname", h, c->psz, &ch) &&
+			    !get(c, "GCproto", "firstline", h, c->psz,
+				 &first) &&
 			    (cn = gcstr(c, ch, before, &len))) {
-				locprefix(cn, len, w, (uint32_t)first == UINT32_MAX,
-					  pre, sizeof(pre));
+				locprefix(cn, len, w,
+					  (uint32_t)first == UINT32_MAX, pre,
+					  sizeof(pre));
 				snprintf(loc, sizeof(loc), "%s:%u", pre,
 					 (uint32_t)first);
 				pack_obj(r, "proto", w, loc);
@@ -867,11 +873,17 @@ static int pack_ins(struct cv *c, struct rec *r, const struct ir *v,
 		b -= c->ref_bias;
 	if (((m >> 2) & 3) == 1) { /* lit: names jit.dump looks up */
 		const char *n = c->irname[o];
-		int *map = !strncmp(n, "CALL", 4)     ? c->call
+		int *map = !strncmp(n, "CALL", 4) ? c->call
 			   : (int)o == c->op_fload || (int)o == c->op_fref
 			       ? c->fld
 			   : (int)o == c->op_fpmath ? c->fpm
 						    : NULL;
+		/* FLOAD REF_NIL, ofs (lj_ir_ggfload): a GG_State offset
+		 * beyond every field id, which jit.dump prints as a number
+		 * when the host has no field of that number either */
+		if (map == c->fld && op2 >= (uint64_t)c->nfld &&
+		    op2 >= c->host->n[RJH_IRFIELD])
+			map = NULL;
 		if (map) {
 			int h = op2 < NMAP ? map[op2] : -1;
 			if (h < 0) {
@@ -944,8 +956,9 @@ static int do_stop(struct cv *c, const struct rj_trace *t, uint64_t ns)
 	    get(c, "GCtrace", "nsnapmap", g, c->tsz, &nsnapmap) ||
 	    get(c, "GCtrace", "startpt", g, c->tsz, &pt) ||
 	    get(c, "GCtrace", "startpc", g, c->tsz, &pc)) {
-		fail(c, -EINVAL, "trace %u: the log's DWARF lacks GCtrace's IR, "
-				 "snapshot or start fields",
+		fail(c, -EINVAL,
+		     "trace %u: the log's DWARF lacks GCtrace's IR, "
+		     "snapshot or start fields",
 		     t->traceno);
 		return -1;
 	}
@@ -956,15 +969,14 @@ static int do_stop(struct cv *c, const struct rj_trace *t, uint64_t ns)
 	if (nk <= rb && nins > rb && nins - nk < 1u << 20)
 		v.b = rj_log_memory(log, irp + nk * c->isz,
 				    (nins - nk) * c->isz, "IRIns[]", before);
-	const uint8_t *S = nsnap < 65536 ? rj_log_memory(log, snapp,
-							 nsnap * c->ssz,
-							 "SnapShot[]", before)
-					 : NULL;
-	const uint8_t *E =
-	    nsnapmap < 1u << 24
-		? rj_log_memory(log, snapmap, nsnapmap * 4, "SnapEntry[]",
-				before)
-		: NULL;
+	const uint8_t *S = nsnap < 65536
+			       ? rj_log_memory(log, snapp, nsnap * c->ssz,
+					       "SnapShot[]", before)
+			       : NULL;
+	const uint8_t *E = nsnapmap < 1u << 24
+			       ? rj_log_memory(log, snapmap, nsnapmap * 4,
+					       "SnapEntry[]", before)
+			       : NULL;
 	if (!nsnapmap)
 		E = (const uint8_t *)"";
 	if (!v.b || (nsnap && (!S || !E))) {
@@ -992,8 +1004,7 @@ static int do_stop(struct cv *c, const struct rj_trace *t, uint64_t ns)
 		otr = t->parent, oex = t->exitno;
 	else if (t->exitno)
 		otr = t->exitno, oex = -1;
-	emit_start(c, ns, t->traceno, fid, pt ? bcpos(c, pt, pc) : 0, otr,
-		   oex);
+	emit_start(c, ns, t->traceno, fid, pt ? bcpos(c, pt, pc) : 0, otr, oex);
 	/* the stop's function: J->fn of the jit_State logged with it */
 	uint32_t sfid = 0;
 	const uint8_t *J =
@@ -1044,8 +1055,8 @@ static int do_stop(struct cv *c, const struct rj_trace *t, uint64_t ns)
 	 * checked in load()) */
 	uint32_t eoff = 0, esize = 0;
 	uint64_t stub_from = c->stubs_sent, stub_to = c->stubs_sent;
-	if (J && !rj_log_field(log, "jit_State", "exitstubgroup", &eoff,
-			       &esize) &&
+	if (J &&
+	    !rj_log_field(log, "jit_State", "exitstubgroup", &eoff, &esize) &&
 	    eoff <= c->jsz && c->jsz - eoff >= esize) {
 		for (uint64_t n = stub_from; n < nsnap && n / 32 < esize / 8;
 		     n++) {
@@ -1103,9 +1114,8 @@ static int do_stop(struct cv *c, const struct rj_trace *t, uint64_t ns)
 		msgpack_pack_int64(&r.pk, (int64_t)nslots);
 		for (uint64_t e = 0; e < nent; e++) {
 			msgpack_pack_int64(&r.pk, (int64_t)e + 2);
-			msgpack_pack_int64(
-			    &r.pk,
-			    (int32_t)(uint32_t)rd_le(E + (mapofs + e) * 4, 4));
+			msgpack_pack_int64(&r.pk, (int32_t)(uint32_t)rd_le(
+						      E + (mapofs + e) * 4, 4));
 		}
 		msgpack_pack_int64(&r.pk, (int64_t)nent + 2);
 		msgpack_pack_int64(&r.pk, (int32_t)0xff000000u);
@@ -1126,9 +1136,8 @@ static int do_stop(struct cv *c, const struct rj_trace *t, uint64_t ns)
 		for (uint64_t n = stub_from; n < stub_to; n++) {
 			msgpack_pack_int64(&r.pk, (int64_t)n);
 			msgpack_pack_int64(
-			    &r.pk,
-			    (int64_t)(rd_le(J + eoff + 8 * (n / 32), 8) +
-				      4 * (n % 32)));
+			    &r.pk, (int64_t)(rd_le(J + eoff + 8 * (n / 32), 8) +
+					     4 * (n % 32)));
 		}
 		c->stubs_sent = (uint32_t)stub_to;
 	}
@@ -1262,7 +1271,8 @@ int rj_log_to_audit(const struct rj_log *log, const struct rj_host *host,
 	kstr(&r, "ev", "header");
 	kint(&r, "ns", 0);
 	kint(&r, "format", 2);
-	kstr(&r, "producer", "jitsframe audit replay, from a RaptorJIT auditlog");
+	kstr(&r, "producer",
+	     "jitsframe audit replay, from a RaptorJIT auditlog");
 	kstr(&r, "level", "default");
 	kstr(&r, "clock", "CLOCK_MONOTONIC");
 	key(&r, "vm");

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define RJ_NEVER UINT64_MAX
 
@@ -193,7 +194,6 @@ int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
  * -ENOENT. */
 int rj_log_enumerator(const struct rj_log *log, const char *name, int64_t *val);
 
-
 /* --- the log as our own auditlog's records (audit/rjaudit.c) --- */
 /* The host LuaJIT's numbering, as its jit.vmdef has it: name[kind][i] is
  * number i's name (IR opcodes and bytecodes as in irnames/bcnames, six
@@ -213,7 +213,6 @@ struct rj_host {
  * opcode or name the host lacks, an encoding other than LuaJIT 2.1's, a
  * trace without its IR records: refused, one message). Records before
  * the reason stay written. */
-#include <stdio.h>
 int rj_log_to_audit(const struct rj_log *log, const struct rj_host *host,
 		    FILE *out, char *msg, size_t msglen);
 

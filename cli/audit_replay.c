@@ -61,8 +61,7 @@ static int bad(const char *msg, const char *what)
 
 /* The host's numbering: `LUAJIT DRIVER --names` prints "kind\tnumber\tname"
  * lines. 0, or -1 after a message. */
-static int host_names(const char *luajit, const char *driver,
-		      struct rj_host *h)
+static int host_names(const char *luajit, const char *driver, struct rj_host *h)
 {
 	int p[2];
 	if (pipe(p)) {
@@ -88,8 +87,8 @@ static int host_names(const char *luajit, const char *driver,
 	char line[256];
 	memset(h->n, 0, sizeof(h->n));
 	while (f && fgets(line, sizeof(line), f)) {
-		char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t')
-							: NULL;
+		char *t1 = strchr(line, '\t'),
+		     *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
 		if (!t2)
 			continue;
 		*t1 = 0;
