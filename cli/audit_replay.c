@@ -39,7 +39,9 @@ static const char usage[] =
     "auditlog FILE, as if they had been on in the logged process: the same\n"
     "options as luajit's -j, the same output. Both may be given together.\n"
     "Default output: -jdump to stdout (or $LUAJIT_DUMPFILE), -jv to stderr\n"
-    "(or $LUAJIT_VERBOSEFILE).\n"
+    "(or $LUAJIT_VERBOSEFILE). A RaptorJIT auditlog is replayed from its\n"
+    "raw structs, its numbers mapped by name onto this luajit's jit.vmdef\n"
+    "(no recorded bytecode, exits or aborted IR: not in that log).\n"
     "\n"
     "  " JSF_ENV_LUAJIT
     "  the luajit to replay with (by default, the first of\n"
