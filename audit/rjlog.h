@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define RJ_NEVER UINT64_MAX
 
@@ -201,5 +202,27 @@ int rj_log_enum(const struct rj_log *log, const char *type, const char *strip,
 /* The value of the enumerator `name` (e.g. "REF_BIAS"), any enum: 0, or
  * -ENOENT. */
 int rj_log_enumerator(const struct rj_log *log, const char *name, int64_t *val);
+
+/* --- the log as our own auditlog's records (audit/rjaudit.c) --- */
+/* The host LuaJIT's numbering, as its jit.vmdef has it: name[kind][i] is
+ * number i's name (IR opcodes and bytecodes as in irnames/bcnames, six
+ * columns trimmed; irfield, ircall, irfpm, ffnames as they are). */
+enum { RJH_IR, RJH_BC, RJH_IRFIELD, RJH_IRCALL, RJH_IRFPM, RJH_FF, RJH_NKINDS };
+#define RJH_MAX 512
+#define RJH_NAME 48
+struct rj_host {
+	uint32_t n[RJH_NKINDS];
+	char name[RJH_NKINDS][RJH_MAX][RJH_NAME];
+};
+/* Write the log's traces, aborts and flushes to `out` as a jitsframe
+ * auditlog (docs/AUDITLOG.md: header, func, start, stop, abort, flush
+ * records), numbers mapped by name onto `host`'s, so that the replay
+ * driver runs LuaJIT's jit/dump.lua and jit/v.lua on it unchanged
+ * (docs/RAPTORJIT.md, "Replay"). 0, or -errno with msg (-EINVAL: an
+ * opcode or name the host lacks, an encoding other than LuaJIT 2.1's, a
+ * trace without its IR records: refused, one message). Records before
+ * the reason stay written. */
+int rj_log_to_audit(const struct rj_log *log, const struct rj_host *host,
+		    FILE *out, char *msg, size_t msglen);
 
 #endif

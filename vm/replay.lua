@@ -54,6 +54,23 @@ if exedir == "--digest" then
 	io.write(vmdef_digest(require("jit.vmdef")))
 	os.exit(0)
 end
+-- `--names`: this VM's numbering, one "kind<TAB>number<TAB>name" line each
+-- (cli/audit_replay.c maps a RaptorJIT log's numbers onto it by name).
+if exedir == "--names" then
+	local d = require("jit.vmdef")
+	for _, k in ipairs({ { "ir", d.irnames }, { "bc", d.bcnames } }) do
+		local s = k[2] or ""
+		for i = 1, #s, 6 do
+			io.write(k[1], "\t", (i - 1) / 6, "\t", (gsub(sub(s, i, i + 5), " +$", "")), "\n")
+		end
+	end
+	for _, k in ipairs({ "irfield", "ircall", "irfpm", "ffnames" }) do
+		local t = d[k] or {}
+		local i = t[0] ~= nil and 0 or 1
+		while t[i] ~= nil do io.write(k, "\t", i, "\t", t[i], "\n"); i = i + 1 end
+	end
+	os.exit(0)
+end
 
 local function die(code, msg)
 	io.stderr:write("jitsframe audit replay: ", msg, "\n")
