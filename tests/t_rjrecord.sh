@@ -179,6 +179,15 @@ for spec in "numeric 1" "sidetraces 0.01" "flushstorm 0.1 -Omaxtrace=250" "neste
 	fi
 	judge "record -- raptorjit $name $scale" "${through:-}" "${main_:-0}" "$line"
 	[ "${through:-0}" -gt 0 ] && names "record -- raptorjit $name" "$D" "$D/auditlog"
+	# the audit listing has every trace of the log: its trace_stop events
+	# counted in the raw bytes (a str16 "trace_stop" value)
+	want=$(python3 -c 'import sys; print(open(sys.argv[1], "rb").read().count(b"\xda\x00\x0atrace_stop"))' "$D/auditlog")
+	got=$("$J" audit "$D/auditlog" 2>/dev/null | grep -c '^\[TRACE *[0-9]')
+	if [ "$want" -gt 0 ] && [ "$got" = "$want" ]; then
+		ok "audit listing of $name's log: all $want traces (trace_stop events in its bytes)"
+	else
+		notok "audit listing of $name's log: every trace" "listed $got, trace_stop events $want"
+	fi
 	tot=$((${tot:-0} + ${through:-0}))
 	totm=$((${totm:-0} + ${main_:-0}))
 done

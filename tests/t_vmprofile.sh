@@ -203,4 +203,19 @@ if [ $? = 3 ] && grep -q "not a vmprofile: magic" "$T/err"; then
 else
 	notok "an auditlog given as the vmprofile: refused by its magic" "$(cat "$T/err")"
 fi
+# 5. with a RaptorJIT binary (RAPTORJIT=/path/to/raptorjit): a vmprofile
+# written now, on this machine: its totals and rows equal the file's
+if [ -n "${RAPTORJIT:-}" ] && [ -x "$RAPTORJIT" ]; then
+	for w in numeric nested; do
+		(cd "$T" && "$RAPTORJIT" -p "$T/live-$w.vmprofile" "$OLDPWD/bench/workloads/$w.lua" 1 >/dev/null 2>&1)
+		if [ ! -s "$T/live-$w.vmprofile" ] || ! "$J" vmprofile --json -n 0 "$T/live-$w.vmprofile" >"$T/live-$w.json" 2>"$T/err"; then
+			notok "$RAPTORJIT -p (live $w): vmprofile reads it" "$(head -n 3 "$T/err")"
+			continue
+		fi
+		check "$RAPTORJIT -p (live $w): per-trace and per-state counts equal the file's" python3 "$T/counts.py" counts "$T/live-$w.vmprofile" "$T/live-$w.json"
+	done
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP RAPTORJIT not set: no live vmprofile"
+fi
 echo "1..$n"
