@@ -292,6 +292,15 @@ static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
 				 va_kop_names[i]);
 			return;
 		}
+	/* the rows' reader (vm/traces.c) found the array already (at this
+	 * very stop, as a rule, keyed by this trace): its layouts, no second
+	 * search; the check below compares every byte as before */
+	unsigned mask;
+	if (ljt_discovered(L, &mask)) {
+		A->raw_mask = mask;
+		A->raw = RAW_CHECKING;
+		return;
+	}
 	struct ljt_known k = {.tr = (uint32_t)tr};
 	lua_pushinteger(L, tr);
 	call_util(L, c, U_TRACEINFO, 1, 1);
@@ -306,7 +315,6 @@ static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
 	call_util(L, c, U_TRACEMC, 1, 3);
 	vm_known_mc(L, -3, &k);
 	lua_pop(L, 3);
-	unsigned mask;
 	char why[160];
 	if (ljt_discover(L, &k, &mask, why, sizeof(why))) {
 		snprintf(A->raw_why, sizeof(A->raw_why), "%s", why);
