@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The auditlog byte format: CRC32C, framing and the reader. */
 #include "auditfmt.h"
+#include "auditraw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -290,10 +291,15 @@ static int mp_skip(const uint8_t **pp, const uint8_t *end, int depth)
 	return 0;
 }
 
+int alog_mp_skip(const uint8_t **pp, const uint8_t *end)
+{
+	return mp_skip(pp, end, 0);
+}
+
 static int damaged(struct alog_reader *r, size_t at, const char *why)
 {
 	snprintf(r->msg, sizeof(r->msg),
-		 "damaged at byte %zu: %s; %llu records decoded", at, why,
+		 "damaged at byte %zu: %.190s; %llu records decoded", at, why,
 		 (unsigned long long)r->nrec);
 	r->state = -1;
 	return -1;
@@ -355,6 +361,19 @@ int alog_next(struct alog_reader *r, const msgpack_object **obj)
 	const uint8_t *q = p;
 	if (mp_skip(&q, p + len, 0) || q != p + len)
 		return damaged(r, at, "record is not one msgpack value");
+	/* a raw stop record (format 3): expanded into its format-2 fields */
+	char why[160];
+	int x = alog_raw_record(p, len, &r->xb, why, sizeof(why));
+	if (x < 0) {
+		char m[200];
+		snprintf(m, sizeof(m), "stop record: bad raw trace: %.150s",
+			 why);
+		return damaged(r, at, m);
+	}
+	if (x > 0) {
+		p = (const uint8_t *)r->xb.data;
+		len = (uint32_t)r->xb.size;
+	}
 	size_t used = 0;
 	msgpack_unpack_return ret =
 	    msgpack_unpack_next(&r->up, (const char *)p, len, &used);
@@ -369,7 +388,7 @@ int alog_next(struct alog_reader *r, const msgpack_object **obj)
 		if (!s || n != 6 || memcmp(s, "header", 6))
 			return damaged(r, at, "first record is not a header");
 	}
-	r->off = at + ALOG_FRAME + len;
+	r->off = at + ALOG_FRAME + get32(r->buf + at);
 	r->nrec++;
 	*obj = &r->up.data;
 	return 1;
@@ -378,6 +397,7 @@ int alog_next(struct alog_reader *r, const msgpack_object **obj)
 void alog_reader_free(struct alog_reader *r)
 {
 	msgpack_unpacked_destroy(&r->up);
+	msgpack_sbuffer_destroy(&r->xb);
 	if (r->owned)
 		free((void *)r->buf);
 	r->buf = NULL;

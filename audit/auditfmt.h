@@ -41,7 +41,8 @@ struct alog_reader {
 	int state;	/* 0 reading, 1 clean end, -1 damaged */
 	char msg[256];	/* "damaged at byte N: <why>; K records decoded" */
 	msgpack_unpacked up;
-	int owned; /* buf is malloc'd by alog_read_file */
+	msgpack_sbuffer xb; /* a raw stop record expanded (auditraw.h) */
+	int owned;	    /* buf is malloc'd by alog_read_file */
 };
 
 void alog_reader_init(struct alog_reader *r, const void *buf, size_t len);
@@ -51,6 +52,10 @@ int alog_read_file(struct alog_reader *r, const char *path);
  * end, -1 at damage (r->msg). */
 int alog_next(struct alog_reader *r, const msgpack_object **obj);
 void alog_reader_free(struct alog_reader *r);
+
+/* Walk one msgpack value at *pp (bounded by end, container counts checked
+ * against the bytes left): 0 and *pp past it, or -1. */
+int alog_mp_skip(const uint8_t **pp, const uint8_t *end);
 
 /* msgpack_object helpers for readers */
 const msgpack_object *alog_mp_get(const msgpack_object *map, const char *key);

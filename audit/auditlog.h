@@ -13,6 +13,7 @@
 
 #include "auditfmt.h"
 #include "auditfunc.h"
+#include "auditraw.h"
 #include "auditw.h"
 #include "rjlog.h"
 

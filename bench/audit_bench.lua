@@ -41,12 +41,26 @@ local ffi = require("ffi")
 ffi.cdef [[
 struct ab_timespec { long tv_sec; long tv_nsec; };
 int clock_gettime(int clk, struct ab_timespec *ts);
+struct ab_timeval { long tv_sec; long tv_usec; };
+struct ab_rusage { struct ab_timeval ru_utime, ru_stime; long pad[14]; };
+int getrusage(int who, struct ab_rusage *ru);
 ]]
 local ts = ffi.new("struct ab_timespec")
 local function now()
   ffi.C.clock_gettime(1, ts)
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
+local ru = ffi.new("struct ab_rusage")
+local function child_cpu() -- user + system time of the finished children
+  ffi.C.getrusage(-1, ru)
+  return tonumber(ru.ru_utime.tv_sec) + tonumber(ru.ru_utime.tv_usec) * 1e-6 +
+    tonumber(ru.ru_stime.tv_sec) + tonumber(ru.ru_stime.tv_usec) * 1e-6
+end
+-- the targets (issue 16): default level <= 10% of the VM's compile time per
+-- trace on every workload; whole run <= 1.03x on the trace-churn program
+-- (flushstorm), CPU time, the auditlog's run against the rows-only run
+local TARGET_PCT, TARGET_RUN, CHURN = 10, 1.03, "flushstorm"
+local function verdict(ok) return ok and "MET" or "MISSED" end
 
 local root = capture("pwd"):gsub("%s+$", "")
 assert(exists(root .. "/bench/workloads/README.md"), "run from the project root")
@@ -120,9 +134,9 @@ for _, vm in ipairs(vms) do
   line("(a) per compiled trace, median of %d rounds: auditlog handler cost (audit run minus rows-only", reps)
   line("    run), us and %% of the VM's compile time (plain run, aborted attempts included); of it, func")
   line("    records and write(2); log bytes per trace; %% of traces read raw (docs/AUDITLOG.md)")
-  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s", "workload", "traces", "compile",
-    "default", "stop", "%", "func", "write", "bytes", "raw", "full", "%", "bytes")
-  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s", "", "", "us/tr", "us/tr", "us/tr",
+  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s | %s", "workload", "traces", "compile",
+    "default", "stop", "%", "func", "write", "bytes", "raw", "full", "%", "bytes", "<= " .. TARGET_PCT .. "%")
+  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s |", "", "", "us/tr", "us/tr", "us/tr",
     "", "us/tr", "us/tr", "/tr", "%", "us/tr", "", "/tr")
   local whole = {}
   for _, w in ipairs(workloads) do
@@ -159,39 +173,51 @@ for _, vm in ipairs(vms) do
         table.sort(v)
         m[k] = v[math.floor((#v + 1) / 2)]
       end
-      line("%-11s %6d %8.1f | %8.1f %8.1f %6.0f%% %7.1f %7.1f %8.0f %5.0f | %8.1f %6.0f%% %9.0f", w,
+      line("%-11s %6d %8.1f | %8.1f %8.1f %6.0f%% %7.1f %7.1f %8.0f %5.0f | %8.1f %6.0f%% %9.0f | %s", w,
         m.ntr, m.vmc, m.dcost, m.dstop, m.pct, m.func, m.write, m.bytes, m.raw, m.fcost, m.fpct,
-        m.fbytes)
+        m.fbytes, verdict(m.pct <= TARGET_PCT))
       if odd.out then line("%11s ODD: output differs", "") end
       if odd.drop then line("%11s ODD: %s", "", odd.drop) end
       -- (b) whole runs
       local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " bench/workloads/" .. w .. ".lua " .. scale
       local function startcmd(level)
+        local t = level and ("auditlog=%q, level=%q, auditlog_max=1e12, "):format(log, level) or ""
         return envbase .. vm.env .. sh_quote(vm.bin) .. " -e " ..
-          sh_quote(("assert(require('jitsframe').start{region=%q, replace=true, auditlog=%q, level=%q, auditlog_max=1e12})")
-            :format(region, log, level)) .. " bench/workloads/" .. w .. ".lua " .. scale
+          sh_quote(("assert(require('jitsframe').start{region=%q, replace=true, %s})")
+            :format(region, t)) .. " bench/workloads/" .. w .. ".lua " .. scale
       end
-      local t = { plain = {}, default = {}, full = {} }
-      local order = { "plain", "default", "full" }
+      local t = { plain = {}, module = {}, default = {}, full = {} }
+      local c = { plain = {}, module = {}, default = {}, full = {} }
+      local order = { "plain", "module", "default", "full" }
       for i = 1, reps do
-        for j = 0, 2 do
-          local side = order[(i + j - 1) % 3 + 1]
+        for j = 0, 3 do
+          local side = order[(i + j - 1) % 4 + 1]
           clean()
-          local s = now()
-          local o = capture(side == "plain" and cmd or startcmd(side))
+          local c0, s = child_cpu(), now()
+          local o = capture(side == "plain" and cmd or startcmd(side ~= "module" and side or nil))
           t[side][#t[side] + 1] = now() - s
+          c[side][#c[side] + 1] = child_cpu() - c0
           if o ~= expect then line("%11s ODD: %s run printed %s", "", side, o:gsub("\n", " | ")) end
         end
       end
       clean()
-      whole[#whole + 1] = { w = w, p = median(t.plain), d = median(t.default), f = median(t.full) }
+      whole[#whole + 1] = { w = w, p = median(t.plain), m = median(t.module), d = median(t.default),
+        f = median(t.full), cp = median(c.plain), cm = median(c.module), cd = median(c.default),
+        cf = median(c.full) }
     end
   end
   line("")
-  line("(b) whole run, wall time median of %d: plain luajit vs the auditlog started", reps)
-  line("%-11s %8s %9s %7s %9s %7s", "workload", "plain s", "default s", "ratio", "full s", "ratio")
+  line("(b) whole run, median of %d (interleaved): wall s and CPU s (user+sys) of plain luajit, rows", reps)
+  line("    only (module), and the auditlog at each level; target: default CPU / rows-only CPU <= %.2f", TARGET_RUN)
+  line("    on %s (the trace-churn program)", CHURN)
+  line("%-11s %8s %8s %8s %8s | %8s %8s %8s %8s | %7s %7s %7s | %s", "workload", "plain s", "rows s",
+    "deflt s", "full s", "plain c", "rows c", "deflt c", "full c", "d/rows", "d/plain", "f/plain",
+    "<= " .. TARGET_RUN)
   for _, r in ipairs(whole) do
-    line("%-11s %8.3f %9.3f %7.3f %9.3f %7.2f", r.w, r.p, r.d, r.d / r.p, r.f, r.f / r.p)
+    local dr = r.cd / r.cm
+    line("%-11s %8.3f %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f | %7.3f %7.3f %7.2f | %s", r.w,
+      r.p, r.m, r.d, r.f, r.cp, r.cm, r.cd, r.cf, dr, r.cd / r.cp, r.cf / r.cp,
+      r.w == CHURN and verdict(dr <= TARGET_RUN) or "")
   end
 end
 os.execute("rm -rf " .. sh_quote(tmp))

@@ -82,6 +82,7 @@ static size_t copy_safe(int pfd[2], const void *src, void *dst, size_t len)
 
 static size_t g_trace_off; /* of `GCRef *trace` from the global state */
 static int g_found;
+static unsigned g_layouts; /* what the discovery's key trace agreed with */
 
 int ljt_matches(const uint8_t *T, const struct ljt_layout *lay,
 		const struct ljt_known *k)
@@ -170,6 +171,7 @@ again:
 	}
 	g_trace_off = at;
 	g_found = 1;
+	g_layouts = mask;
 	*layouts = mask;
 	ret = 0;
 out:
@@ -179,6 +181,15 @@ out:
 		close(pfd[1]);
 	}
 	return ret;
+}
+
+int ljt_discovered(const void *L, unsigned *layouts)
+{
+	(void)L;
+	if (!g_found)
+		return 0;
+	*layouts = g_layouts;
+	return 1;
 }
 
 const uint8_t *ljt_trace(const void *L, uint32_t tr,

@@ -51,6 +51,11 @@ struct ljt_known {
 int ljt_discover(const void *L, const struct ljt_known *k, unsigned *layouts,
 		 char *why, size_t whylen);
 
+/* Has an earlier ljt_discover (by any caller: the rows' reader in
+ * vm/traces.c runs first) found the trace array? 1 and the layouts its key
+ * trace agreed with, else 0 (then call ljt_discover). */
+int ljt_discovered(const void *L, unsigned *layouts);
+
 /* The GCtrace of trace tr through the discovered trace array, or NULL when
  * not discovered or the object there is not trace tr (layout lay). */
 const uint8_t *ljt_trace(const void *L, uint32_t tr,

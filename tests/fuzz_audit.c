@@ -8,6 +8,9 @@
  *  'F': the rest is a LuaJIT bytecode dump, as a func record carries one
  *       (audit/auditfunc.c): decoded, then every answer read; a failure must
  *       say why;
+ *  'X': the rest is one record payload, expanded if it is a raw stop
+ *       record (audit/auditraw.h): the expansion must be one msgpack
+ *       value, a refusal must say why;
  *  anything else: the rest is split into payloads (a length byte, then
  *       that many bytes), each framed with a correct CRC32C after a valid
  *       magic, so that the msgpack layer and the record checks are reached.
@@ -19,6 +22,7 @@
  */
 #include "auditfmt.h"
 #include "auditfunc.h"
+#include "auditraw.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,10 +115,37 @@ static void check_dump(const uint8_t *buf, size_t len)
 	alog_fproto_free(&p);
 }
 
+static void check_raw(const uint8_t *buf, size_t len)
+{
+	const uint8_t *q = buf;
+	if (alog_mp_skip(&q, buf + len) || q != buf + len)
+		return; /* the reader walks a payload first */
+	msgpack_sbuffer out;
+	msgpack_sbuffer_init(&out);
+	char why[160] = "";
+	int x = alog_raw_record(buf, len, &out, why, sizeof(why));
+	if (x < 0 && !why[0])
+		abort();
+	if (x > 0) {
+		q = (const uint8_t *)out.data;
+		if (alog_mp_skip(&q, q + out.size) ||
+		    q != (const uint8_t *)out.data + out.size)
+			abort();
+	}
+	msgpack_sbuffer_destroy(&out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
+	if (data[0] == 'X') {
+		uint8_t *b = malloc(size - 1 ? size - 1 : 1);
+		memcpy(b, data + 1, size - 1);
+		check_raw(b, size - 1);
+		free(b);
+		return 0;
+	}
 	if (data[0] == 'F') {
 		uint8_t *b = malloc(size - 1 ? size - 1 : 1);
 		memcpy(b, data + 1, size - 1);

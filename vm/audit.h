@@ -54,7 +54,9 @@ struct vaudit {
 	int x64_gc64; /* the VM is x64 with GC64: raw reads possible */
 	int kop[VAUDIT_NKOP]; /* opcode of each constant op, -1 unknown */
 	uint64_t raw_traces, raw_stops, raw_checks;
-	msgpack_sbuffer sbu, sbr; /* jit.util and raw builds, to compare */
+	msgpack_sbuffer sbu, sbr;     /* jit.util and raw builds, to compare */
+	msgpack_sbuffer sbx;	      /* the raw build expanded */
+	uint32_t opgen, opstamp[256]; /* opcodes seen in this trace */
 	/* func records: the bytecode dump, what is known of the ops */
 	char *dbuf;
 	size_t dlen, dcap;

@@ -804,10 +804,13 @@ int va_build_header(lua_State *L)
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
-	msgpack_pack_map(pk, 12);
+	msgpack_pack_map(pk, 13);
 	va_rec_head(pk, "header");
 	pstr(pk, "format");
 	msgpack_pack_int(pk, 2); /* 2: func records carry a bytecode dump */
+	/* stop records may be raw (audit/auditraw.h): their version */
+	pstr(pk, "raw_stop");
+	msgpack_pack_int(pk, ALOG_RAW_VERSION);
 	pstr(pk, "producer");
 	pstr(pk, PRODUCER);
 	pstr(pk, "level");

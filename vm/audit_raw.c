@@ -60,50 +60,15 @@ static char *mp_room(msgpack_sbuffer *sb, size_t n)
 	return sb->data + sb->size;
 }
 
-static char *mp_be(char *p, uint8_t tag, uint64_t v, int bytes)
-{
-	*p++ = (char)tag;
-	for (int i = bytes - 1; i >= 0; i--)
-		*p++ = (char)(v >> (8 * i));
-	return p;
-}
-
-static char *mp_int(char *p, int64_t d)
-{
-	if (d < -(1LL << 5)) {
-		if (d < -(1LL << 15))
-			return d < -(1LL << 31)
-				   ? mp_be(p, 0xd3, (uint64_t)d, 8)
-				   : mp_be(p, 0xd2, (uint64_t)d, 4);
-		return d < -(1LL << 7) ? mp_be(p, 0xd1, (uint64_t)d, 2)
-				       : mp_be(p, 0xd0, (uint64_t)d, 1);
-	}
-	if (d < (1LL << 7)) {
-		*p++ = (char)(int8_t)d;
-		return p;
-	}
-	if (d < (1LL << 16))
-		return d < (1LL << 8) ? mp_be(p, 0xcc, (uint64_t)d, 1)
-				      : mp_be(p, 0xcd, (uint64_t)d, 2);
-	return d < (1LL << 32) ? mp_be(p, 0xce, (uint64_t)d, 4)
-			       : mp_be(p, 0xcf, (uint64_t)d, 8);
-}
-
-static char *mp_head(char *p, uint32_t n, uint8_t fix, uint8_t t16)
-{
-	if (n < 16) {
-		*p++ = (char)(fix | n);
-		return p;
-	}
-	return n < 65536 ? mp_be(p, t16, n, 2)
-			 : mp_be(p, (uint8_t)(t16 + 1), n, 4);
-}
-
-/* The same seven fields from the GCtrace's memory (layout lay). jit.util
- * is still called for what needs a Lua value (a GC constant, a 64-bit
- * integer constant: one tracek each) and once per new IR opcode (its mode,
- * which is not in memory) or link type (its name). -1 if T and jit.util
- * disagree on something looked at twice. */
+/* The stop record's trace fields from the GCtrace's memory (layout lay),
+ * as a raw stop record (format 3, audit/auditraw.h): info, raw (the IR,
+ * snapshots and snapshot map copied as bytes), rawk (the constants whose
+ * value is not in the IR), mc, addr, loop; the reader expands raw/rawk
+ * into format 2's ir, k and snap. jit.util is still called for what
+ * needs a Lua value (a GC constant other than a string, a 64-bit integer
+ * constant: one tracek each) and once per new IR opcode (its mode, which
+ * is not in memory) or link type (its name). -1 if T and jit.util
+ * disagree on something looked at twice; else the fields packed (6). */
 static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			  msgpack_sbuffer *sb, lua_Integer tr, const uint8_t *T,
 			  const struct ljt_layout *lay, lua_Integer *nexit)
@@ -144,11 +109,22 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	pstr(pk, "linktype");
 	pstr(pk, A->linkname[lt]);
 
-	/* modes of opcodes not seen before: learnt from traceir, which must
-	 * agree with memory on that instruction */
+	/* the instructions' opcodes; the modes of those not seen before
+	 * learnt from traceir, which must agree with memory on that
+	 * instruction */
+	uint8_t ops[256];
+	unsigned nops = 0;
+	if (!++A->opgen) {
+		memset(A->opstamp, 0, sizeof(A->opstamp));
+		A->opgen = 1;
+	}
 	for (uint32_t ref = B; ref < nins; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref;
 		uint32_t o = in[5];
+		if (A->opstamp[o] == A->opgen)
+			continue;
+		A->opstamp[o] = A->opgen;
+		ops[nops++] = (uint8_t)o;
 		if (A->irmode_known[o])
 			continue;
 		int64_t op1 = ljt_u16(in, 0), op2 = ljt_u16(in, 2);
@@ -169,32 +145,64 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		A->irmode[o] = (uint8_t)md;
 		A->irmode_known[o] = 1;
 	}
-	pstr(pk, "ir");
-	size_t m = map_begin(sb);
-	char *p = mp_room(sb, (size_t)(nins - B) * 24);
+	const uint8_t *snap = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
+	const uint8_t *map =
+	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
+	if (nsnap && (!snap || !map))
+		return -1;
+	uint32_t nmap = 0;
+	for (uint32_t sn = 0; sn < nsnap; sn++) {
+		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
+		uint32_t ofs =
+		    lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0);
+		uint32_t e = ofs + S[lay->snap_nent];
+		if (e > nmap)
+			nmap = e;
+	}
+	size_t nir = (size_t)(nins - nk) * 8,
+	       nsn = (size_t)nsnap * lay->snap_size;
+	size_t len = ALOG_RAW_HEAD + 2 * (size_t)nops + 16 + nir + nsn +
+		     4 * (size_t)nmap;
+	pstr(pk, "raw");
+	msgpack_pack_bin(pk, len);
+	char *p = mp_room(sb, len);
 	if (!p)
 		return -1;
-	for (uint32_t ref = B; ref < nins; ref++) {
-		const uint8_t *in = ir + 8 * (size_t)ref;
-		uint32_t md = A->irmode[in[5]];
-		p = mp_int(p, (int64_t)(ref - B));
-		*p++ = (char)0x95; /* array of 5 */
-		p = mp_int(p, md);
-		p = mp_int(p, ljt_u16(in, 4));
-		p = mp_int(p,
-			   (int64_t)ljt_u16(in, 0) - ((md & 3) == 0 ? B : 0));
-		p = mp_int(p, (int64_t)ljt_u16(in, 2) -
-				  (((md >> 2) & 3) == 0 ? B : 0));
-		/* fault injection for the tests: one wrong register */
-		p = mp_int(p,
-			   ljt_u16(in, 6) ^ (A->raw_fault && ref + 1 == nins));
+	uint8_t *r = (uint8_t *)p;
+	r[0] = ALOG_RAW_VERSION;
+	r[1] = lay->snap_size;
+	r[2] = lay->mapofs_w;
+	r[3] = lay->snap_ref;
+	r[4] = lay->snap_nslots;
+	r[5] = lay->snap_nent;
+	for (int i = 0; i < K_N; i++)
+		r[6 + i] = (uint8_t)A->kop[i];
+	r[15] = (uint8_t)nops;
+	r += ALOG_RAW_HEAD;
+	for (unsigned i = 0; i < nops; i++) {
+		*r++ = ops[i];
+		*r++ = A->irmode[ops[i]];
 	}
-	sb->size = (size_t)(p - sb->data);
-	map_end(sb, m, nins - B);
+	uint32_t cnt[4] = {nk, nins, nsnap, nmap};
+	memcpy(r, cnt, 16); /* little-endian: x64 only */
+	r += 16;
+	memcpy(r, ir + 8 * (size_t)nk, nir);
+	/* fault injection for the tests: one wrong register */
+	if (A->raw_fault)
+		r[nir - 2] ^= 1;
+	r += nir;
+	if (nsnap) {
+		memcpy(r, snap, nsn);
+		memcpy(r + nsn, map, 4 * (size_t)nmap);
+	}
+	sb->size += len;
 
-	pstr(pk, "k");
-	m = map_begin(sb);
+	pstr(pk, "rawk");
+	size_t m = map_begin(sb);
 	uint32_t n = 0;
+	uint8_t kop[K_N];
+	for (int i = 0; i < K_N; i++)
+		kop[i] = (uint8_t)A->kop[i];
 	for (uint32_t ref = nk; ref < B; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref, *v = in;
 		int o = in[5], slot = -1;
@@ -208,29 +216,13 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		}
 		int vo = v[5];
 		uint32_t t = v[4] & 0x1f; /* irt_type */
+		if (is_k64(A, o))
+			ref++;
+		if (alog_raw_k_inline(kop, (unsigned)vo, t))
+			continue;
 		msgpack_pack_int64(pk, idx);
-		msgpack_pack_array(pk, slot < 0 ? 2 : 3);
-		if (vo == A->kop[K_PRI] && t <= 2) { /* nil, false, true */
-			if (t == 0)
-				msgpack_pack_nil(pk);
-			else if (t == 1)
-				msgpack_pack_false(pk);
-			else
-				msgpack_pack_true(pk);
-		} else if (vo == A->kop[K_INT]) {
-			int32_t i;
-			memcpy(&i, v, 4);
-			pnum(pk, i);
-		} else if (vo == A->kop[K_NULL]) {
-			pnum(pk, 0);
-		} else if (vo == A->kop[K_NUM]) {
-			double d;
-			memcpy(&d, v + 8, 8);
-			pnum(pk, d);
-		} else if (vo == A->kop[K_PTR] || vo == A->kop[K_KPTR]) {
-			pnum(pk, (lua_Number)ljt_u64(v, 8));
-		} else if (vo == A->kop[K_GC] && t == IRT_STR &&
-			   A->str_len > 0) {
+		n++;
+		if (vo == A->kop[K_GC] && t == IRT_STR && A->str_len > 0) {
 			/* a string: its bytes follow the GCstr header */
 			const uint8_t *gs =
 			    (const uint8_t *)(uintptr_t)ljt_u64(v, 8);
@@ -238,68 +230,32 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 				return -1;
 			msgpack_pack_str_with_body(pk, gs + 24,
 						   ljt_u32(gs, A->str_len));
-		} else { /* a Lua value: ask jit.util */
-			lua_pushinteger(L, tr);
-			lua_pushinteger(L, (lua_Integer)idx);
-			call_util(L, c, U_TRACEK, 2, 3);
-			if (lua_tointeger(L, -2) != (lua_Integer)t ||
-			    (slot >= 0 && lua_tointeger(L, -1) != slot)) {
-				lua_pop(L, 3);
-				return -1;
-			}
-			if (vo == A->kop[K_GC] && t == IRT_STR && !A->str_len)
-				learn_str(A, ljt_u64(v, 8), L);
-			c->kbox = t == IRT_I64 || t == IRT_U64;
-			va_pack_any(L, c, pk, -3, 0, 1);
-			c->kbox = 0;
-			lua_pop(L, 3);
+			continue;
 		}
-		pnum(pk, t);
-		if (slot >= 0)
-			pnum(pk, slot);
-		n++;
-		if (is_k64(A, o))
-			ref++;
+		/* a Lua value: ask jit.util */
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, (lua_Integer)idx);
+		call_util(L, c, U_TRACEK, 2, 3);
+		if (lua_tointeger(L, -2) != (lua_Integer)t ||
+		    (slot >= 0 && lua_tointeger(L, -1) != slot)) {
+			lua_pop(L, 3);
+			return -1;
+		}
+		if (vo == A->kop[K_GC] && t == IRT_STR && !A->str_len)
+			learn_str(A, ljt_u64(v, 8), L);
+		c->kbox = t == IRT_I64 || t == IRT_U64;
+		va_pack_any(L, c, pk, -3, 0, 1);
+		c->kbox = 0;
+		lua_pop(L, 3);
 	}
 	map_end(sb, m, n);
-
-	pstr(pk, "snap");
-	m = map_begin(sb);
-	const uint8_t *snap = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
-	const uint8_t *map =
-	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
-	if (nsnap && (!snap || !map))
-		return -1;
-	for (uint32_t sn = 0; sn < nsnap; sn++) {
-		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
-		uint32_t ofs =
-		    lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0);
-		uint32_t nent = S[lay->snap_nent];
-		p = mp_room(sb, 32 + (size_t)nent * 9);
-		if (!p)
-			return -1;
-		p = mp_int(p, sn);
-		p = mp_head(p, nent + 3, 0x80, 0xde); /* map */
-		p = mp_int(p, 0);
-		p = mp_int(p, (int64_t)ljt_u16(S, lay->snap_ref) - B);
-		p = mp_int(p, 1);
-		p = mp_int(p, S[lay->snap_nslots]);
-		for (uint32_t e = 0; e < nent; e++) {
-			p = mp_int(p, e + 2);
-			p = mp_int(p, (int32_t)ljt_u32(map, 4 * (ofs + e)));
-		}
-		p = mp_int(p, nent + 2);
-		p = mp_int(p, (int32_t)0xff000000u); /* SNAP(255,0,0) */
-		sb->size = (size_t)(p - sb->data);
-	}
-	map_end(sb, m, nsnap);
 
 	const uint8_t *mc = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->mcode);
 	pstr(pk, "mc");
 	if (mc) {
-		uint32_t len = ljt_u32(T, lay->szmcode);
-		msgpack_pack_bin(pk, len);
-		msgpack_pack_bin_body(pk, mc, len);
+		uint32_t ml = ljt_u32(T, lay->szmcode);
+		msgpack_pack_bin(pk, ml);
+		msgpack_pack_bin_body(pk, mc, ml);
 		pstr(pk, "addr");
 		pnum(pk, (lua_Number)(intptr_t)mc);
 		pstr(pk, "loop");
@@ -311,7 +267,7 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		pstr(pk, "loop");
 		msgpack_pack_nil(pk);
 	}
-	return 7;
+	return 6;
 }
 static void raw_off(struct vaudit *A, const char *fmt, lua_Integer tr)
 {
@@ -336,6 +292,15 @@ static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
 				 va_kop_names[i]);
 			return;
 		}
+	/* the rows' reader (vm/traces.c) found the array already (at this
+	 * very stop, as a rule, keyed by this trace): its layouts, no second
+	 * search; the check below compares every byte as before */
+	unsigned mask;
+	if (ljt_discovered(L, &mask)) {
+		A->raw_mask = mask;
+		A->raw = RAW_CHECKING;
+		return;
+	}
 	struct ljt_known k = {.tr = (uint32_t)tr};
 	lua_pushinteger(L, tr);
 	call_util(L, c, U_TRACEINFO, 1, 1);
@@ -350,7 +315,6 @@ static void raw_discover(lua_State *L, struct ctx *c, lua_Integer tr)
 	call_util(L, c, U_TRACEMC, 1, 3);
 	vm_known_mc(L, -3, &k);
 	lua_pop(L, 3);
-	unsigned mask;
 	char why[160];
 	if (ljt_discover(L, &k, &mask, why, sizeof(why))) {
 		snprintf(A->raw_why, sizeof(A->raw_why), "%s", why);
@@ -366,9 +330,12 @@ static void sb_reset(msgpack_sbuffer *sb, msgpack_packer *pk)
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
 }
 
-/* A stopped trace's info, ir, k, snap, mc, addr, loop: from memory once
- * the layout agreed with jit.util on RAW_CHECK_TRACES traces (and again
- * on one trace in A->raw_recheck), else through jit.util. */
+/* A stopped trace's fields: from memory (a raw stop record: info, raw,
+ * rawk, mc, addr, loop) once the layout agreed with jit.util on
+ * RAW_CHECK_TRACES traces (and again on one trace in A->raw_recheck),
+ * else through jit.util (info, ir, k, snap, mc, addr, loop). A check
+ * expands the raw build with the reader's own expander (auditraw.h) and
+ * compares it with the jit.util build byte for byte. */
 uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			    msgpack_sbuffer *sb, lua_Integer tr,
 			    lua_Integer *nexit)
@@ -382,14 +349,13 @@ uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		    &ljt_layouts[__builtin_ctz(A->raw_mask)];
 		const uint8_t *T = ljt_trace(L, (uint32_t)tr, lay);
 		if (T) {
-			sb_reset(&A->sbr, &p2);
-			if (pack_trace_raw(L, c, &p2, &A->sbr, tr, T, lay,
-					   nexit) == 7) {
-				msgpack_sbuffer_write(sb, A->sbr.data,
-						      A->sbr.size);
+			size_t at = sb->size;
+			if (pack_trace_raw(L, c, pk, sb, tr, T, lay, nexit) ==
+			    6) {
 				A->raw_traces++;
-				return 7;
+				return 6;
 			}
+			sb->size = at;
 			raw_off(A,
 				"trace %lld: its memory and jit.util disagree",
 				tr);
@@ -403,8 +369,10 @@ uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		    &ljt_layouts[__builtin_ctz(A->raw_mask)];
 		const uint8_t *T0 = ljt_trace(L, (uint32_t)tr, l0);
 		sb_reset(&A->sbu, &p2);
+		size_t um = map_begin(&A->sbu);
 		uint32_t n = va_pack_trace_util(L, c, &p2, &A->sbu, tr, 1, T0,
 						l0, nexit);
+		map_end(&A->sbu, um, n);
 		for (unsigned i = 0; T0 && ljt_layouts[i].name; i++) {
 			if (!(A->raw_mask & (1u << i)))
 				continue;
@@ -412,11 +380,19 @@ uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			const uint8_t *T = ljt_trace(L, (uint32_t)tr, lay);
 			lua_Integer nx = 0;
 			sb_reset(&A->sbr, &p2);
-			if (!T ||
-			    pack_trace_raw(L, c, &p2, &A->sbr, tr, T, lay,
-					   &nx) != 7 ||
-			    nx != *nexit || A->sbr.size != A->sbu.size ||
-			    memcmp(A->sbr.data, A->sbu.data, A->sbu.size))
+			size_t rm = map_begin(&A->sbr);
+			char why[160];
+			int rn = T ? pack_trace_raw(L, c, &p2, &A->sbr, tr, T,
+						    lay, &nx)
+				   : -1;
+			if (rn == 6)
+				map_end(&A->sbr, rm, 6);
+			if (rn != 6 || nx != *nexit ||
+			    alog_raw_fields((const uint8_t *)A->sbr.data,
+					    A->sbr.size, &A->sbx, why,
+					    sizeof(why)) != 1 ||
+			    A->sbx.size != A->sbu.size ||
+			    memcmp(A->sbx.data, A->sbu.data, A->sbu.size))
 				A->raw_mask &= ~(1u << i);
 		}
 		A->raw_checks++;
@@ -427,7 +403,7 @@ uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 				tr);
 		else if (++A->raw_checked >= RAW_CHECK_TRACES)
 			A->raw = RAW_ON;
-		msgpack_sbuffer_write(sb, A->sbu.data, A->sbu.size);
+		msgpack_sbuffer_write(sb, A->sbu.data + 5, A->sbu.size - 5);
 		return n;
 	}
 	return va_pack_trace_util(L, c, pk, sb, tr, 1, NULL, NULL, nexit);

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw stop records: expansion into the format-2 fields (auditraw.h).
+ * Everything is read from the record's bytes after a bounds check; the
+ * encodings are the writer's (vm/audit_raw.c, msgpack-c's smallest
+ * integer forms, map32 for the maps it patches).
+ */
+#include "auditraw.h"
+#include "auditfmt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define B ALOG_RAW_REF_BIAS
+
+static uint32_t rd16(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+static int bad(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void pk_str(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+static size_t map32_begin(msgpack_sbuffer *sb)
+{
+	static const char m[5] = {(char)0xdf, 0, 0, 0, 0};
+	size_t at = sb->size;
+	msgpack_sbuffer_write(sb, m, 5);
+	return at;
+}
+
+static void map32_end(msgpack_sbuffer *sb, size_t at, uint32_t n)
+{
+	if (!sb->data || at + 5 > sb->size)
+		return;
+	sb->data[at + 1] = (char)(n >> 24);
+	sb->data[at + 2] = (char)(n >> 16);
+	sb->data[at + 3] = (char)(n >> 8);
+	sb->data[at + 4] = (char)n;
+}
+
+/* the writer's pnum: integral, in range and not -0: an int */
+static void pk_num(msgpack_packer *pk, double d)
+{
+	if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+	    d == (double)(int64_t)d && !(d == 0 && __builtin_signbit(d)))
+		msgpack_pack_int64(pk, (int64_t)d);
+	else
+		msgpack_pack_double(pk, d);
+}
+
+/* a msgpack integer at *pp (end: bound); 0 ok */
+static int rd_int(const uint8_t **pp, const uint8_t *end, int64_t *v)
+{
+	const uint8_t *p = *pp;
+	if (p >= end)
+		return -1;
+	uint8_t c = *p++;
+	size_t n = 0;
+	int sign = 0;
+	if (c <= 0x7f || c >= 0xe0) {
+		*v = (int8_t)c;
+		if (c <= 0x7f)
+			*v = c;
+		*pp = p;
+		return 0;
+	}
+	if (c >= 0xcc && c <= 0xcf)
+		n = (size_t)1 << (c - 0xcc);
+	else if (c >= 0xd0 && c <= 0xd3)
+		n = (size_t)1 << (c - 0xd0), sign = 1;
+	else
+		return -1;
+	if ((size_t)(end - p) < n)
+		return -1;
+	uint64_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		u = u << 8 | p[i];
+	if (sign && n < 8 && (u >> (8 * n - 1)))
+		u |= ~(uint64_t)0 << (8 * n);
+	*v = (int64_t)u;
+	*pp = p + n;
+	return 0;
+}
+
+/* a map or array header at *pp: its count; 0 ok */
+static int rd_head(const uint8_t **pp, const uint8_t *end, int map, uint32_t *n)
+{
+	const uint8_t *p = *pp;
+	if (p >= end)
+		return -1;
+	uint8_t c = *p++, fix = map ? 0x80 : 0x90, t16 = map ? 0xde : 0xdc;
+	if ((c & 0xf0) == fix) {
+		*n = c & 0x0f;
+	} else if (c == t16 && end - p >= 2) {
+		*n = (uint32_t)p[0] << 8 | p[1];
+		p += 2;
+	} else if (c == t16 + 1 && end - p >= 4) {
+		*n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+		     (uint32_t)p[2] << 8 | p[3];
+		p += 4;
+	} else {
+		return -1;
+	}
+	*pp = p;
+	return 0;
+}
+
+struct kval {
+	const uint8_t *p;
+	uint32_t len;
+};
+
+int alog_raw_expand(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
+		    const uint8_t *rawk, size_t rawklen, char *why,
+		    size_t whylen)
+{
+	if (rawlen < ALOG_RAW_HEAD)
+		return bad(why, whylen, "raw trace too short");
+	if (raw[0] != ALOG_RAW_VERSION)
+		return bad(why, whylen, "raw trace version %u unknown", raw[0]);
+	unsigned ssz = raw[1], mw = raw[2], sref = raw[3], snsl = raw[4],
+		 snent = raw[5];
+	if ((mw != 2 && mw != 4) || ssz < mw || sref + 2 > ssz || snsl >= ssz ||
+	    snent >= ssz)
+		return bad(why, whylen, "raw trace: bad snapshot layout");
+	const uint8_t *kop = raw + 6;
+	unsigned nops = raw[15];
+	size_t o = ALOG_RAW_HEAD + 2 * (size_t)nops;
+	if (rawlen < o + 16)
+		return bad(why, whylen, "raw trace too short");
+	uint8_t mode[256], known[256];
+	memset(known, 0, sizeof(known));
+	for (unsigned i = 0; i < nops; i++) {
+		known[raw[ALOG_RAW_HEAD + 2 * i]] = 1;
+		mode[raw[ALOG_RAW_HEAD + 2 * i]] =
+		    raw[ALOG_RAW_HEAD + 2 * i + 1];
+	}
+	uint32_t nk = rd32(raw + o), nins = rd32(raw + o + 4),
+		 nsnap = rd32(raw + o + 8), nmap = rd32(raw + o + 12);
+	o += 16;
+	if (nk > B || nins <= B || nins - nk > (1u << 20) ||
+	    nsnap > (1u << 20) || nmap > (1u << 24))
+		return bad(why, whylen, "raw trace: impossible counts");
+	size_t need =
+	    (size_t)(nins - nk) * 8 + (size_t)nsnap * ssz + (size_t)nmap * 4;
+	if (rawlen - o != need)
+		return bad(why, whylen, "raw trace: %zu bytes, not %zu",
+			   rawlen - o, need);
+	const uint8_t *irs = raw + o, *snaps = irs + (size_t)(nins - nk) * 8,
+		      *map = snaps + (size_t)nsnap * ssz;
+#define INS(ref) (irs + 8 * (size_t)((ref)-nk))
+
+	/* rawk: {idx = value} */
+	struct kval *kv = calloc(B - nk + 1, sizeof(*kv));
+	if (!kv)
+		return bad(why, whylen, "out of memory");
+	int ret = -1;
+	const uint8_t *kp = rawk, *kend = rawk + rawklen;
+	uint32_t nkv;
+	if (!rawk || rd_head(&kp, kend, 1, &nkv)) {
+		bad(why, whylen, "raw trace: rawk is not a map");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nkv; i++) {
+		int64_t idx;
+		if (rd_int(&kp, kend, &idx) || idx >= 0 ||
+		    idx < (int64_t)nk - (int64_t)B) {
+			bad(why, whylen, "raw trace: bad rawk key");
+			goto out;
+		}
+		const uint8_t *v = kp;
+		if (alog_mp_skip(&kp, kend)) {
+			bad(why, whylen, "raw trace: bad rawk value");
+			goto out;
+		}
+		kv[idx + (int64_t)B - nk] =
+		    (struct kval){v, (uint32_t)(kp - v)};
+	}
+	if (kp != kend) {
+		bad(why, whylen, "raw trace: bytes after rawk");
+		goto out;
+	}
+
+	msgpack_packer pkv, *pk = &pkv;
+	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+	pk_str(pk, "ir");
+	size_t m = map32_begin(sb);
+	for (uint32_t ref = B; ref < nins; ref++) {
+		const uint8_t *in = INS(ref);
+		unsigned op = in[5];
+		if (!known[op]) {
+			bad(why, whylen, "raw trace: no mode for IR opcode %u",
+			    op);
+			goto out;
+		}
+		unsigned md = mode[op];
+		msgpack_pack_int64(pk, (int64_t)(ref - B));
+		msgpack_pack_array(pk, 5);
+		msgpack_pack_int64(pk, md);
+		msgpack_pack_int64(pk, rd16(in + 4));
+		msgpack_pack_int64(pk,
+				   (int64_t)rd16(in) - ((md & 3) == 0 ? B : 0));
+		msgpack_pack_int64(pk, (int64_t)rd16(in + 2) -
+					   (((md >> 2) & 3) == 0 ? B : 0));
+		msgpack_pack_int64(pk, rd16(in + 6));
+	}
+	map32_end(sb, m, nins - B);
+
+	pk_str(pk, "k");
+	m = map32_begin(sb);
+	uint32_t n = 0;
+	for (uint32_t ref = nk; ref < B; ref++) {
+		const uint8_t *in = INS(ref), *v = in;
+		unsigned op = in[5];
+		int slot = -1;
+		int64_t idx = (int64_t)ref - B;
+		if (op == kop[ALOG_K_SLOT]) {
+			uint32_t to = rd16(in);
+			if (to < nk || to >= B) {
+				bad(why, whylen, "raw trace: bad KSLOT");
+				goto out;
+			}
+			slot = (int)rd16(in + 2);
+			v = INS(to);
+		}
+		unsigned vo = v[5], t = v[4] & 0x1f;
+		int k64 = alog_raw_k64(kop, vo);
+		if (k64 && v + 16 > snaps) {
+			bad(why, whylen, "raw trace: 64-bit constant cut");
+			goto out;
+		}
+		msgpack_pack_int64(pk, idx);
+		msgpack_pack_array(pk, slot < 0 ? 2 : 3);
+		if (!alog_raw_k_inline(kop, vo, t)) {
+			struct kval *e = &kv[ref - nk];
+			if (!e->p) {
+				bad(why, whylen,
+				    "raw trace: constant %lld not in rawk",
+				    (long long)idx);
+				goto out;
+			}
+			msgpack_sbuffer_write(sb, (const char *)e->p, e->len);
+		} else if (vo == kop[ALOG_K_PRI]) {
+			if (t == 0)
+				msgpack_pack_nil(pk);
+			else if (t == 1)
+				msgpack_pack_false(pk);
+			else
+				msgpack_pack_true(pk);
+		} else if (vo == kop[ALOG_K_INT]) {
+			pk_num(pk, (int32_t)rd32(v));
+		} else if (vo == kop[ALOG_K_NULL]) {
+			pk_num(pk, 0);
+		} else if (vo == kop[ALOG_K_NUM]) {
+			uint64_t u = rd64(v + 8);
+			double d;
+			memcpy(&d, &u, 8);
+			pk_num(pk, d);
+		} else { /* KPTR, KKPTR */
+			pk_num(pk, (double)rd64(v + 8));
+		}
+		pk_num(pk, t);
+		if (slot >= 0)
+			pk_num(pk, slot);
+		n++;
+		if (alog_raw_k64(kop, op))
+			ref++;
+	}
+	map32_end(sb, m, n);
+
+	pk_str(pk, "snap");
+	m = map32_begin(sb);
+	for (uint32_t sn = 0; sn < nsnap; sn++) {
+		const uint8_t *S = snaps + (size_t)sn * ssz;
+		uint32_t ofs = mw == 4 ? rd32(S) : rd16(S);
+		uint32_t nent = S[snent];
+		if (ofs > nmap || nent > nmap - ofs) {
+			bad(why, whylen, "raw trace: snapshot %u out of map",
+			    sn);
+			goto out;
+		}
+		msgpack_pack_int64(pk, sn);
+		msgpack_pack_map(pk, nent + 3);
+		msgpack_pack_int64(pk, 0);
+		msgpack_pack_int64(pk, (int64_t)rd16(S + sref) - B);
+		msgpack_pack_int64(pk, 1);
+		msgpack_pack_int64(pk, S[snsl]);
+		for (uint32_t e = 0; e < nent; e++) {
+			msgpack_pack_int64(pk, e + 2);
+			msgpack_pack_int64(pk,
+					   (int32_t)rd32(map + 4 * (ofs + e)));
+		}
+		msgpack_pack_int64(pk, nent + 2);
+		msgpack_pack_int64(pk, (int32_t)0xff000000u);
+	}
+	map32_end(sb, m, nsnap);
+	ret = 0;
+#undef INS
+out:
+	free(kv);
+	return ret;
+}
+
+static int key_is(const uint8_t *k, const uint8_t *end, const char *s)
+{
+	size_t n = strlen(s);
+	return k < end && *k == (0xa0 | n) && (size_t)(end - k) >= n + 1 &&
+	       !memcmp(k + 1, s, n);
+}
+
+static int expand_map(const uint8_t *p, size_t len, msgpack_sbuffer *out,
+		      char *why, size_t whylen, int need_stop)
+{
+	const uint8_t *q = p, *end = p + len;
+	uint32_t n;
+	if (rd_head(&q, end, 1, &n))
+		return 0;
+	const uint8_t *body = q, *raw = NULL, *rawk = NULL;
+	int stop = 0;
+	size_t rawlen = 0, rawklen = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *k = q;
+		if (alog_mp_skip(&q, end))
+			return 0; /* walked before: cannot happen */
+		const uint8_t *v = q;
+		if (alog_mp_skip(&q, end))
+			return 0;
+		if (key_is(k, v, "ev")) {
+			stop = key_is(v, q, "stop");
+		} else if (key_is(k, v, "raw")) {
+			uint32_t bl;
+			if (*v == 0xc4 && q - v >= 2)
+				bl = v[1], v += 2;
+			else if (*v == 0xc5 && q - v >= 3)
+				bl = (uint32_t)v[1] << 8 | v[2], v += 3;
+			else if (*v == 0xc6 && q - v >= 5)
+				bl = (uint32_t)v[1] << 24 |
+				     (uint32_t)v[2] << 16 |
+				     (uint32_t)v[3] << 8 | v[4],
+				v += 5;
+			else
+				return bad(why, whylen, "raw is not a bin");
+			if (raw)
+				return bad(why, whylen, "two raw fields");
+			if ((size_t)(q - v) != bl)
+				return bad(why, whylen, "raw: bad length");
+			raw = v;
+			rawlen = bl;
+		} else if (key_is(k, v, "rawk")) {
+			if (rawk)
+				return bad(why, whylen, "two rawk fields");
+			rawk = v;
+			rawklen = (size_t)(q - v);
+		}
+	}
+	if (!raw || (need_stop && !stop))
+		return 0;
+	if (!rawk)
+		return bad(why, whylen, "raw without rawk");
+	msgpack_sbuffer_clear(out);
+	size_t m = map32_begin(out);
+	q = body;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *k = q;
+		alog_mp_skip(&q, end);
+		const uint8_t *v = q;
+		alog_mp_skip(&q, end);
+		if (key_is(k, v, "raw")) {
+			if (alog_raw_expand(out, raw, rawlen, rawk, rawklen,
+					    why, whylen))
+				return -1;
+		} else if (!key_is(k, v, "rawk")) {
+			msgpack_sbuffer_write(out, (const char *)k,
+					      (size_t)(q - k));
+		}
+	}
+	map32_end(out, m, n + 1);
+	return 1;
+}
+
+int alog_raw_record(const uint8_t *p, size_t len, msgpack_sbuffer *out,
+		    char *why, size_t whylen)
+{
+	return expand_map(p, len, out, why, whylen, 1);
+}
+
+int alog_raw_fields(const uint8_t *p, size_t len, msgpack_sbuffer *out,
+		    char *why, size_t whylen)
+{
+	return expand_map(p, len, out, why, whylen, 0);
+}
