@@ -30,6 +30,7 @@ const volatile __u32 cfg_all = 0;
 	20000000ull /* at most one unknown-mapping copy per 20 ms \
 		       and CPU */
 #define REGION_TRIES 3
+#define WAKE_BYTES (256 << 10)
 #define FRE_BUF 256 /* bytes of one function's FREs read at once */
 #define FRE_MAX 64  /* FREs scanned per function */
 
@@ -536,7 +537,7 @@ static __always_inline void raw_copy(struct walk *w, struct pt_regs *regs,
 		}
 	}
 	r->len = len;
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	c->raw++;
 	w->s.flags |= SMP_F_RAW;
 }
@@ -617,7 +618,13 @@ int smp_on_sample(struct bpf_perf_event_data *ctx)
 		nf = SMP_MAX_FRAMES;
 	__u64 len = sizeof(w->s) - sizeof(w->s.frames) +
 		    (__u64)nf * sizeof(struct smp_frame);
-	if (bpf_ringbuf_output(&rb, &w->s, len, 0))
+	/* no wakeup per record: a wakeup is an irq_work, a self-IPI (a VM
+	 * exit under virtualization, microseconds); the reader is woken once
+	 * WAKE_BYTES wait, and otherwise drains at its poll timeout */
+	__u64 fl = bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= WAKE_BYTES
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&rb, &w->s, len, fl))
 		c->lost++;
 	return 0;
 }

@@ -691,7 +691,11 @@ int smp_poll(struct smp *s, int timeout_ms, smp_event_fn fn, void *ctx)
 	s->ctx = ctx;
 	s->rc = 0;
 	s->delivered = 0;
+	/* the program wakes the reader only once much has arrived: what
+	 * is there at the timeout is drained too */
 	int err = ring_buffer__poll(s->rb, timeout_ms);
+	if (err >= 0 && !s->rc)
+		err = ring_buffer__consume(s->rb);
 	s->fn = NULL;
 	if (s->rc)
 		return s->rc;
