@@ -218,8 +218,12 @@ int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
 	}
 	int cpus[1024];
 	int n = online_cpus(cpus, 1024);
+	if (n < 1) {
+		cpus[0] = 0;
+		n = 1;
+	}
 	s->pfd = calloc((size_t)n, sizeof(int));
-	s->links = calloc((size_t)n, sizeof(*s->links));
+	s->links = calloc((size_t)n, sizeof(struct bpf_link *));
 	if (!s->pfd || !s->links) {
 		err = -ENOMEM;
 		goto fail;
