@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
@@ -29,11 +30,18 @@ static void populate(uint8_t *p, uint64_t len)
 		__atomic_fetch_or(p + o, 0, __ATOMIC_RELAXED);
 }
 
+/* The system calls themselves: sanitizer runtimes replace mlock(3) and
+ * munlock(3) with no-ops that report success. */
+static int do_mlock(void *p, uint64_t len)
+{
+	return (int)syscall(SYS_mlock, p, (size_t)len);
+}
+
 bool sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len)
 {
 	if (!rs->off) {
 		/* mlock faults every page in and keeps it mapped */
-		if (mlock(addr, len) == 0) {
+		if (do_mlock(addr, len) == 0) {
 			rs->locked += len;
 			return true;
 		}
@@ -48,6 +56,6 @@ void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len, bool locked)
 {
 	if (!locked)
 		return;
-	munlock(addr, len);
+	syscall(SYS_munlock, addr, (size_t)len);
 	rs->locked -= len;
 }
