@@ -154,6 +154,9 @@ static int rec_at(const uint8_t *area, uint32_t alen, uint32_t o)
 	uint32_t n = ldu(area + o, 2);
 	if (n > SF_NAME_MAX || n > alen - o - 3 || LD8(area + o + 2 + n) != 0)
 		return -1;
+	for (uint32_t i = 0; i < n; i++) /* a C string: no NUL inside */
+		if (!LD8(area + o + 2 + i))
+			return -1;
 	return (int)n;
 }
 
@@ -211,8 +214,8 @@ int sf_names_check(const uint8_t *blk, uint64_t total, char *msg, size_t msglen)
 		if (o && rec_at(area, alen, o) < 0) {
 			sf_msg(msg, msglen,
 			       "function log entry %u: name record at %u "
-			       "outside the %u bytes of the name area, or "
-			       "not terminated",
+			       "outside the %u bytes of the name area, not "
+			       "terminated or with a NUL inside",
 			       i, o, alen);
 			return -EBADMSG;
 		}
