@@ -56,7 +56,7 @@ uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
 {
 	uint64_t nidx =
 	    (uint64_t)log_off + (uint64_t)log_cap * SF_LOG_ENTRY_SIZE;
-	uint64_t names = nidx + 4 * (uint64_t)log_cap;
+	uint64_t names = (nidx + 4 * (uint64_t)log_cap + 7) / 8 * 8;
 	uint64_t cap = (2 * (need + SF_NAMES_FIRST) + 1024 + 63) / 64 * 64;
 	if (cap > 0x7fffffff || names + cap > 0xffffffffu)
 		return UINT64_MAX; /* does not fit the u32 offsets */
@@ -72,7 +72,20 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 	uint8_t *nidx = blk + lay->nidx_off, *area = blk + lay->names_off;
 	uint32_t used = SF_NAMES_FIRST;
 	ST32(area, 0);
-	if (old && has_names(old)) {
+	bool whole = old && has_names(old);
+	for (uint32_t i = 0; whole && i < ln; i++)
+		whole = remap[i] == i;
+	if (whole && LD32(old + SB_NAMES_OFF) % 8 == 0) {
+		/* nothing dropped: the index and the used area as they are,
+		 * the area word by word (both 8-aligned) */
+		const uint8_t *onidx = old + LD32(old + SB_NIDX_OFF);
+		const uint8_t *oarea = old + LD32(old + SB_NAMES_OFF);
+		used = LD32(old + SB_NAMES_LEN);
+		for (uint32_t i = 0; i < ln; i++)
+			ST32(nidx + 4 * (size_t)i, LD32(onidx + 4 * (size_t)i));
+		for (uint32_t b = 0; b < used; b += 8)
+			ST64(area + b, LD64(oarea + b));
+	} else if (old && has_names(old)) {
 		const uint8_t *onidx = old + LD32(old + SB_NIDX_OFF);
 		const uint8_t *oarea = old + LD32(old + SB_NAMES_OFF);
 		for (uint32_t i = 0; i < ln; i++) {
