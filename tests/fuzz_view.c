@@ -115,7 +115,16 @@ struct mf {
 	uint64_t start, add, remove;
 	uint32_t size, nrows;
 	struct jsf_row rows[MAXROWS];
+	bool named; /* added with jsf_region_add_named, named by name_of */
 };
+
+/* The name the harness gives function k (its length varies with k). */
+static void name_of(const struct mf *f, uint32_t k, char *buf, size_t len)
+{
+	snprintf(buf, len, "TRACE_%u::%.*s:%llu", k, (int)(k * 7 % 40),
+		 "chunk/with/a/rather/long/path/name.lua",
+		 (unsigned long long)f->start);
+}
 
 struct model {
 	struct mf f[MAXF];
@@ -260,8 +269,16 @@ static struct jsf_region *build(struct in *in, struct model *m, bool *ok)
 			struct mf *f = &m->f[m->n];
 			gen_func(in, f);
 			f->add = m->now;
-			rc = jsf_region_add(r, f->start, f->size, f->rows,
-					    f->nrows, f->add);
+			/* flag 0x80: named adds (every other one unnamed) */
+			f->named = (flags & 0x80) && (m->n % 3 != 2);
+			char nm[96];
+			name_of(f, m->n, nm, sizeof(nm));
+			rc = f->named
+				 ? jsf_region_add_named(r, f->start, f->size,
+							f->rows, f->nrows, nm,
+							f->add)
+				 : jsf_region_add(r, f->start, f->size, f->rows,
+						  f->nrows, f->add);
 			if (rc == 0) {
 				m->n++;
 				break;
@@ -378,9 +395,11 @@ static unsigned mutate(struct in *in, struct file *f)
 	uint64_t fdeoff = le32(b, len, sf + 20), freoff = le32(b, len, sf + 24);
 	uint64_t nf = le32(b, len, sf + 8), frelen = le32(b, len, sf + 16);
 	uint64_t logoff = le32(b, len, sec + 32), logn = le32(b, len, sec + 28);
+	uint64_t nidx = le32(b, len, sec + 44), names = le32(b, len, sec + 48);
+	uint64_t nlen = le32(b, len, sec + 56);
 	struct {
 		uint64_t at, span;
-	} base[8] = {
+	} base[10] = {
 	    {0, 128},
 	    {sec, SHDR},
 	    {sf, SFHDR},
@@ -389,6 +408,8 @@ static unsigned mutate(struct in *in, struct file *f)
 	    {sec + logoff, logn * LOGENT + LOGENT},
 	    {0, len + 1},
 	    {len > 64 ? len - 64 : 0, 64},
+	    {sec + nidx, logn * 4 + 4}, /* the name index */
+	    {sec + names, nlen + 8},	/* the name area */
 	};
 	unsigned nmut = 0;
 	while (in->n && nmut < 16) {
@@ -396,8 +417,8 @@ static unsigned mutate(struct in *in, struct file *f)
 		unsigned kind = (unsigned)take(in, 1) % 12;
 		uint64_t off = take(in, 2);
 		uint64_t pos =
-		    base[sel % 8].at +
-		    off % (base[sel % 8].span ? base[sel % 8].span : 1);
+		    base[sel % 10].at +
+		    off % (base[sel % 10].span ? base[sel % 10].span : 1);
 		nmut++;
 		switch (kind) {
 		case 0:
@@ -779,6 +800,62 @@ static void read_region(bool live, const struct model *m, bool pristine,
 			}
 		}
 	}
+
+	/* Names (docs/ABI.md 1.4): documented results; a pristine region
+	 * names each function as the model does, at its own time; one that
+	 * validates has no damaged name. */
+	unsigned bad_names = 0;
+	for (unsigned ti = 0; ti < nt && !gave_up; ti++) {
+		for (uint32_t i = 0; i < m->n; i++) {
+			const struct mf *f = &m->f[i];
+			char got[48], want[96];
+			uint64_t pc = f->start + f->size / 2, t = times[ti];
+			int nr = jsf_view_name(v, pc, t, got, sizeof(got));
+			if (nr == -EAGAIN) {
+				if (!live)
+					FAIL("name: -EAGAIN post-mortem");
+				break;
+			}
+			if (nr < 0 && nr != -ENOENT && nr != -ENODATA &&
+			    nr != -EBADMSG)
+				FAIL("name %#llx t %llu: rc %d",
+				     (unsigned long long)pc,
+				     (unsigned long long)t, nr);
+			if (nr > 1024)
+				FAIL("name: rc %d", nr);
+			if (nr >= 0 &&
+			    strlen(got) != ((size_t)nr < sizeof(got) - 1
+						? (size_t)nr
+						: sizeof(got) - 1))
+				FAIL("name: rc %d but %zu bytes", nr,
+				     strlen(got));
+			bad_names += nr == -EBADMSG;
+			if (!pristine)
+				continue;
+			const struct mf *g = m_find(m, pc, t);
+			int want_rc = -ENOENT;
+			if (g && g->named) {
+				name_of(g, (uint32_t)(g - m->f), want,
+					sizeof(want));
+				want_rc = (int)strlen(want);
+			} else if (g) {
+				want_rc = -ENODATA;
+			}
+			if (nr == -ENOENT && g && g->remove)
+				continue; /* dropped history */
+			if (nr != want_rc ||
+			    (nr >= 0 && strncmp(got, want, sizeof(got) - 1)))
+				FAIL("pristine: name %#llx t %llu: rc %d '%s', "
+				     "model %d '%s'",
+				     (unsigned long long)pc,
+				     (unsigned long long)t, nr,
+				     nr >= 0 ? got : "", want_rc,
+				     want_rc >= 0 ? want : "");
+		}
+	}
+	if (vr == 0 && bad_names)
+		FAIL("region validates (%s) but %u names answer -EBADMSG", msg,
+		     bad_names);
 
 	/* A region that validates is consistent: no lookup finds damage. */
 	if (vr == 0 && ebadmsg && (strict || !fdeoff_odd))
