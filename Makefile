@@ -185,6 +185,8 @@ $(B)/$(1)/tests/$(2): $(B)/$(1)/tests/$(2).o $(call closure,$(1),$(call testdir,
 endef
 $(foreach f,rel asan tsan,$(foreach t,$(TESTS) t_states,$(eval $(call test,$(f),$(t)))))
 $(B)/rel/tests/t_states.o: tests_CPPFLAGS += $(LUAJIT_CFLAGS)
+# the sampler's records (sampler/smp_abi.h), built by a test without BPF
+$(foreach f,$(FLAVOURS),$(B)/$(f)/tests/t_profsym.o): tests_CPPFLAGS += -Isampler
 
 # --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
 # through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode

@@ -20,10 +20,10 @@ import re
 import sys
 
 RANK = {"common": 0, "sframe": 1, "perfmap": 2, "lj": 2, "audit": 3,
-        "unwind": 4, "profile": 5, "vm": 9, "cli": 9}
+        "unwind": 4, "profile": 5, "sampler": 6, "vm": 9, "cli": 9}
 FACE = {"common": "jsfenv.h", "sframe": "jitsframe.h", "perfmap": "jitdump.h",
         "lj": "lj.h", "audit": "auditlog.h", "unwind": "unwind.h",
-        "profile": "profile.h"}
+        "profile": "profile.h", "sampler": "sampler.h"}
 FREE = ("tests", "bench")  # may use internals of the libraries
 GENERATED = {"pprof.pb-c.h": "profile"}  # build/gen, generated for profile/
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -16,7 +16,7 @@
  */
 #include <linux/types.h>
 
-#include "../sampler/smp_abi.h"
+#include "smp_abi.h"
 #include "harness.h"
 #include "jitdump.h"
 #include "jitsframe.h"
