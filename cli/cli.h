@@ -123,6 +123,20 @@ struct report_opts {
 	const char *jitdump_dir;
 };
 int report_run(const struct report_opts *o);
+/* The profiles of `report` and `profile` (cli/profout.c): an unwound
+ * frame (i: its index, 0 the leaf) and a kernel pc as profile frames; the
+ * four files (stacks.folded, flamegraph.svg, flamegraph.html,
+ * profile.pb.gz) written into dir, titled `who` (messages too), the names
+ * of those written appended to wrote (" name" each). EX_OK, or EX_FAIL
+ * after a message per file that could not be written. */
+struct uframe;
+struct pframe;
+struct prof;
+struct uwstate;
+void cli_pframe(const struct uframe *f, int i, struct pframe *p);
+void cli_kframe(struct uwstate *u, uint64_t ip, int i, struct pframe *k);
+int cli_write_profiles(const struct prof *prof, const char *dir,
+		       const char *who, char *wrote, size_t wlen);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */
 int audit_replay_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
