@@ -36,6 +36,11 @@ int cli_lua_dir(char *out, size_t len, const char *name);
  * read into buf; NULL if unreadable. */
 const char *cli_proc_stat(int pid, char *buf, size_t len);
 
+/* Add the current children of process `master` to pids[*n] (at most
+ * max; those there already once): /proc/M/task/T/children, else a scan
+ * of every process's parent. */
+void cli_add_children(int *pids, int *n, int max, int master);
+
 /* LUA_CPATH = DIR/?.so;<the old one, else ";" (Lua's default)>; 0 or
  * -errno. */
 int cli_prepend_cpath(const char *dir);
