@@ -27,7 +27,7 @@ audit_DEPS   := sframe lj common
 unwind_DEPS  := sframe perfmap common
 profile_DEPS := common
 vm_DEPS      := sframe perfmap lj audit common
-cli_DEPS     := sframe perfmap audit unwind profile common
+cli_DEPS     := sframe perfmap audit unwind profile sampler common
 # what each links (beyond its DEPS' own libraries)
 unwind_LIBS  := -ldw -lelf
 profile_LIBS := -lprotobuf-c -lz

@@ -97,6 +97,7 @@ int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* `jitsframe report`'s work, for `report` and `record`: unwind the record
  * directory's samples, write its profiles, print the summary line.
