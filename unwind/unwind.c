@@ -44,6 +44,10 @@ struct traces {
 	struct tload *l;
 	size_t nl, capl;
 	uint32_t maxload;
+	/* names read from regions (jsf_view_name), interned: a frame's name
+	 * lives as long as the traces (open addressing, a power of 2) */
+	char **names;
+	size_t nnames, capnames;
 };
 
 static void take_load(const struct jd_load *l, void *ctx)
@@ -159,6 +163,9 @@ void traces_free(struct traces *t)
 	for (size_t i = 0; i < t->nl; i++)
 		free(t->l[i].name);
 	free(t->l);
+	for (size_t i = 0; i < t->capnames; i++)
+		free(t->names[i]);
+	free(t->names);
 	free(t);
 }
 
@@ -177,6 +184,58 @@ static const struct jsf_view *region_of(const struct traces *t, uint32_t pid,
 			best = g;
 	}
 	return best ? best->v : NULL;
+}
+
+static size_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return (size_t)h;
+}
+
+/* One stored copy of the string s (NULL: out of memory). */
+static const char *intern(struct traces *t, const char *s)
+{
+	if (2 * (t->nnames + 1) > t->capnames) {
+		size_t nc = t->capnames ? 2 * t->capnames : 256;
+		char **n = calloc(nc, sizeof(*n));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; i < t->capnames; i++) {
+			if (!t->names[i])
+				continue;
+			size_t h = str_hash(t->names[i]) & (nc - 1);
+			while (n[h])
+				h = (h + 1) & (nc - 1);
+			n[h] = t->names[i];
+		}
+		free(t->names);
+		t->names = n;
+		t->capnames = nc;
+	}
+	size_t h = str_hash(s) & (t->capnames - 1);
+	while (t->names[h]) {
+		if (!strcmp(t->names[h], s))
+			return t->names[h];
+		h = (h + 1) & (t->capnames - 1);
+	}
+	if (!(t->names[h] = strdup(s)))
+		return NULL;
+	t->nnames++;
+	return t->names[h];
+}
+
+/* The name the producer published in its region for the function that
+ * covered pc at ts (docs/ABI.md 1.4), or NULL: a trace no jitdump names
+ * (a process recorded without perf output, or attached to). */
+static const char *region_name(struct traces *t, const struct jsf_view *v,
+			       uint64_t pc, uint64_t ts)
+{
+	char buf[1100];
+	if (jsf_view_name(v, pc, ts, buf, sizeof(buf)) <= 0)
+		return NULL;
+	return intern(t, buf);
 }
 
 /* The jitdump name of the code at pc at time ts: the latest load at or
@@ -553,6 +612,8 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 		f->is_trace = true;
 		f->jit_area = true;
 		f->name = load_name(u->t, pid, look, ts);
+		if (!f->name)
+			f->name = region_name(u->t, v, look, ts);
 		f->symoff = look - fstart;
 		f->map_start = fstart;
 		f->map_end = fstart + fsize;
