@@ -18,18 +18,20 @@ SOMAJOR := $(call ver,MAJOR)
 # with one header as its face; DIR_DEPS are the directories it may include
 # (those below it: tests/t_layers.sh checks the include graph against
 # this). The sframe/ library is libjitsframe, the installed one. ---
-LIBDIRS := sframe perfmap lj audit unwind profile
+LIBDIRS := sframe perfmap lj audit unwind sampler profile
 common_DEPS  :=
 sframe_DEPS  :=
 perfmap_DEPS := sframe
 lj_DEPS      := sframe
 audit_DEPS   := sframe lj common
 unwind_DEPS  := sframe perfmap common
+sampler_DEPS := sframe unwind common
 profile_DEPS := common
 vm_DEPS      := sframe perfmap lj audit common
-cli_DEPS     := sframe perfmap audit unwind profile sampler common
+cli_DEPS     := sframe perfmap audit unwind sampler profile common
 # what each links (beyond its DEPS' own libraries)
 unwind_LIBS  := -ldw -lelf
+sampler_LIBS := -lbpf -lelf -lz
 profile_LIBS := -lprotobuf-c -lz
 audit_LIBS   := -lmsgpackc -ldw -lelf
 sframe_SRC  := $(wildcard sframe/*.c)
@@ -37,12 +39,14 @@ perfmap_SRC := $(wildcard perfmap/*.c)
 lj_SRC      := $(wildcard lj/*.c)
 audit_SRC   := $(wildcard audit/*.c)
 unwind_SRC  := $(wildcard unwind/*.c)
+sampler_SRC := $(filter-out %.bpf.c,$(wildcard sampler/*.c))
 profile_SRC := $(wildcard profile/*.c) $(B)/gen/pprof.pb-c.c
 vm_SRC      := $(wildcard vm/*.c)
 cli_SRC     := $(wildcard cli/*.c)
 
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 profile_CPPFLAGS := -I$(B)/gen
+sampler_CPPFLAGS := -I$(B)/gen
 vm_CPPFLAGS      := $(LUAJIT_CFLAGS)
 # the tests may look inside every library (not into vm/ or cli/)
 tests_CPPFLAGS   := $(addprefix -I,$(LIBDIRS) common) -I$(B)/gen
@@ -56,7 +60,7 @@ libfile = $(B)/$(1)/$(if $(filter sframe,$(2)),libjitsframe,libjsf_$(2)).a
 # the libraries directory $(2) links (itself, if a library, and its DEPS,
 # transitively: cli/ links audit/, which uses lj/), in link order (top
 # first), and their system libraries
-LINKORDER := profile unwind audit lj perfmap sframe
+LINKORDER := profile sampler unwind audit lj perfmap sframe
 deps_of = $(foreach d,$($(1)_DEPS),$(d) $(call deps_of,$(d)))
 closure = $(foreach d,$(filter $(2) $(call deps_of,$(2)),$(LINKORDER)),$(call libfile,$(1),$(d)))
 syslibs = $(foreach d,$(1) $($(1)_DEPS),$($(d)_LIBS))
@@ -96,6 +100,20 @@ $(foreach d,$(LIBDIRS),$(call libfile,$(1),$(d))): $(B)/$(1)/lib%.a:
 $(foreach d,$(LIBDIRS),$(eval $(call libfile,$(1),$(d)): $(patsubst %.c,$(B)/$(1)/%.o,$(patsubst $(B)/gen/%.c,gen/%.c,$($(d)_SRC)))))
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour,$(f))))
+
+# --- the in-kernel sampler (sampler/, libbpf-bootstrap style): the BPF
+# program compiled by clang against the running kernel's BTF (vmlinux.h
+# from bpftool), embedded in a skeleton (bpftool gen skeleton) that the
+# user side includes: nothing is read or downloaded at run time ---
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror
+$(B)/gen/vmlinux.h:
+	@mkdir -p $(dir $@)
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c >$@.tmp && mv $@.tmp $@
+$(B)/gen/sampler.bpf.o: sampler/sampler.bpf.c sampler/smp_abi.h $(B)/gen/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -I$(B)/gen -Isampler -c $< -o $@
+$(B)/gen/sampler.skel.h: $(B)/gen/sampler.bpf.o
+	bpftool gen skeleton $< name sampler_bpf >$@.tmp && mv $@.tmp $@
+$(foreach f,$(FLAVOURS),$(B)/$(f)/sampler/sampler.o): $(B)/gen/sampler.skel.h
 
 # --- profiles: pprof through protobuf-c (C generated from
 # profile/pprof.proto by protoc-c), gzip through zlib ---
@@ -167,6 +185,8 @@ $(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
 TESTS   += t_auditdec t_ljtrace t_profile t_api t_unwind t_find t_rjlog t_rjrows t_profsym
 TESTS   += t_names t_resident
+TESTS   += t_sampler
+TEST_DIR_t_sampler  := sampler
 TEST_DIR_t_ljrows   := lj
 TEST_DIR_t_ljtrace  := lj
 TEST_DIR_t_auditdec := audit
@@ -186,8 +206,6 @@ $(B)/$(1)/tests/$(2): $(B)/$(1)/tests/$(2).o $(call closure,$(1),$(call testdir,
 endef
 $(foreach f,rel asan tsan,$(foreach t,$(TESTS) t_states,$(eval $(call test,$(f),$(t)))))
 $(B)/rel/tests/t_states.o: tests_CPPFLAGS += $(LUAJIT_CFLAGS)
-# the sampler's records (sampler/smp_abi.h), built by a test without BPF
-$(foreach f,$(FLAVOURS),$(B)/$(f)/tests/t_profsym.o): tests_CPPFLAGS += -Isampler
 
 # --- VM exactness tests (tests/t_vm.sh): the probe called from trace code
 # through the FFI, and LD_PRELOAD shims (a faked interpreter FDE; mcode
@@ -292,7 +310,7 @@ uninstall:
 # #error, and on an #error cppcheck drops the whole configuration: it would
 # silently check nothing of profile/pprof.c. Not found, the header is
 # skipped (cppcheck needs no declarations), and that code is protoc-c's ---
-LINT_SRC := $(foreach d,$(LIBDIRS) vm cli,$(wildcard $(d)/*.c))
+LINT_SRC := $(filter-out %.bpf.c,$(foreach d,$(LIBDIRS) vm cli,$(wildcard $(d)/*.c)))
 CPPCHECK := cppcheck -q --std=c11 --enable=warning,portability --error-exitcode=1 \
 	--inline-suppr -D_GNU_SOURCE -D__x86_64__
 lint: $(patsubst %.c,$(B)/lint/%.tidy,$(LINT_SRC)) $(patsubst %.c,$(B)/lint/%.cppcheck,$(LINT_SRC))
@@ -307,7 +325,7 @@ $(B)/lint/%.cppcheck: %.c | $(B)/gen/pprof.pb-c.h
 	$(CPPCHECK) $(filter-out -I$(B)/gen,$(filter -I% -D%,$(call dirflags,$<))) $<
 	@touch $@
 
-SRC_DIRS := sframe perfmap lj audit unwind profile vm cli common
+SRC_DIRS := sframe perfmap lj audit unwind sampler profile vm cli common
 format:
 	clang-format -i $(wildcard $(addsuffix /*.[ch],$(SRC_DIRS))) tests/*.[ch] bench/*.c
 

@@ -64,12 +64,12 @@ int smp_poll(struct smp *s, int timeout_ms, smp_event_fn fn, void *ctx);
 
 /* Counters of the program and the user side. */
 struct smp_stats {
-	uint64_t samples, lost;	 /* delivered; dropped (ring full) */
+	uint64_t samples, lost;	    /* delivered; dropped (ring full) */
 	uint64_t stop[SMP_STOP__N]; /* per reason */
-	uint64_t raw;		 /* raw copies */
-	uint64_t run_ns, run_cnt; /* the kernel's bpf_stats for the program,
-				     when enabled (else 0) */
-	uint32_t objects, rows;	 /* ELF objects and rows loaded */
+	uint64_t raw;		    /* raw copies */
+	uint64_t run_ns, run_cnt;   /* the kernel's bpf_stats for the program,
+				       when enabled (else 0) */
+	uint32_t objects, rows;	    /* ELF objects and rows loaded */
 };
 void smp_stats(const struct smp *s, struct smp_stats *st);
 

@@ -9,8 +9,8 @@
 #ifndef SMP_ABI_H
 #define SMP_ABI_H
 
-#define SMP_MAX_FRAMES 128 /* user frames walked per sample (bpf_loop) */
-#define SMP_MAX_MAPS 256   /* executable mappings per process */
+#define SMP_MAX_FRAMES 128  /* user frames walked per sample (bpf_loop) */
+#define SMP_MAX_MAPS 256    /* executable mappings per process */
 #define SMP_RAW_STACK 16384 /* bytes of user stack in a raw copy */
 
 /* Why a sample's user walk ended. */
@@ -59,12 +59,15 @@ struct smp_sample {
 	__u32 pid, tid;
 	__s32 kstack; /* bpf_get_stackid of the kernel stack, < 0 none */
 	__u16 nframes;
-	__u16 stop;  /* enum smp_stop */
-	__u32 flags; /* SMP_F_* */
+	__u16 stop;    /* enum smp_stop */
+	__u32 flags;   /* SMP_F_* */
 	__u32 retries; /* region reads retried in this sample */
 	struct smp_frame frames[SMP_MAX_FRAMES];
 };
-#define SMP_F_RAW 1	/* a SMP_REC_RAW record of this id follows */
+#define SMP_F_RAW                                                              \
+	1		  /* a SMP_REC_RAW record of this id goes with it (the \
+			     program writes it just before the sample; the     \
+			     user side pairs them by id) */
 #define SMP_F_IN_KERNEL 2 /* the sample interrupted kernel code */
 
 struct smp_raw {
@@ -77,6 +80,59 @@ struct smp_raw {
 	__u32 len; /* bytes of stack copied from regs' rsp */
 	__u32 pad;
 	__u8 stack[SMP_RAW_STACK];
+};
+
+/* ---- the program's maps (sampler.c fills them) ---- */
+
+/* One executable mapping of a watched process: pc in [start, end); an
+ * ELF object's vaddr is pc - bias. */
+#define SMP_OBJ_ANON 0xffffffffu /* anonymous code: the region */
+#define SMP_OBJ_NONE 0xfffffffeu /* a file without rows */
+struct smp_map {
+	__u64 start, end, bias;
+	__u32 obj; /* index into the objs map, or SMP_OBJ_* */
+	__u32 pad;
+};
+/* Per watched process (hash map procs, key tgid): its region (producer
+ * address and mapped size; 0: none) and its sorted mappings. */
+struct smp_proc {
+	__u64 region_base, region_size;
+	__u32 nmaps, flags;
+	struct smp_map maps[SMP_MAX_MAPS];
+};
+/* An ELF object's rows: the slice [first, first + n) of the rows map. */
+struct smp_obj {
+	__u32 first, n;
+};
+/* One row: it holds from pc (an ELF vaddr) to the next row's pc. */
+enum smp_rule {
+	SMP_RULE_NONE = 0, /* no row covers the pc */
+	SMP_RULE_SP,	   /* CFA = rsp + cfa_off */
+	SMP_RULE_FP,	   /* CFA = rbp + cfa_off */
+	SMP_RULE_PLT,	   /* CFA = rsp + cfa_off + ((pc & 15) >= plt_k) * 8 */
+	SMP_RULE_UNSUP,	   /* a rule the program cannot follow */
+};
+#define SMP_ROW_FP_SAVED 1 /* rbp saved at CFA + fp_off (else unchanged) */
+#define SMP_ROW_RA_UNDEF 2 /* the outermost frame */
+struct smp_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__s16 fp_off, ra_off; /* RA at CFA + ra_off */
+	__u8 rule, flags, plt_k, pad;
+};
+#define SMP_MAX_OBJS 4096
+#define SMP_MAX_ROWS (1u << 21)
+
+/* The program's counters (a per-CPU array of one). */
+struct smp_counters {
+	__u64 samples; /* samples of watched processes */
+	__u64 lost;    /* sample records the ring buffer had no room for */
+	__u64 raw, raw_lost;
+	__u64 retries;	  /* region lookups retried */
+	__u64 kstack_err; /* bpf_get_stackid failures */
+	__u64 stop[SMP_STOP__N];
+	__u64 last_raw_ns; /* rate limit of the raw copies of NO_MAPPING */
+	__u64 seq;	   /* per-CPU sample counter */
 };
 
 #endif

@@ -20,12 +20,13 @@ import re
 import sys
 
 RANK = {"common": 0, "sframe": 1, "perfmap": 2, "lj": 2, "audit": 3,
-        "unwind": 4, "profile": 5, "sampler": 6, "vm": 9, "cli": 9}
+        "unwind": 4, "sampler": 5, "profile": 5, "vm": 9, "cli": 9}
 FACE = {"common": "jsfenv.h", "sframe": "jitsframe.h", "perfmap": "jitdump.h",
-        "lj": "lj.h", "audit": "auditlog.h", "unwind": "unwind.h",
-        "profile": "profile.h", "sampler": "sampler.h"}
+        "lj": "lj.h", "audit": "auditlog.h", "unwind": "unwind.h", "sampler": "sampler.h",
+        "profile": "profile.h"}
 FREE = ("tests", "bench")  # may use internals of the libraries
-GENERATED = {"pprof.pb-c.h": "profile"}  # build/gen, generated for profile/
+GENERATED = {"pprof.pb-c.h": "profile",  # build/gen, generated for profile/
+             "vmlinux.h": "sampler", "sampler.skel.h": "sampler"}  # and sampler/
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -52,7 +52,7 @@ else
 fi
 
 if out=$(python3 tests/layers.py . --makefile); then
-	ok "this tree: $(cat sframe/*.[ch] perfmap/*.[ch] lj/*.[ch] audit/*.[ch] unwind/*.[ch] profile/*.[ch] vm/*.[ch] cli/*.[ch] 2>/dev/null | grep -c '#include "') includes, all downward through faces, as the Makefile's DIR_DEPS allow"
+	ok "this tree: $(cat sframe/*.[ch] perfmap/*.[ch] lj/*.[ch] audit/*.[ch] unwind/*.[ch] sampler/*.[ch] profile/*.[ch] vm/*.[ch] cli/*.[ch] 2>/dev/null | grep -c '#include "') includes, all downward through faces, as the Makefile's DIR_DEPS allow"
 else
 	notok "this tree's include graph:"
 	sed 's/^/#   /' <<<"$out"

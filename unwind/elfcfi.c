@@ -505,3 +505,151 @@ int uw_elf_sp_cfa(const char *path, uint64_t vaddr, int32_t *cfa_off)
 	elfcache_free(&c);
 	return rc;
 }
+
+/* binutils' x86-64 PLT expression: rsp + 8 + ((rip & 15) >= K) << 3 */
+static bool plt_expr(const struct uw_row *r, int32_t *off, uint8_t *k)
+{
+	const Dwarf_Op *op = r->ops;
+	if (r->nops != 9 || op[0].atom != DW_OP_breg7 ||
+	    op[1].atom != DW_OP_breg16 || op[1].number != 0 ||
+	    op[2].atom != DW_OP_lit15 || op[3].atom != DW_OP_and ||
+	    op[4].atom < DW_OP_lit0 || op[4].atom > DW_OP_lit15 ||
+	    op[5].atom != DW_OP_ge || op[6].atom != DW_OP_lit3 ||
+	    op[7].atom != DW_OP_shl || op[8].atom != DW_OP_plus)
+		return false;
+	*off = (int32_t)(int64_t)op[0].number;
+	*k = (uint8_t)(op[4].atom - DW_OP_lit0);
+	return true;
+}
+
+static void xrow_from(const struct uw_row *r, struct uw_xrow *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->lo = r->lo;
+	x->hi = r->hi;
+	switch (r->cfa_rule) {
+	case UW_CFA_NONE:
+		/* a zeroed row is "no row", unless it says outermost (an
+		 * SFrame row with no CFA: RA undefined) */
+		x->cfa = UW_XCFA_NONE;
+		if (r->ra_rule == UW_RA_UNDEF)
+			x->cfa = UW_XCFA_SP, x->ra_undef = 1;
+		return;
+	case UW_CFA_SP:
+	case UW_CFA_FP:
+		x->cfa = r->cfa_rule == UW_CFA_SP ? UW_XCFA_SP : UW_XCFA_FP;
+		x->cfa_off = r->cfa_off;
+		break;
+	case UW_CFA_EXPR:
+		if (!plt_expr(r, &x->cfa_off, &x->plt_k)) {
+			x->cfa = UW_XCFA_UNSUP;
+			return;
+		}
+		x->cfa = UW_XCFA_PLT;
+		break;
+	default:
+		x->cfa = UW_XCFA_UNSUP;
+		return;
+	}
+	x->ra_undef = r->ra_rule == UW_RA_UNDEF;
+	x->ra_off = r->ra_off;
+	x->fp_saved = r->fp_rule == UW_FP_CFA;
+	x->fp_off = r->fp_off;
+}
+
+static bool xrow_same(const struct uw_xrow *a, const struct uw_xrow *b)
+{
+	return a->hi == b->lo && a->cfa == b->cfa &&
+	       a->ra_undef == b->ra_undef && a->fp_saved == b->fp_saved &&
+	       a->plt_k == b->plt_k && a->cfa_off == b->cfa_off &&
+	       a->ra_off == b->ra_off && a->fp_off == b->fp_off;
+}
+
+static int xrow_push(struct uw_xrow **v, size_t *n, size_t *cap,
+		     const struct uw_xrow *x)
+{
+	if (*n && xrow_same(&(*v)[*n - 1], x)) {
+		(*v)[*n - 1].hi = x->hi;
+		return 0;
+	}
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		struct uw_xrow *nv = realloc(*v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = *x;
+	return 0;
+}
+
+int uw_elf_rows(const char *path, struct uw_xrow **rows, size_t *n,
+		struct uw_elf_info *info)
+{
+	struct elfcache c = {0};
+	struct elfobj *o = elfobj_get(&c, path);
+	struct uw_xrow *v = NULL;
+	size_t nv = 0, cap = 0;
+	int rc = 0;
+	if (!o) {
+		elfcache_free(&c);
+		return -EINVAL;
+	}
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		memcpy(info->build_id, o->bid, sizeof(info->build_id));
+		size_t nph;
+		if (!elf_getphdrnum(o->elf, &nph))
+			for (size_t i = 0; i < nph && info->nload < 16; i++) {
+				GElf_Phdr ph;
+				if (!gelf_getphdr(o->elf, (int)i, &ph) ||
+				    ph.p_type != PT_LOAD)
+					continue;
+				info->load[info->nload].off = ph.p_offset;
+				info->load[info->nload].vaddr = ph.p_vaddr;
+				info->load[info->nload].filesz = ph.p_filesz;
+				info->load[info->nload].flags = ph.p_flags;
+				info->nload++;
+			}
+	}
+	/* gaps are skipped to the next .eh_frame FDE only when no
+	 * .debug_frame could cover them (else pc by pc) */
+	bool jump = !debug_cfi(o);
+	Elf_Scn *scn = NULL;
+	while (!rc && (scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    (sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) !=
+			(SHF_ALLOC | SHF_EXECINSTR) ||
+		    !sh.sh_size)
+			continue;
+		uint64_t a = sh.sh_addr, end = sh.sh_addr + sh.sh_size;
+		while (!rc && a < end) {
+			const struct uw_row *r = elfobj_row(&c, o, a);
+			struct uw_xrow x;
+			xrow_from(r, &x);
+			x.lo = a;
+			if (x.hi <= a || x.hi > end)
+				x.hi = end;
+			if (x.cfa == UW_XCFA_NONE && jump) {
+				uint64_t nx = elfobj_next_fde(o, a);
+				x.hi = nx > a && nx < end ? nx : end;
+			}
+			rc = xrow_push(&v, &nv, &cap, &x);
+			a = x.hi;
+		}
+	}
+	if (info) {
+		info->rows_sframe = c.rows_sframe;
+		info->rows_cfi = c.rows_cfi;
+	}
+	elfcache_free(&c);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*rows = v;
+	*n = nv;
+	return 0;
+}

@@ -183,6 +183,27 @@ static void load_ehhdr(struct elfobj *o)
 	}
 }
 
+uint64_t elfobj_next_fde(struct elfobj *o, uint64_t vaddr)
+{
+	if (!o->ehhdr_tried)
+		load_ehhdr(o);
+	size_t lo = 0, hi = o->ehn; /* first entry with start > vaddr */
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		int32_t rel;
+		memcpy(&rel, o->ehtab + 8 * m, 4);
+		if (o->ehaddr + (uint64_t)(int64_t)rel <= vaddr)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (lo >= o->ehn)
+		return UINT64_MAX;
+	int32_t rel;
+	memcpy(&rel, o->ehtab + 8 * lo, 4);
+	return o->ehaddr + (uint64_t)(int64_t)rel;
+}
+
 const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr)
 {
 	if (!o->ehhdr_tried)

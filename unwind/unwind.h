@@ -27,6 +27,44 @@ int uw_elf_symbol(const char *path, const char *name, uint64_t *vaddr);
  * -EOPNOTSUPP another CFA rule; -EINVAL not a readable ELF file. */
 int uw_elf_sp_cfa(const char *path, uint64_t vaddr, int32_t *cfa_off);
 
+/* ---- every row of one ELF file's code, for tables built ahead of time
+ * (the in-kernel sampler, sampler/): the file's executable sections
+ * walked from start to end in the rows the unwinder itself uses (.sframe
+ * where it covers, else .eh_frame, then .debug_frame), each row with the
+ * exact [lo, hi) range it holds for; the pcs no row covers as
+ * UW_XCFA_NONE rows, so that the rows tile every executable section. */
+enum uw_xcfa {
+	UW_XCFA_NONE = 0, /* no row covers [lo, hi) */
+	UW_XCFA_SP,	  /* CFA = rsp + cfa_off */
+	UW_XCFA_FP,	  /* CFA = rbp + cfa_off */
+	UW_XCFA_PLT,   /* CFA = rsp + cfa_off + ((rip & 15) >= plt_k ? 8 : 0),
+			  the DWARF expression of binutils' x86-64 PLTs */
+	UW_XCFA_UNSUP, /* another rule (an expression, a register) */
+};
+struct uw_xrow {
+	uint64_t lo, hi;
+	uint8_t cfa;	  /* enum uw_xcfa */
+	uint8_t ra_undef; /* the outermost frame: no return address */
+	uint8_t fp_saved; /* rbp saved at CFA + fp_off (else unchanged) */
+	uint8_t plt_k;
+	int32_t cfa_off, ra_off, fp_off; /* RA at CFA + ra_off */
+};
+struct uw_elf_info {
+	char build_id[130]; /* hex, "" when the file has none */
+	uint32_t nload;	    /* its PT_LOAD segments */
+	struct {
+		uint64_t off, vaddr, filesz;
+		uint32_t flags; /* PF_* */
+	} load[16];
+	uint64_t rows_sframe, rows_cfi; /* rows taken from each source */
+};
+/* All rows of path's code, sorted and tiling its executable sections, in
+ * a malloc'd array (*rows, *n; the caller frees it); info (may be NULL)
+ * gets the build-id and segments. 0, -EINVAL (not a readable ELF file),
+ * -ENOMEM. ("[vdso]": the running kernel's vDSO.) */
+int uw_elf_rows(const char *path, struct uw_xrow **rows, size_t *n,
+		struct uw_elf_info *info);
+
 /* ---- trace code (from regions) and names (from jitdumps)
  * A set of regions, one per producer process (a record directory holds
  * DIR/region and, for forked children, DIR/region-PID). A sample's trace

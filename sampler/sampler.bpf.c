@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0-only */
+/*
+ * The in-kernel stack sampler (docs/PROFILE.md): a perf_event program on
+ * cpu-clock. For a sampled task of a watched process (or any, with
+ * cfg_all) it walks the user stack from the task's user registers, one
+ * frame per bpf_loop step: the pc's mapping (procs), then its row — an ELF
+ * object's from the rows map, anonymous code's from the process's own live
+ * region read by the protocol of docs/ABI.md §3.5 with bpf_probe_read_user
+ * (bounded retries; an odd or changing seq is "busy", never waited for: the
+ * interrupted thread may be the writer) — and the caller's CFA, rbp and
+ * return address from it. One struct smp_sample per sample to the ring
+ * buffer, and a struct smp_raw (registers and stack) before it in debug
+ * mode or when the walk met an unknown mapping (rate-limited).
+ * Dual-licensed with the GPL: bpf_probe_read_user is GPL-only.
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_helpers.h>
+
+#include "smp_abi.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+const volatile __u32 cfg_max_frames = SMP_MAX_FRAMES;
+const volatile __u32 cfg_raw_every = 0;
+const volatile __u32 cfg_all = 0;
+
+#define PF_KTHREAD 0x00200000
+#define RAW_GAP_NS                                                \
+	20000000ull /* at most one unknown-mapping copy per 20 ms \
+		       and CPU */
+#define REGION_TRIES 3
+#define FRE_BUF 256 /* bytes of one function's FREs read at once */
+#define FRE_MAX 64  /* FREs scanned per function */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct smp_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SMP_MAX_OBJS);
+	__type(key, __u32);
+	__type(value, struct smp_obj);
+} objs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SMP_MAX_ROWS);
+	__type(key, __u32);
+	__type(value, struct smp_row);
+} rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 127 * sizeof(__u64));
+} kstacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct smp_counters);
+} counters SEC(".maps");
+
+/* A row as the walk applies it. */
+struct xrow {
+	__s32 cfa_off, fp_off, ra_off;
+	__u8 rule, fp_saved, outermost, plt_k;
+};
+
+/* The inner searches' state lives in the map value, not on the stack:
+ * the verifier does not track map memory, so their steps converge. */
+struct rsearch {
+	__u32 first, lo, hi, pc;
+	int err;
+};
+struct fsearch {
+	__u64 fdes, pc;
+	__u32 a, e;
+	int err;
+};
+struct frescan {
+	__u32 aw, q, fo, size, len, nfres, prev, i;
+	__s32 fixed_ra;
+	int err, found, done;
+	struct xrow x;
+};
+
+/* The walk's state, per CPU (too big for the 512-byte stack). */
+struct walk {
+	struct smp_sample s;
+	__u64 pc, sp, bp;
+	__u32 stop, max;
+	struct rsearch rs;
+	struct fsearch fsr;
+	struct frescan fr;
+	__u8 fre[2 * FRE_BUF];
+};
+struct wctx {
+	struct walk *w;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} scratch SEC(".maps");
+
+struct loopctx {
+	struct walk *w;
+	struct smp_proc *p;
+	struct smp_counters *c;
+};
+
+/* ---- ELF rows */
+/* one step of the search for the last row with row.pc <= pc */
+static long row_step(__u32 i, void *vctx)
+{
+	struct walk *w = ((struct wctx *)vctx)->w;
+	if (!w)
+		return 1;
+	struct rsearch *rs = &w->rs;
+	if (rs->lo >= rs->hi)
+		return 1;
+	__u32 m = rs->lo + (rs->hi - rs->lo) / 2, k = rs->first + m;
+	struct smp_row *r = bpf_map_lookup_elem(&rows, &k);
+	if (!r) {
+		rs->err = 1;
+		return 1;
+	}
+	if (r->pc <= rs->pc)
+		rs->lo = m + 1;
+	else
+		rs->hi = m;
+	return 0;
+}
+
+static __always_inline int elf_row(struct walk *w, __u32 obj, __u64 vaddr,
+				   struct xrow *x)
+{
+	struct smp_obj *o = bpf_map_lookup_elem(&objs, &obj);
+	if (!o || !o->n)
+		return SMP_STOP_NO_ROWS;
+	if (vaddr >= 0xffffffffull)
+		return SMP_STOP_NO_ROW;
+	struct rsearch *rs = &w->rs;
+	rs->first = o->first;
+	rs->lo = 0;
+	rs->hi = o->n;
+	rs->pc = (__u32)vaddr;
+	rs->err = 0;
+	struct wctx wc = {.w = w};
+	bpf_loop(32, row_step, &wc, 0);
+	if (rs->err || rs->lo < rs->hi)
+		return SMP_STOP_NO_ROW;
+	__u32 lo = rs->lo, first = rs->first;
+	if (!lo)
+		return SMP_STOP_NO_ROW;
+	__u32 k = first + lo - 1;
+	struct smp_row *r = bpf_map_lookup_elem(&rows, &k);
+	if (!r || r->rule == SMP_RULE_NONE)
+		return SMP_STOP_NO_ROW;
+	if (r->rule == SMP_RULE_UNSUP)
+		return SMP_STOP_UNSUP_RULE;
+	x->rule = r->rule;
+	x->cfa_off = r->cfa_off;
+	x->fp_off = r->fp_off;
+	x->ra_off = r->ra_off;
+	x->fp_saved = r->flags & SMP_ROW_FP_SAVED;
+	x->outermost = (r->flags & SMP_ROW_RA_UNDEF) != 0;
+	x->plt_k = r->plt_k;
+	return 0;
+}
+
+/* ---- the live region (docs/ABI.md §1-§3) */
+struct rhdr { /* header bytes 32..88 */
+	__u64 file_size, producer_base, create_ns, create_real;
+	__u32 pid, pad;
+	__u64 seq, sec_off;
+};
+struct bhdr {			/* section block header + SFrame header */
+	__u64 magic, total;	/* 0, 8 */
+	__u32 fde_cap, fre_cap; /* 16, 20 */
+	__u32 log_cap, log_n, log_off, sec_len; /* 24..36 */
+	__u8 res[24];				/* 40..63 */
+	__u16 sf_magic;				/* 64 */
+	__u8 sf_version, sf_flags, sf_abi;
+	__s8 fixed_fp, fixed_ra;
+	__u8 auxhdr_len;
+	__u32 num_fdes, num_fres, fre_len, fdeoff, freoff; /* 72..91 */
+} __attribute__((packed));
+
+static __always_inline __u32 ldu(const __u8 *b, __u32 p, __u32 n)
+{
+	__u32 v = b[p & (FRE_BUF - 1)];
+	if (n >= 2)
+		v |= (__u32)b[(p + 1) & (FRE_BUF - 1)] << 8;
+	if (n >= 4) {
+		v |= (__u32)b[(p + 2) & (FRE_BUF - 1)] << 16;
+		v |= (__u32)b[(p + 3) & (FRE_BUF - 1)] << 24;
+	}
+	return v;
+}
+static __always_inline __s32 lds(const __u8 *b, __u32 p, __u32 n)
+{
+	__u32 v = ldu(b, p, n);
+	if (n == 1)
+		return (__s8)v;
+	if (n == 2)
+		return (__s16)v;
+	return (__s32)v;
+}
+
+/* one step of the search for the first FDE whose start > pc */
+static long fde_step(__u32 i, void *vctx)
+{
+	struct walk *w = ((struct wctx *)vctx)->w;
+	if (!w)
+		return 1;
+	struct fsearch *fs = &w->fsr;
+	if (fs->a >= fs->e)
+		return 1;
+	__u32 m = fs->a + (fs->e - fs->a) / 2;
+	__u64 p = fs->fdes + (__u64)m * 16;
+	__s64 rel;
+	if (bpf_probe_read_user(&rel, 8, (void *)p)) {
+		fs->err = 1;
+		return 1;
+	}
+	if (p + rel <= fs->pc)
+		fs->a = m + 1;
+	else
+		fs->e = m;
+	return 0;
+}
+
+/* one FRE of the function (docs/ABI.md §2): the last whose start offset
+ * is <= fo wins */
+static long fre_step(__u32 i, void *vctx)
+{
+	struct walk *w = ((struct wctx *)vctx)->w;
+	if (!w)
+		return 1;
+	struct frescan *fr = &w->fr;
+	if (i >= fr->nfres) {
+		fr->done = 1;
+		return 1;
+	}
+	const __u8 *bf = w->fre;
+	__u32 q = fr->q, aw = fr->aw, len = fr->len;
+	if (q + aw + 1 > len) {
+		fr->err =
+		    len == FRE_BUF ? SMP_STOP_UNSUP_RULE : SMP_STOP_CORRUPT;
+		return 1;
+	}
+	__u32 so = ldu(bf, q, aw);
+	__u32 fi = bf[(q + aw) & (FRE_BUF - 1)];
+	__u32 base_sp = fi & 1, nw = (fi >> 1) & 0xf, sc = (fi >> 5) & 3;
+	if (sc > 2 || nw > 2 || (fi & 0x80) || so >= fr->size ||
+	    (i && so <= fr->prev)) {
+		fr->err = SMP_STOP_CORRUPT;
+		return 1;
+	}
+	__u32 ws = 1u << sc, fl = aw + 1 + nw * ws;
+	if (q + fl > len) {
+		fr->err =
+		    len == FRE_BUF ? SMP_STOP_UNSUP_RULE : SMP_STOP_CORRUPT;
+		return 1;
+	}
+	fr->prev = so;
+	fr->i = i + 1;
+	if (so > fr->fo) {
+		fr->done = 1;
+		return 1;
+	}
+	fr->found = 1;
+	fr->x.outermost = nw == 0;
+	fr->x.rule = base_sp ? SMP_RULE_SP : SMP_RULE_FP;
+	fr->x.cfa_off = nw ? lds(bf, q + aw + 1, ws) : 0;
+	fr->x.fp_saved = nw == 2;
+	fr->x.fp_off = nw == 2 ? lds(bf, q + aw + 1 + ws, ws) : 0;
+	fr->x.ra_off = fr->fixed_ra;
+	fr->q = q + fl;
+	return 0;
+}
+
+/* One attempt: 0 with the row and function start, or a stop reason;
+ * the caller's seq check decides whether it counts. */
+static __always_inline int region_once(struct walk *w, __u64 base, __u64 rsize,
+				       const struct rhdr *h, __u64 pc,
+				       struct xrow *x, __u64 *fs)
+{
+	__u64 fsz = h->file_size < rsize ? h->file_size : rsize;
+	__u64 off = h->sec_off;
+	struct bhdr b;
+	if (off < 4096 || (off & 7) || off + sizeof(b) > fsz)
+		return SMP_STOP_CORRUPT;
+	if (bpf_probe_read_user(&b, sizeof(b), (void *)(base + off)))
+		return SMP_STOP_NOT_RESIDENT;
+	__u64 fde_cap = b.fde_cap, fre_cap = b.fre_cap;
+	if (b.total > fsz - off ||
+	    64 + 28 + 4 + fde_cap * 16 + fre_cap > b.total)
+		return SMP_STOP_CORRUPT;
+	__u64 fdeoff = b.fdeoff, freoff = b.freoff, nf = b.num_fdes;
+	__u32 fre_len = b.fre_len;
+	if (freoff != 4 + fde_cap * 16 || fre_len > fre_cap ||
+	    fdeoff % 16 != 4 || fdeoff + nf * 16 > freoff)
+		return SMP_STOP_CORRUPT;
+	__u64 sf = base + off + 64;
+	__u64 fdes = sf + 28 + fdeoff;
+	struct fsearch *fsr = &w->fsr;
+	fsr->fdes = fdes;
+	fsr->pc = pc;
+	fsr->a = 0;
+	fsr->e = (__u32)nf;
+	fsr->err = 0;
+	struct wctx wc = {.w = w};
+	bpf_loop(32, fde_step, &wc, 0);
+	if (fsr->err)
+		return SMP_STOP_NOT_RESIDENT;
+	__u32 a = fsr->a;
+	if (a == 0 || a < fsr->e)
+		return a ? SMP_STOP_CORRUPT : SMP_STOP_NO_TRACE;
+	__u64 p = fdes + (__u64)(a - 1) * 16;
+	struct {
+		__s64 rel;
+		__u32 size, attr;
+	} f;
+	if (bpf_probe_read_user(&f, sizeof(f), (void *)p))
+		return SMP_STOP_NOT_RESIDENT;
+	__u64 start = p + f.rel;
+	if (pc - start >= f.size)
+		return SMP_STOP_NO_TRACE;
+	__u32 fo = (__u32)(pc - start);
+	if (f.attr > fre_len || fre_len - f.attr < 5)
+		return SMP_STOP_CORRUPT;
+	__u32 len = fre_len - f.attr;
+	if (len > FRE_BUF)
+		len = FRE_BUF;
+	barrier_var(len);
+	__u64 fres = sf + 28 + freoff + f.attr;
+	if (bpf_probe_read_user(w->fre, len & (2 * FRE_BUF - 1), (void *)fres))
+		return SMP_STOP_NOT_RESIDENT;
+	const __u8 *bf = w->fre;
+	__u32 nfres = ldu(bf, 0, 2), info = bf[2], info2 = bf[3];
+	__u32 t = info & 0xf;
+	if (t > 2 || (info & 0x70) || (info2 & 0x0f) || !nfres ||
+	    nfres > f.size)
+		return SMP_STOP_CORRUPT;
+	struct frescan *fr = &w->fr;
+	__builtin_memset(fr, 0, sizeof(*fr));
+	fr->aw = 1u << t;
+	fr->q = 5;
+	fr->fo = fo;
+	fr->size = f.size;
+	fr->len = len;
+	fr->nfres = nfres;
+	fr->fixed_ra = b.fixed_ra;
+	bpf_loop(FRE_MAX, fre_step, &wc, 0);
+	if (fr->err)
+		return fr->err;
+	if (!fr->done && fr->i < nfres)
+		return SMP_STOP_UNSUP_RULE; /* more FREs than scanned */
+	if (!fr->found)
+		return SMP_STOP_CORRUPT;
+	*x = fr->x;
+	*fs = start;
+	return 0;
+}
+
+static __always_inline int region_row(struct walk *w, struct smp_proc *p,
+				      struct smp_counters *c, __u64 pc,
+				      struct xrow *x, __u64 *fs)
+{
+	__u64 base = p->region_base, rsize = p->region_size;
+	if (!base)
+		return SMP_STOP_NO_REGION;
+	int rc = SMP_STOP_BUSY;
+	for (int i = 0; i < REGION_TRIES; i++) {
+		struct rhdr h;
+		if (bpf_probe_read_user(&h, sizeof(h), (void *)(base + 32)))
+			return SMP_STOP_NOT_RESIDENT;
+		if (h.seq & 1) {
+			w->s.retries++;
+			continue;
+		}
+		rc = region_once(w, base, rsize, &h, pc, x, fs);
+		__u64 s2;
+		if (bpf_probe_read_user(&s2, 8, (void *)(base + 72)))
+			return SMP_STOP_NOT_RESIDENT;
+		if (s2 == h.seq)
+			return rc;
+		w->s.retries++;
+		rc = SMP_STOP_BUSY;
+	}
+	return SMP_STOP_BUSY;
+}
+
+/* ---- one frame per step */
+static long step(__u32 i, void *vctx)
+{
+	struct loopctx *lc = vctx;
+	struct walk *w = lc->w;
+	struct smp_proc *p = lc->p;
+	if (!w || !p)
+		return 1;
+	__u32 n = w->s.nframes;
+	if (n >= SMP_MAX_FRAMES || n >= w->max) {
+		w->stop = SMP_STOP_DEPTH;
+		return 1;
+	}
+	struct smp_frame *fr = &w->s.frames[n & (SMP_MAX_FRAMES - 1)];
+	fr->pc = w->pc;
+	fr->fn_start = 0;
+	w->s.nframes = n + 1;
+	__u64 pc = w->pc, look = n ? pc - 1 : pc;
+	/* the mapping: the last one with start <= look */
+	__u32 lo = 0, hi = p->nmaps;
+	if (hi > SMP_MAX_MAPS)
+		hi = SMP_MAX_MAPS;
+	for (int k = 0; k < 9 && lo < hi; k++) {
+		__u32 m = lo + (hi - lo) / 2;
+		if (p->maps[m & (SMP_MAX_MAPS - 1)].start <= look)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (!lo) {
+		w->stop = SMP_STOP_NO_MAPPING;
+		return 1;
+	}
+	struct smp_map *m = &p->maps[(lo - 1) & (SMP_MAX_MAPS - 1)];
+	if (look >= m->end) {
+		w->stop = SMP_STOP_NO_MAPPING;
+		return 1;
+	}
+	struct xrow x = {};
+	int rc;
+	if (m->obj == SMP_OBJ_ANON) {
+		__u64 fs = 0;
+		rc = region_row(w, p, lc->c, look, &x, &fs);
+		fr->fn_start = fs;
+	} else if (m->obj == SMP_OBJ_NONE) {
+		rc = SMP_STOP_NO_ROWS;
+	} else {
+		rc = elf_row(w, m->obj, look - m->bias, &x);
+	}
+	if (rc) {
+		w->stop = rc;
+		return 1;
+	}
+	if (x.outermost) {
+		w->stop = SMP_STOP_OUTERMOST;
+		return 1;
+	}
+	__u64 cfa;
+	if (x.rule == SMP_RULE_FP)
+		cfa = w->bp + x.cfa_off;
+	else if (x.rule == SMP_RULE_PLT)
+		cfa = w->sp + x.cfa_off + ((pc & 15) >= x.plt_k ? 8 : 0);
+	else
+		cfa = w->sp + x.cfa_off;
+	__u64 ra, bp = w->bp;
+	if (bpf_probe_read_user(&ra, 8, (void *)(cfa + x.ra_off))) {
+		w->stop = SMP_STOP_READ;
+		return 1;
+	}
+	if (x.fp_saved &&
+	    bpf_probe_read_user(&bp, 8, (void *)(cfa + x.fp_off))) {
+		w->stop = SMP_STOP_READ;
+		return 1;
+	}
+	if (!ra) {
+		w->stop = SMP_STOP_OUTERMOST;
+		return 1;
+	}
+	if (cfa <= w->sp) {
+		w->stop = SMP_STOP_LOOP;
+		return 1;
+	}
+	w->pc = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	return 0;
+}
+
+static __always_inline void raw_copy(struct walk *w, struct pt_regs *regs,
+				     struct smp_counters *c)
+{
+	struct smp_raw *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		c->raw_lost++;
+		return;
+	}
+	r->kind = SMP_REC_RAW;
+	r->cpu = w->s.cpu;
+	r->id = w->s.id;
+	r->pid = w->s.pid;
+	r->tid = w->s.tid;
+	r->ip = regs->ip;
+	r->sp = regs->sp;
+	r->bp = regs->bp;
+	r->bx = regs->bx;
+	r->r12 = regs->r12;
+	r->r13 = regs->r13;
+	r->r14 = regs->r14;
+	r->r15 = regs->r15;
+	r->pad = 0;
+	/* the whole copy, else up to the end of the page of sp plus fewer
+	 * whole pages (the stack's top is a page boundary) */
+	__u64 sp = regs->sp;
+	__u32 len = 0;
+	if (!bpf_probe_read_user(r->stack, SMP_RAW_STACK, (void *)sp)) {
+		len = SMP_RAW_STACK;
+	} else {
+		__u32 head = 4096 - (sp & 4095);
+		for (int k = 3; k >= 0; k--) {
+			__u32 sz = head + (__u32)k * 4096;
+			if (sz > SMP_RAW_STACK)
+				continue;
+			if (!bpf_probe_read_user(r->stack, sz, (void *)sp)) {
+				len = sz;
+				break;
+			}
+		}
+	}
+	r->len = len;
+	bpf_ringbuf_submit(r, 0);
+	c->raw++;
+	w->s.flags |= SMP_F_RAW;
+}
+
+SEC("perf_event")
+int smp_on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32, zero = 0;
+	if (!tgid)
+		return 0; /* idle */
+	struct smp_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p && !cfg_all)
+		return 0;
+	struct walk *w = bpf_map_lookup_elem(&scratch, &zero);
+	struct smp_counters *c = bpf_map_lookup_elem(&counters, &zero);
+	if (!w || !c)
+		return 0;
+	c->samples++;
+	w->s.kind = SMP_REC_SAMPLE;
+	w->s.cpu = bpf_get_smp_processor_id();
+	w->s.id = (c->seq++ << 8) | (w->s.cpu & 0xff);
+	w->s.time_ns = bpf_ktime_get_ns();
+	w->s.pid = tgid;
+	w->s.tid = (__u32)pt;
+	w->s.nframes = 0;
+	w->s.flags = 0;
+	w->s.retries = 0;
+	w->s.kstack = -1;
+	if ((ctx->regs.csx & 3) == 0) {
+		w->s.flags |= SMP_F_IN_KERNEL;
+		w->s.kstack = bpf_get_stackid(ctx, &kstacks, 0);
+		if (w->s.kstack < 0)
+			c->kstack_err++;
+	}
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = 0;
+	if ((task->flags & PF_KTHREAD) || !task->mm) {
+		w->stop = SMP_STOP_KERNEL_ONLY;
+	} else {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		w->pc = regs->ip;
+		w->sp = regs->sp;
+		w->bp = regs->bp;
+		w->max = cfg_max_frames;
+		if (!p) {
+			/* not watched (cfg_all): the leaf alone */
+			w->s.frames[0].pc = w->pc;
+			w->s.frames[0].fn_start = 0;
+			w->s.nframes = 1;
+			w->stop = SMP_STOP_NO_MAPPING;
+		} else {
+			struct loopctx lc = {.w = w, .p = p, .c = c};
+			w->stop = SMP_STOP_DEPTH;
+			bpf_loop(SMP_MAX_FRAMES + 1, step, &lc, 0);
+		}
+	}
+	__u32 stop = w->stop;
+	w->s.stop = stop;
+	if (stop < SMP_STOP__N)
+		c->stop[stop]++;
+	c->retries += w->s.retries;
+	if (regs) {
+		int want = 0;
+		if (cfg_raw_every && (c->seq - 1) % cfg_raw_every == 0)
+			want = 1;
+		else if ((stop == SMP_STOP_NO_MAPPING ||
+			  stop == SMP_STOP_NO_ROWS) &&
+			 w->s.time_ns - c->last_raw_ns > RAW_GAP_NS) {
+			want = 1;
+			c->last_raw_ns = w->s.time_ns;
+		}
+		if (want)
+			raw_copy(w, regs, c);
+	}
+	__u32 nf = w->s.nframes;
+	if (nf > SMP_MAX_FRAMES)
+		nf = SMP_MAX_FRAMES;
+	__u64 len = sizeof(w->s) - sizeof(w->s.frames) +
+		    (__u64)nf * sizeof(struct smp_frame);
+	if (bpf_ringbuf_output(&rb, &w->s, len, 0))
+		c->lost++;
+	return 0;
+}

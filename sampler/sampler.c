@@ -1,0 +1,733 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sampler's user side (sampler.h): loads the BPF program from its
+ * skeleton (build/gen/sampler.skel.h, the object embedded), opens one
+ * cpu-clock perf event per online CPU and attaches the program to each,
+ * fills the program's maps — per watched process its executable mappings
+ * and region (procs), per ELF object its rows (objs, rows: loaded once per
+ * object, keyed by device and inode, from unwind/'s uw_elf_rows) — and
+ * reads the ring buffer (a raw copy is written just before its sample and
+ * paired with it here by id; kernel frames from the stack map).
+ */
+#include "sampler.h"
+
+#include "jitsframe.h"
+#include "sampler.skel.h"
+#include "unwind.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RAWQ 32			/* raw copies waiting for their sample */
+#define REFRESH_NS 250000000ull /* maps re-read at most every 250 ms */
+
+struct sobj {
+	char *key; /* "dev:inode" or the path */
+	uint32_t id, n;
+	int ok;
+	struct uw_elf_info info;
+};
+
+struct wproc {
+	int pid;
+	char *region; /* as given to smp_watch (NULL: discovery) */
+	uint64_t last_ns;
+};
+
+struct smp {
+	struct sampler_bpf *skel;
+	int ncpu;
+	int *pfd;
+	struct bpf_link **links;
+	struct ring_buffer *rb;
+	struct sobj *objs;
+	uint32_t nobjs, capobjs, next_row;
+	struct wproc *procs;
+	size_t nprocs, capprocs;
+	struct smp_raw *rawq[RAWQ];
+	uint32_t rawhead;
+	/* during smp_poll */
+	smp_event_fn fn;
+	void *ctx;
+	int rc, delivered;
+	uint64_t delivered_total, refreshes;
+	struct smp_sample cur;
+	uint64_t kbuf[127];
+	struct smp_proc *tmp;
+};
+
+static void msgf(char *msg, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void msgf(char *msg, size_t len, const char *fmt, ...)
+{
+	if (!msg || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* libbpf's messages: the last warning kept (the verifier's verdict), the
+ * rest only with JITSFRAME_SAMPLER_DEBUG set */
+static __thread char lastmsg[256];
+static int on_libbpf(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	if (getenv("JITSFRAME_SAMPLER_DEBUG"))
+		return vfprintf(stderr, fmt, ap);
+	if (lvl == LIBBPF_DEBUG)
+		return 0;
+	char b[256];
+	vsnprintf(b, sizeof(b), fmt, ap);
+	size_t n = strlen(b);
+	while (n && (b[n - 1] == '\n' || b[n - 1] == ' '))
+		b[--n] = 0;
+	if (n)
+		memcpy(lastmsg, b, n + 1);
+	return 0;
+}
+
+const char *smp_stop_name(unsigned stop)
+{
+	static const char *const n[SMP_STOP__N] = {
+	    [SMP_STOP_OUTERMOST] = "outermost",
+	    [SMP_STOP_NO_MAPPING] = "no mapping",
+	    [SMP_STOP_NO_ROWS] = "no rows",
+	    [SMP_STOP_NO_ROW] = "no row",
+	    [SMP_STOP_UNSUP_RULE] = "unsupported rule",
+	    [SMP_STOP_READ] = "stack read failed",
+	    [SMP_STOP_BUSY] = "region busy",
+	    [SMP_STOP_NOT_RESIDENT] = "region not resident",
+	    [SMP_STOP_NO_REGION] = "no region",
+	    [SMP_STOP_NO_TRACE] = "no trace",
+	    [SMP_STOP_CORRUPT] = "region corrupt",
+	    [SMP_STOP_DEPTH] = "too deep",
+	    [SMP_STOP_LOOP] = "loop",
+	    [SMP_STOP_KERNEL_ONLY] = "kernel thread",
+	};
+	return stop < SMP_STOP__N && n[stop] ? n[stop] : "?";
+}
+
+/* Online CPUs from /sys (a list such as "0-3,6"); 0..n-1 on failure. */
+static int online_cpus(int *cpus, int max)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	int n = 0;
+	if (f) {
+		unsigned a, b;
+		char sep;
+		while (n < max && fscanf(f, "%u", &a) == 1) {
+			b = a;
+			if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+				if (fscanf(f, "%u", &b) != 1)
+					break;
+				if (fscanf(f, "%c", &sep) != 1)
+					sep = 0;
+			}
+			for (unsigned c = a; c <= b && n < max; c++)
+				cpus[n++] = (int)c;
+			if (sep != ',')
+				break;
+		}
+		fclose(f);
+	}
+	if (!n) {
+		long k = sysconf(_SC_NPROCESSORS_ONLN);
+		for (long c = 0; c < k && n < max; c++)
+			cpus[n++] = (int)c;
+	}
+	return n;
+}
+
+static int on_rec(void *ctx, void *data, size_t size);
+
+int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
+	     size_t msglen)
+{
+	struct smp_opts op = {0};
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (o) {
+		size_t n = o->sz && o->sz < sizeof(op) ? o->sz : sizeof(op);
+		memcpy(&op, o, n);
+	}
+	if (!op.hz)
+		op.hz = 99;
+	if (!op.max_frames || op.max_frames > SMP_MAX_FRAMES)
+		op.max_frames = SMP_MAX_FRAMES;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		msgf(msg, msglen,
+		     "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s): "
+		     "the sampler needs CONFIG_DEBUG_INFO_BTF",
+		     strerror(errno));
+		return -EOPNOTSUPP;
+	}
+	struct smp *s = calloc(1, sizeof(*s));
+	if (!s || !(s->tmp = calloc(1, sizeof(*s->tmp)))) {
+		free(s);
+		return -ENOMEM;
+	}
+	libbpf_set_print(on_libbpf);
+	lastmsg[0] = 0;
+	int err;
+	s->skel = sampler_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		msgf(msg, msglen, "cannot open the BPF program: %s",
+		     strerror(-err));
+		goto fail;
+	}
+	s->skel->rodata->cfg_max_frames = op.max_frames;
+	s->skel->rodata->cfg_raw_every = op.raw_every;
+	s->skel->rodata->cfg_all = !!op.all;
+	err = sampler_bpf__load(s->skel);
+	if (err) {
+		if (err == -EPERM) {
+			msgf(msg, msglen,
+			     "no privilege to load BPF programs (run as root, "
+			     "or with CAP_BPF and CAP_PERFMON)");
+			err = -EPERM;
+		} else if (err == -ENOSYS) {
+			msgf(msg, msglen, "this kernel has no BPF (bpf(2): %s)",
+			     strerror(ENOSYS));
+		} else {
+			err = err == -EACCES ? -EINVAL : err; /* the verifier */
+			msgf(msg, msglen,
+			     "the kernel refused the BPF program: %s%s%s",
+			     strerror(-err), lastmsg[0] ? ": " : "", lastmsg);
+		}
+		goto fail;
+	}
+	int cpus[1024];
+	int n = online_cpus(cpus, 1024);
+	s->pfd = calloc((size_t)n, sizeof(int));
+	s->links = calloc((size_t)n, sizeof(*s->links));
+	if (!s->pfd || !s->links) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < n; i++) {
+		struct perf_event_attr a = {
+		    .type = PERF_TYPE_SOFTWARE,
+		    .size = sizeof(a),
+		    .config = PERF_COUNT_SW_CPU_CLOCK,
+		    .sample_freq = op.hz,
+		    .freq = 1,
+		};
+		int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpus[i], -1,
+				      PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			if (err == -EACCES || err == -EPERM) {
+				msgf(
+				    msg, msglen,
+				    "no privilege to open perf events on every "
+				    "CPU (run as root, or with CAP_PERFMON)");
+				err = -EPERM;
+			} else {
+				msgf(msg, msglen,
+				     "perf_event_open(cpu-clock, cpu %d): %s",
+				     cpus[i], strerror(-err));
+			}
+			goto fail;
+		}
+		s->pfd[s->ncpu] = fd;
+		s->ncpu++;
+		s->links[i] = bpf_program__attach_perf_event(
+		    s->skel->progs.smp_on_sample, fd);
+		if (!s->links[i]) {
+			err = -errno;
+			msgf(msg, msglen,
+			     "cannot attach the BPF program to cpu %d: %s",
+			     cpus[i], strerror(-err));
+			s->links[i] = NULL;
+			goto fail;
+		}
+	}
+	s->rb =
+	    ring_buffer__new(bpf_map__fd(s->skel->maps.rb), on_rec, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		msgf(msg, msglen, "cannot map the ring buffer: %s",
+		     strerror(-err));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	smp_close(s);
+	return err < 0 ? err : -EINVAL;
+}
+
+void smp_close(struct smp *s)
+{
+	if (!s)
+		return;
+	if (s->rb)
+		ring_buffer__free(s->rb);
+	for (int i = 0; i < s->ncpu; i++) {
+		if (s->links && s->links[i])
+			bpf_link__destroy(s->links[i]);
+		close(s->pfd[i]);
+	}
+	free(s->links);
+	free(s->pfd);
+	if (s->skel)
+		sampler_bpf__destroy(s->skel);
+	for (uint32_t i = 0; i < s->nobjs; i++)
+		free(s->objs[i].key);
+	free(s->objs);
+	for (size_t i = 0; i < s->nprocs; i++)
+		free(s->procs[i].region);
+	free(s->procs);
+	for (int i = 0; i < RAWQ; i++)
+		free(s->rawq[i]);
+	free(s->tmp);
+	free(s);
+}
+
+/* ---- ELF objects: rows loaded once each */
+
+/* The program's rows from unwind/'s: each row from its pc to the next
+ * row's, a NONE row wherever the next does not start at its end. */
+static int load_rows(struct smp *s, struct sobj *ob, const char *path)
+{
+	struct uw_xrow *xr;
+	size_t nx;
+	int err = uw_elf_rows(path, &xr, &nx, &ob->info);
+	if (err)
+		return err;
+	struct smp_row *v = calloc(2 * nx + 1, sizeof(*v));
+	if (!v) {
+		free(xr);
+		return -ENOMEM;
+	}
+	uint32_t n = 0;
+	for (size_t i = 0; i < nx; i++) {
+		const struct uw_xrow *x = &xr[i];
+		if (x->hi > 0xffffffffull)
+			break; /* the program's rows hold 32-bit vaddrs */
+		struct smp_row r = {.pc = (uint32_t)x->lo};
+		switch (x->cfa) {
+		case UW_XCFA_SP:
+			r.rule = SMP_RULE_SP;
+			break;
+		case UW_XCFA_FP:
+			r.rule = SMP_RULE_FP;
+			break;
+		case UW_XCFA_PLT:
+			r.rule = SMP_RULE_PLT;
+			break;
+		case UW_XCFA_UNSUP:
+			r.rule = SMP_RULE_UNSUP;
+			break;
+		default:
+			r.rule = SMP_RULE_NONE;
+		}
+		if (x->fp_off != (int16_t)x->fp_off ||
+		    x->ra_off != (int16_t)x->ra_off)
+			r.rule = SMP_RULE_UNSUP;
+		r.cfa_off = x->cfa_off;
+		r.fp_off = (int16_t)x->fp_off;
+		r.ra_off = (int16_t)x->ra_off;
+		r.plt_k = x->plt_k;
+		r.flags = (x->fp_saved ? SMP_ROW_FP_SAVED : 0) |
+			  (x->ra_undef ? SMP_ROW_RA_UNDEF : 0);
+		if (n && v[n - 1].pc == r.pc)
+			n--; /* an empty gap row replaced */
+		v[n++] = r;
+		if (i + 1 == nx || xr[i + 1].lo != x->hi)
+			v[n++] = (struct smp_row){.pc = (uint32_t)x->hi};
+	}
+	free(xr);
+	if (s->next_row + n > SMP_MAX_ROWS) {
+		free(v);
+		return -ENOSPC;
+	}
+	int fd = bpf_map__fd(s->skel->maps.rows);
+	uint32_t *keys = malloc((n ? n : 1) * sizeof(*keys));
+	if (!keys) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		keys[i] = s->next_row + i;
+	uint32_t cnt = n;
+	err = n ? bpf_map_update_batch(fd, keys, v, &cnt, NULL) : 0;
+	if (err) /* one by one, where batches are not supported */
+		for (uint32_t i = 0, e = 0; i < n && !e; i++)
+			err = e = bpf_map_update_elem(fd, &keys[i], &v[i], 0);
+	free(keys);
+	free(v);
+	if (err)
+		return err;
+	struct smp_obj so = {.first = s->next_row, .n = n};
+	err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.objs), &ob->id, &so,
+				  0);
+	if (err)
+		return err;
+	s->next_row += n;
+	ob->n = n;
+	return 0;
+}
+
+static struct sobj *get_obj(struct smp *s, const char *key, const char *path)
+{
+	for (uint32_t i = 0; i < s->nobjs; i++)
+		if (!strcmp(s->objs[i].key, key))
+			return &s->objs[i];
+	if (s->nobjs >= SMP_MAX_OBJS)
+		return NULL;
+	if (s->nobjs == s->capobjs) {
+		uint32_t nc = s->capobjs ? 2 * s->capobjs : 64;
+		struct sobj *no = realloc(s->objs, nc * sizeof(*no));
+		if (!no)
+			return NULL;
+		s->objs = no;
+		s->capobjs = nc;
+	}
+	struct sobj *ob = &s->objs[s->nobjs];
+	memset(ob, 0, sizeof(*ob));
+	ob->key = strdup(key);
+	if (!ob->key)
+		return NULL;
+	ob->id = s->nobjs++;
+	ob->ok = load_rows(s, ob, path) == 0;
+	return ob;
+}
+
+/* vaddr = pc - bias, through the PT_LOAD segment holding file offset
+ * pgoff (-1: none). */
+static int map_bias(const struct uw_elf_info *in, uint64_t start,
+		    uint64_t pgoff, uint64_t *bias)
+{
+	for (uint32_t i = 0; i < in->nload; i++) {
+		uint64_t off = in->load[i].off, lo = off & ~4095ull;
+		if (pgoff >= lo && pgoff < off + in->load[i].filesz) {
+			*bias = start - (pgoff - off + in->load[i].vaddr);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* ---- watched processes */
+
+static struct wproc *find_proc(struct smp *s, int pid)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+/* The region's producer address and size, from its header (docs/ABI.md
+ * §1.1), once jsf_view_open has checked it is pid's. */
+static int region_of(int pid, const char *given, uint64_t *base, uint64_t *size,
+		     char *msg, size_t msglen)
+{
+	char path[4096];
+	int err;
+	if (given) {
+		snprintf(path, sizeof(path), "%s", given);
+	} else if ((err = jsf_region_find(pid, 0, path, sizeof(path)))) {
+		return err;
+	}
+	struct jsf_view *v;
+	if ((err = jsf_view_open(&v, path))) {
+		msgf(msg, msglen, "region %s: %s", path, jsf_strerror(err));
+		return err;
+	}
+	struct jsf_view_info vi = {.sz = sizeof(vi)};
+	err = jsf_view_info(v, &vi);
+	jsf_view_close(v);
+	if (err) {
+		msgf(msg, msglen, "region %s: %s", path, jsf_strerror(err));
+		return err;
+	}
+	if (vi.producer_pid != (uint32_t)pid || !vi.live) {
+		msgf(msg, msglen, "region %s: %s", path,
+		     vi.live ? "another process's" : "its producer is gone");
+		return -ESRCH;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t h[6];
+	ssize_t r = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
+	if (fd >= 0)
+		close(fd);
+	if (r != (ssize_t)sizeof(h) || memcmp(h, "JSFREGN", 8)) {
+		msgf(msg, msglen, "region %s: unreadable header", path);
+		return -EINVAL;
+	}
+	*size = h[3]; /* max_size: what the producer mapped */
+	*base = h[5]; /* producer_base */
+	return 0;
+}
+
+int smp_watch(struct smp *s, int pid, const char *region, char *msg,
+	      size_t msglen)
+{
+	if (!s || pid <= 0)
+		return -EINVAL;
+	char p[4096];
+	snprintf(p, sizeof(p), "/proc/%d/maps", pid);
+	FILE *f = fopen(p, "re");
+	if (!f) {
+		int err = -errno;
+		msgf(msg, msglen, "%s: %s", p, strerror(errno));
+		return err;
+	}
+	struct smp_proc *pr = s->tmp;
+	memset(pr, 0, sizeof(*pr));
+	char line[4096 + 256];
+	uint32_t dropped = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, pgoff, ino;
+		char perm[8], dev[32];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %31s %llu %n", &lo, &hi,
+			   perm, &pgoff, dev, &ino, &pos) < 6 ||
+		    perm[2] != 'x')
+			continue;
+		char *name = line + pos;
+		name[strcspn(name, "\n")] = 0;
+		if (!strcmp(name, "[vsyscall]"))
+			continue;
+		if (pr->nmaps >= SMP_MAX_MAPS) {
+			dropped++;
+			continue;
+		}
+		struct smp_map *m = &pr->maps[pr->nmaps++];
+		m->start = lo;
+		m->end = hi;
+		m->obj = SMP_OBJ_ANON;
+		const char *open_path = name;
+		char key[64], alt[128];
+		if (!strcmp(name, "[vdso]")) {
+			snprintf(key, sizeof(key), "[vdso]");
+		} else if (name[0] == '/' && ino) {
+			snprintf(key, sizeof(key), "%s:%llu", dev, ino);
+			size_t nl = strlen(name);
+			if (nl > 10 && !strcmp(name + nl - 10, " (deleted)")) {
+				snprintf(alt, sizeof(alt),
+					 "/proc/%d/map_files/%llx-%llx", pid,
+					 lo, hi);
+				open_path = alt;
+			}
+		} else {
+			continue; /* anonymous code: the region */
+		}
+		struct sobj *ob = get_obj(s, key, open_path);
+		if (!ob || !ob->ok) {
+			/* a file that is no ELF object: a JIT's code
+			 * mapped from a file, looked up in the region */
+			m->obj =
+			    ob && ob->info.nload ? SMP_OBJ_NONE : SMP_OBJ_ANON;
+			continue;
+		}
+		uint64_t bias;
+		if (map_bias(&ob->info, lo, pgoff, &bias)) {
+			m->obj = SMP_OBJ_NONE;
+			continue;
+		}
+		m->bias = bias;
+		m->obj = ob->id;
+	}
+	fclose(f);
+	uint64_t base = 0, size = 0;
+	char rmsg[512] = "";
+	int rerr = region_of(pid, region, &base, &size, rmsg, sizeof(rmsg));
+	if (!rerr) {
+		pr->region_base = base;
+		pr->region_size = size;
+	}
+	int err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &pid,
+				      pr, BPF_ANY);
+	if (err) {
+		msgf(msg, msglen, "pid %d: the process table: %s", pid,
+		     strerror(-err));
+		return err;
+	}
+	struct wproc *w = find_proc(s, pid);
+	if (!w) {
+		if (s->nprocs == s->capprocs) {
+			size_t nc = s->capprocs ? 2 * s->capprocs : 16;
+			struct wproc *nw = realloc(s->procs, nc * sizeof(*nw));
+			if (!nw)
+				return -ENOMEM;
+			s->procs = nw;
+			s->capprocs = nc;
+		}
+		w = &s->procs[s->nprocs++];
+		memset(w, 0, sizeof(*w));
+		w->pid = pid;
+		w->region = region ? strdup(region) : NULL;
+	}
+	w->last_ns = now_ns();
+	if (rerr && rerr != -ENOENT && rmsg[0])
+		msgf(msg, msglen, "pid %d: %s", pid, rmsg);
+	else if (dropped)
+		msgf(msg, msglen,
+		     "pid %d: %u executable mappings beyond the first %d "
+		     "ignored",
+		     pid, dropped, SMP_MAX_MAPS);
+	else
+		msgf(msg, msglen, "pid %d: %u mappings, %s", pid, pr->nmaps,
+		     rerr ? "no region" : "region");
+	return 0;
+}
+
+void smp_unwatch(struct smp *s, int pid)
+{
+	if (!s)
+		return;
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &pid);
+	struct wproc *w = find_proc(s, pid);
+	if (w) {
+		free(w->region);
+		*w = s->procs[--s->nprocs];
+	}
+}
+
+/* ---- the ring buffer */
+
+static int on_rec(void *ctx, void *data, size_t size)
+{
+	struct smp *s = ctx;
+	if (size < 8)
+		return 0;
+	uint32_t kind;
+	memcpy(&kind, data, 4);
+	if (kind == SMP_REC_RAW) {
+		if (size < sizeof(struct smp_raw))
+			return 0;
+		uint32_t k = s->rawhead++ % RAWQ;
+		if (!s->rawq[k] &&
+		    !(s->rawq[k] = malloc(sizeof(struct smp_raw))))
+			return 0;
+		memcpy(s->rawq[k], data, sizeof(struct smp_raw));
+		return 0;
+	}
+	if (kind != SMP_REC_SAMPLE ||
+	    size < offsetof(struct smp_sample, frames))
+		return 0;
+	struct smp_sample *sm = &s->cur;
+	size_t n = size < sizeof(*sm) ? size : sizeof(*sm);
+	memcpy(sm, data, n);
+	if (sm->nframes > SMP_MAX_FRAMES)
+		sm->nframes = SMP_MAX_FRAMES;
+	size_t have = (n - offsetof(struct smp_sample, frames)) /
+		      sizeof(struct smp_frame);
+	if (sm->nframes > have)
+		sm->nframes = (uint16_t)have;
+	struct smp_event e = {.s = sm};
+	struct smp_raw *raw = NULL;
+	if (sm->flags & SMP_F_RAW)
+		for (uint32_t i = 0; i < RAWQ; i++)
+			if (s->rawq[i] && s->rawq[i]->id == sm->id &&
+			    s->rawq[i]->kind == SMP_REC_RAW) {
+				raw = s->rawq[i];
+				break;
+			}
+	if (!raw)
+		sm->flags &= ~(uint32_t)SMP_F_RAW;
+	e.raw = raw;
+	if (sm->kstack >= 0) {
+		uint32_t id = (uint32_t)sm->kstack;
+		memset(s->kbuf, 0, sizeof(s->kbuf));
+		if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.kstacks),
+					 &id, s->kbuf)) {
+			uint32_t k = 0;
+			while (k < 127 && s->kbuf[k])
+				k++;
+			e.kframes = s->kbuf;
+			e.nkframes = k;
+		}
+	}
+	s->delivered++;
+	s->delivered_total++;
+	int rc = s->fn ? s->fn(&e, s->ctx) : 0;
+	if (raw)
+		raw->kind = 0; /* used */
+	if (sm->stop == SMP_STOP_NO_MAPPING) {
+		struct wproc *w = find_proc(s, (int)sm->pid);
+		if (w && now_ns() - w->last_ns > REFRESH_NS) {
+			char m[256];
+			s->refreshes++;
+			if (smp_watch(s, w->pid, w->region, m, sizeof(m)))
+				w->last_ns = now_ns();
+		}
+	}
+	if (rc) {
+		s->rc = rc;
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+int smp_poll(struct smp *s, int timeout_ms, smp_event_fn fn, void *ctx)
+{
+	if (!s)
+		return -EINVAL;
+	s->fn = fn;
+	s->ctx = ctx;
+	s->rc = 0;
+	s->delivered = 0;
+	int err = ring_buffer__poll(s->rb, timeout_ms);
+	s->fn = NULL;
+	if (s->rc)
+		return s->rc;
+	if (err < 0 && err != -EINTR)
+		return err;
+	return s->delivered;
+}
+
+void smp_stats(const struct smp *s, struct smp_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!s)
+		return;
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu > 0) {
+		struct smp_counters *c = calloc((size_t)ncpu, sizeof(*c));
+		uint32_t zero = 0;
+		if (c && !bpf_map_lookup_elem(
+			     bpf_map__fd(s->skel->maps.counters), &zero, c)) {
+			for (int i = 0; i < ncpu; i++) {
+				st->lost += c[i].lost;
+				st->raw += c[i].raw;
+				for (int k = 0; k < SMP_STOP__N; k++)
+					st->stop[k] += c[i].stop[k];
+			}
+		}
+		free(c);
+	}
+	st->samples = s->delivered_total;
+	struct bpf_prog_info pi = {0};
+	uint32_t len = sizeof(pi);
+	if (!bpf_obj_get_info_by_fd(
+		bpf_program__fd(s->skel->progs.smp_on_sample), &pi, &len)) {
+		st->run_ns = pi.run_time_ns;
+		st->run_cnt = pi.run_cnt;
+	}
+	st->objects = s->nobjs;
+	st->rows = s->next_row;
+}
