@@ -94,10 +94,11 @@ struct kept {
 /* What is known of a sampled process on this side. */
 struct pinfo {
 	uint32_t pid;
-	bool region;	    /* found and added to the traces */
-	uint64_t next_maps; /* earliest time to reread its maps */
-	uint64_t next_find; /* earliest time to look for its region */
-	uint64_t n;	    /* samples */
+	bool region;	     /* found and added to the traces */
+	uint64_t next_maps;  /* earliest time to reread its maps */
+	uint64_t next_find;  /* earliest time to look for its region */
+	uint64_t next_watch; /* earliest time to refresh the sampler's */
+	uint64_t n;	     /* samples */
 };
 
 struct pctx {
@@ -291,6 +292,13 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	}
 	if (jit)
 		find_region(c, q, now);
+	if (s->stop == SMP_STOP_NO_MAPPING && now >= q->next_watch) {
+		/* the program's mappings changed (CMD's exec, a dlopen):
+		 * the sampler's tables again, at most every 20 ms */
+		char msg[256];
+		q->next_watch = now + 20000000ull;
+		smp_watch(c->s, (int)q->pid, NULL, msg, sizeof(msg));
+	}
 	if (e->raw)
 		check_raw(c, e);
 	/* keep it */
