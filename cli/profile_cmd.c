@@ -118,7 +118,7 @@ struct pctx {
 	size_t njdirs;
 	/* the oracle */
 	uint64_t raw, agree, undecided, differ;
-	char diffs[5][320];
+	char diffs[5][480];
 	size_t ndiffs;
 	int err;
 };
@@ -214,7 +214,7 @@ static void check_raw(struct pctx *c, const struct smp_event *e)
 			break;
 	}
 	const char *reason = NULL;
-	char buf[160];
+	char buf[320];
 	if (k == n && k == nk) {
 		c->agree++;
 		return;
@@ -246,9 +246,15 @@ static void check_raw(struct pctx *c, const struct smp_event *e)
 			 fr[k].name ? fr[k].name : "?");
 		reason = buf;
 	} else {
+		/* where they part: the first frame one walk lacks */
+		const struct uframe *u0 = k < n ? &fr[k] : NULL;
 		snprintf(buf, sizeof(buf),
-			 "kernel %d frames (%s), user %d frames (%s)", nk,
-			 smp_stop_name(s->stop), n, stop_name(why));
+			 "kernel %d frames (%s), user %d frames (%s); frame "
+			 "%d: %#llx %s in %s",
+			 nk, smp_stop_name(s->stop), n, stop_name(why), k,
+			 (unsigned long long)(u0 ? u0->pc : 0),
+			 u0 && u0->name ? u0->name : "?",
+			 u0 && u0->map_name ? u0->map_name : "?");
 		reason = buf;
 	}
 	c->differ++;
@@ -591,7 +597,7 @@ int cmd_profile(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, WHO ": cannot sample: %s%s\n",
 			msg[0] ? msg : strerror(-rc),
-			rc == -EPERM || rc == -EACCES
+			(rc == -EPERM || rc == -EACCES) && !strstr(msg, "CAP_")
 			    ? " (run as root, or with CAP_BPF and "
 			      "CAP_PERFMON)"
 			    : "");
@@ -639,7 +645,10 @@ int cmd_profile(int argc, char **argv)
 	}
 	for (int i = 0; i < npids; i++) {
 		struct pinfo *q = pinfo_of(cx, (uint32_t)pids[i]);
-		int w = smp_watch(cx->s, pids[i], NULL, msg, sizeof(msg));
+		/* CMD: watched once it has exec'd (below) */
+		int w = pids[i] == (int)child
+			    ? 0
+			    : smp_watch(cx->s, pids[i], NULL, msg, sizeof(msg));
 		if (w && ncmd == 0) {
 			fprintf(stderr, WHO ": pid %d: %s\n", pids[i], msg);
 			rc = EX_INPUT;
@@ -661,6 +670,19 @@ int cmd_profile(int argc, char **argv)
 			rc = EX_FAIL;
 		close(go);
 		go = -1;
+		/* its exec: then the sampler's tables of the program itself
+		 * (not of this one, which the child was until then) */
+		char self[PATH_MAX], pe[64], exe[PATH_MAX];
+		ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		snprintf(pe, sizeof(pe), "/proc/%d/exe", (int)child);
+		for (int i = 0; sl > 0 && i < 2000; i++) {
+			ssize_t el = readlink(pe, exe, sizeof(exe) - 1);
+			if (el < 0 || el != sl || memcmp(exe, self, (size_t)sl))
+				break;
+			usleep(500);
+		}
+		smp_watch(cx->s, (int)child, NULL, msg, sizeof(msg));
+		uw_proc_maps(cx->u, (uint32_t)child, NULL);
 	}
 	int st = 0;
 	bool exited = false;
