@@ -813,3 +813,95 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 	}
 	return -1;
 }
+
+/* ------------------------------------------------------- live processes */
+
+int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
+{
+	char path[64], line[4096 + 256];
+	if (!maps) {
+		snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+		maps = path;
+	}
+	FILE *f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	struct proc *p = proc_get(u, pid, true);
+	if (!p) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	proc_clear(p);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi,
+			   perms, &off, &name_at) < 4 ||
+		    !name_at)
+			continue;
+		char *name = line + name_at;
+		name[strcspn(name, "\n")] = 0;
+		struct pd_event e = {.kind = PD_MMAP};
+		e.u.m = (struct pd_mmap){
+		    .pid = pid,
+		    .tid = pid,
+		    .start = lo,
+		    .len = hi - lo,
+		    .pgoff = off,
+		    .prot = (perms[0] == 'r' ? PROT_READ : 0) |
+			    (perms[1] == 'w' ? PROT_WRITE : 0) |
+			    (perms[2] == 'x' ? PROT_EXEC : 0),
+		    .filename = name[0] ? name : "//anon"};
+		uw_event(u, &e, NULL, NULL, NULL);
+	}
+	fclose(f);
+	if (maps == path) {
+		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+		FILE *c = fopen(path, "re");
+		if (c && fgets(p->comm, sizeof(p->comm), c))
+			p->comm[strcspn(p->comm, "\n")] = 0;
+		if (c)
+			fclose(c);
+	}
+	return 0;
+}
+
+bool uw_frame_at(struct uwstate *u, uint32_t pid, uint64_t pc, bool caller,
+		 uint64_t ts, struct uframe *f, enum stop_reason *why)
+{
+	struct uw_row row;
+	struct proc *p = proc_get(u, pid, false);
+	enum stop_reason r =
+	    frame_at(u, p, pid, pc, caller ? pc - 1 : pc, ts, f, &row);
+	if (why)
+		*why = r;
+	return r == UW_GO;
+}
+
+int uw_unwind_regs(struct uwstate *u, uint32_t pid, uint32_t tid, uint64_t ts,
+		   const struct uw_regs *r, const void *stack, size_t len,
+		   struct uframe *fr, enum stop_reason *why)
+{
+	/* a perf sample's form: user registers bp, sp, ip (bit order) */
+	uint64_t regs[3] = {r->bp, r->sp, r->ip};
+	struct pd_sample s = {
+	    .pid = pid,
+	    .tid = tid,
+	    .time = ts,
+	    .ip = r->ip,
+	    .regs_abi = 2, /* PERF_SAMPLE_REGS_ABI_64 */
+	    .regs_mask =
+		1ull << PD_REG_BP | 1ull << PD_REG_SP | 1ull << PD_REG_IP,
+	    .regs = (const unsigned char *)regs,
+	    .stack_size = len,
+	    .stack = stack,
+	};
+	return unwind(u, proc_get(u, pid, false), &s, ts, fr, why);
+}
+
+const char *uw_comm(struct uwstate *u, uint32_t pid)
+{
+	struct proc *p = proc_get(u, pid, false);
+	return p && p->comm[0] ? p->comm : NULL;
+}
