@@ -199,17 +199,27 @@ static void print_row(FILE *f, const struct jsf_row *r, bool json)
 struct dump_ctx {
 	bool json;
 	unsigned n;
+	const struct jsf_view *v;
 };
 
 static int dump_one(const struct jsf_func *f, void *arg)
 {
 	struct dump_ctx *d = arg;
+	/* its name, if the producer published one (the instance added then) */
+	char name[1040];
+	bool named = d->v && jsf_view_name(d->v, f->start, f->add_ns, name,
+					   sizeof(name)) > 0;
 	if (d->json) {
 		printf("%s{\"start\":%" PRIu64
 		       ",\"size\":%u,\"added_ns\":%" PRIu64
-		       ",\"removed_ns\":%" PRIu64 ",\"rows\":[",
+		       ",\"removed_ns\":%" PRIu64,
 		       d->n ? "," : "", f->start, f->size, f->add_ns,
 		       f->remove_ns);
+		if (named) {
+			printf(",\"name\":");
+			json_str(stdout, name);
+		}
+		printf(",\"rows\":[");
 		for (uint32_t i = 0; i < f->nrows; i++) {
 			if (i)
 				putchar(',');
@@ -221,7 +231,10 @@ static int dump_one(const struct jsf_func *f, void *arg)
 		       f->start, f->start + f->size, f->size, f->add_ns);
 		if (f->remove_ns)
 			printf(", removed %" PRIu64, f->remove_ns);
-		printf(", %u rows\n", f->nrows);
+		printf(", %u rows", f->nrows);
+		if (named)
+			printf(", %s", name);
+		putchar('\n');
 		for (uint32_t i = 0; i < f->nrows; i++)
 			print_row(stdout, &f->rows[i], false);
 	}
@@ -255,7 +268,7 @@ static int do_dump(const char *path, const struct ropts *o)
 		return EX_FAIL;
 	}
 	uint64_t at = o->all ? JSF_ALL : o->has_at ? o->at : 0;
-	struct dump_ctx d = {o->json, 0};
+	struct dump_ctx d = {o->json, 0, v};
 	const char *state = info.live	  ? "live"
 			    : info.closed ? "closed"
 					  : "producer gone";

@@ -38,5 +38,23 @@ fi
 if "$J" region validate "$T/rec/region" >"$T/val" 2>&1; then ok "its region validates: $(cat "$T/val")"; else
 	notok "its region validates" "$(cat "$T/val")"
 fi
+# names without any perf sink (jitsframe run: region only): each trace's
+# name in the region is where LuaJIT itself says it starts (-jv, on the
+# same run: ground truth independent of the module)
+for W2 in bench/workloads/numeric.lua bench/workloads/sidetraces.lua; do
+	b=$(basename "$W2" .lua)
+	"$J" run --quiet --region "$T/$b.region" -- $LJ -jv="$T/$b.jv" "$W2" 0.2 >/dev/null 2>"$T/$b.err"
+	"$J" region dump --all "$T/$b.region" 2>/dev/null | sed -nE 's/.* rows, TRACE_([0-9]+)::(.*)$/\1 \2/p' | sed -E 's#^([0-9]+) .*/#\1 #' >"$T/$b.names"
+	# -jv: [TRACE   3 (1/4) file:line ...] -> 3 file:line (-jv drops the
+	# chunk's directories; so do the names compared)
+	sed -nE 's/^\[TRACE +([0-9]+) (\([0-9]+\/[0-9]+\) )?([^ ]+:[0-9]+).*/\1 \3/p' "$T/$b.jv" >"$T/$b.want"
+	got=$(wc -l <"$T/$b.names") want=$(wc -l <"$T/$b.want")
+	if [ "$got" -gt 0 ] && [ "$got" = "$want" ] && cmp -s <(sort "$T/$b.names") <(sort "$T/$b.want"); then
+		ok "run (no perf sink), $b: all $got traces named in the region where -jv says they start"
+	else
+		notok "run (no perf sink), $b: region names = -jv's starts" "region $got, -jv $want" \
+			"$(diff <(sort "$T/$b.names") <(sort "$T/$b.want") | head -n 6)" "$(head -3 "$T/$b.err")"
+	fi
+done
 echo "1..$n"
 [ $fails -eq 0 ]

@@ -240,6 +240,9 @@ VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
 	return NULL;
 }
 
+VM_HOT static void start_pos_pending(lua_State *L, struct lstate *s,
+				     struct tinfo *ti, uint32_t tr, int need);
+
 VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 			   uint32_t tr)
 {
@@ -254,11 +257,14 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	/* A stop for a known number: the old trace is gone (freed by the GC,
 	 * which sends no event). */
 	vm_unpublish(m, ti, now);
-	uint32_t line = ti->line;
+	uint32_t line = ti->line, start_pc = ti->start_pc;
+	uint8_t pending = ti->pos_pending;
 	char file[sizeof(ti->file)];
 	memcpy(file, ti->file, sizeof(file));
 	memset(ti, 0, sizeof(*ti));
 	ti->line = line; /* from the "start" event */
+	ti->start_pc = start_pc;
+	ti->pos_pending = pending;
 	memcpy(ti->file, file, sizeof(file));
 	struct facts f;
 	const char *why = trace_facts(m, L, s, tr, &f);
@@ -287,22 +293,23 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	ti->spadj = o.spadj;
 	ti->nrows = (uint8_t)o.nrows;
 	memcpy(ti->rows, o.rows, sizeof(o.rows));
+	start_pos_pending(L, s, ti, tr, 1);
 	vm_publish(m, s, ti, tr, now);
 out:
+	start_pos_pending(L, s, ti, tr, 0);
 	lua_settop(L, top);
 }
 
-/* "start": tr, func, pc: remember where the trace begins in the source. */
-VM_HOT static void on_start(lua_State *L, struct lstate *s, uint32_t tr)
+/* Where a trace begins in the source: funcinfo(func, pc) of the function
+ * and pc at stack indexes fidx, pcidx (absolute) into ti->file, ti->line. */
+VM_HOT static void start_pos(lua_State *L, struct lstate *s, struct tinfo *ti,
+			     int fidx, int pcidx)
 {
 	int top = lua_gettop(L);
-	struct tinfo *ti = slot(s, tr);
-	if (!ti)
-		return;
 	ti->line = 0;
 	ti->file[0] = 0;
-	lua_pushvalue(L, 3);
-	lua_pushvalue(L, 4);
+	lua_pushvalue(L, fidx);
+	lua_pushvalue(L, pcidx);
 	if (lua_isfunction(L, -2) && util_call(L, s, "funcinfo", 2, 1) == 0 &&
 	    lua_istable(L, -1)) {
 		lua_getfield(L, -1, "currentline");
@@ -322,6 +329,58 @@ VM_HOT static void on_start(lua_State *L, struct lstate *s, uint32_t tr)
 					*c = '_';
 		}
 	}
+	lua_settop(L, top);
+}
+
+/* "start": tr, func, pc: remember where the trace begins in the source.
+ * With perf's sinks on, at once (perf names the trace at its stop, as
+ * before). Otherwise the name is for the region only: keep the function
+ * and pc (one table store: most starts end in an abort, sidetraces has
+ * some 16 attempts per trace) and look it up when the trace stops. */
+VM_HOT static void on_start(struct vmod *m, lua_State *L, struct lstate *s,
+			    uint32_t tr)
+{
+	struct tinfo *ti = slot(s, tr);
+	if (!ti)
+		return;
+	ti->pos_pending = 0;
+	if (m->jd || m->pm) {
+		start_pos(L, s, ti, 3, 4);
+		return;
+	}
+	ti->line = 0;
+	ti->file[0] = 0;
+	if (!lua_isfunction(L, 3))
+		return;
+	if (s->starts_ref == LUA_NOREF) {
+		lua_createtable(L, 64, 0);
+		s->starts_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->starts_ref);
+	lua_pushvalue(L, 3);
+	lua_rawseti(L, -2, (int)tr);
+	lua_pop(L, 1);
+	ti->start_pc = (uint32_t)lua_tointeger(L, 4);
+	ti->pos_pending = 1;
+}
+
+/* The pending start position of trace tr, now that it stopped (and is
+ * published: need 1) or not (need 0: only the reference goes). */
+VM_HOT static void start_pos_pending(lua_State *L, struct lstate *s,
+				     struct tinfo *ti, uint32_t tr, int need)
+{
+	if (!ti->pos_pending || s->starts_ref == LUA_NOREF)
+		return;
+	ti->pos_pending = 0;
+	int top = lua_gettop(L);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->starts_ref);
+	if (need) {
+		lua_rawgeti(L, -1, (int)tr);
+		lua_pushinteger(L, ti->start_pc);
+		start_pos(L, s, ti, top + 2, top + 3);
+	}
+	lua_pushnil(L);
+	lua_rawseti(L, top + 1, (int)tr);
 	lua_settop(L, top);
 }
 
@@ -353,8 +412,8 @@ VM_HOT static void handle(lua_State *L, struct lstate *s)
 			on_stop(m, L, s, (uint32_t)lua_tointeger(L, 2));
 		else if (flush)
 			vm_on_flush(m, s);
-		else if (m->jd || m->pm) /* start: names are for perf only */
-			on_start(L, s, (uint32_t)lua_tointeger(L, 2));
+		else /* start: names, for perf and the region */
+			on_start(m, L, s, (uint32_t)lua_tointeger(L, 2));
 	} else if (!m->failed) {
 		m->failed = 1;
 	}
@@ -411,6 +470,7 @@ struct lstate *vm_new_state(struct vmod *m, lua_State *L)
 	memset(s, 0, sizeof(*s));
 	s->m = m;
 	s->chains_ref = s->orig_ref = s->disps_ref = s->util_ref = LUA_NOREF;
+	s->starts_ref = LUA_NOREF;
 	lua_newtable(L);
 	lua_pushcfunction(L, state_gc);
 	lua_setfield(L, -2, "__gc");

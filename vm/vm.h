@@ -32,6 +32,8 @@ struct tinfo {
 	uint8_t live;
 	struct jsf_row rows[LJ_MAX_ROWS];
 	uint32_t line;		/* Lua source line where the trace starts */
+	uint32_t start_pc;	/* its start's bytecode pc, while pos_pending */
+	uint8_t pos_pending;	/* file/line not looked up yet (see on_start) */
 	uint64_t eh_lo, map_hi; /* where its jitdump unwind data went */
 	char file[96];		/* its chunk name */
 };
@@ -92,6 +94,10 @@ struct lstate {
 	/* chains_ref: event name -> the handlers others attached, called
 	 * after ours; disps_ref: event name -> our dispatcher for it */
 	int chains_ref, orig_ref, disps_ref, util_ref;
+	/* starts_ref: trace number -> the function its last start began in,
+	 * until that trace stops (its name is looked up then, not per
+	 * attempt); LUA_NOREF until first needed */
+	int starts_ref;
 };
 
 /* The code every trace event runs, from several files, placed together
