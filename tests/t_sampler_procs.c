@@ -710,6 +710,7 @@ int main(void)
 	smp_close(s);
 	for (int i = 0; i < a.nlj; i++)
 		lj_free(a.lj[i]);
+	free(a.kpcs);
 	memset(&a, 0, sizeof(a));
 
 	/* ---- opts.follow: a watched parent's child */
@@ -780,6 +781,70 @@ int main(void)
 		smp_close(s);
 		s = NULL;
 	}
+	free(a.kpcs);
+	memset(&a, 0, sizeof(a));
+
+	/* ---- pid reuse: an entry made for a process after its exit (a
+	 * zombie watched: no exit record follows), its pid then given to a
+	 * new process (kernel.ns_last_pid) */
+	CASE("pid reuse: a new process with a watched pid is never walked "
+	     "through the old one's tables")
+	{
+		err = open_s(&s, 0, 0, 0, msg, sizeof(msg));
+		CHECK(err == 0, "smp_open: %s", msg);
+		if (err)
+			break;
+		int x = fork();
+		if (x == 0)
+			_exit(0);
+		/* x a zombie: watched now, after its exit */
+		usleep(50000);
+		err = smp_watch(s, x, NULL, msg, sizeof(msg));
+		CHECK(err == 0, "smp_watch of the zombie: %s", msg);
+		waitpid(x, NULL, 0);
+		struct cchild y = {0};
+		y.t = truth = new_truth();
+		for (int tries = 0; tries < 50 && y.pid != x; tries++) {
+			kill_wait(y.pid);
+			y.pid = 0;
+			FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+			if (!f)
+				break;
+			fprintf(f, "%d", x - 1);
+			fclose(f);
+			y.pid = fork();
+			if (y.pid == 0)
+				for (;;)
+					chain_a();
+		}
+		if (y.pid != x) {
+			printf("# SKIP pid reuse: pid %d not had again (got "
+			       "%d)\n",
+			       x, y.pid);
+			kill_wait(y.pid);
+			smp_close(s);
+			s = NULL;
+			break;
+		}
+		usleep(300000); /* y runs on; no poll, no sweep */
+		a.c[a.nc++] = &y;
+		drain(s, &a, 300);
+		struct smp_stats st;
+		smp_stats(s, &st);
+		print_stats(s);
+		printf("# pid %d again: %llu samples delivered\n", y.pid,
+		       (unsigned long long)y.samples);
+		CHECK(y.samples == 0, "%llu samples of the new process",
+		      (unsigned long long)y.samples);
+		CHECK(st.reused >= 1, "%llu reused",
+		      (unsigned long long)st.reused);
+		CHECK(!watched(s, y.pid) && st.kprocs == 0,
+		      "still watched (kernel %u)", st.kprocs);
+		kill_wait(y.pid);
+		smp_close(s);
+		s = NULL;
+	}
+	free(a.kpcs);
 	memset(&a, 0, sizeof(a));
 
 	/* ---- opts.all: processes started after smp_open */
@@ -837,6 +902,7 @@ int main(void)
 		smp_close(s);
 		s = NULL;
 	}
+	free(a.kpcs);
 	memset(&a, 0, sizeof(a));
 
 	/* ---- stack map collisions counted */
