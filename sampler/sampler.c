@@ -592,8 +592,13 @@ static int region_of(int pid, const char *given, uint64_t *base, uint64_t *size,
 
 static void drop_proc(struct smp *s, struct wproc *w)
 {
+	size_t i = (size_t)(w - s->procs), last = --s->nprocs;
 	free(w->region);
-	*w = s->procs[--s->nprocs];
+	w->region = NULL;
+	if (i != last) {
+		s->procs[i] = s->procs[last];
+		s->procs[last].region = NULL;
+	}
 }
 
 int smp_watch(struct smp *s, int pid, const char *region, char *msg,
@@ -943,9 +948,8 @@ static int on_rec(void *ctx, void *data, size_t size)
 	if (sm->flags & SMP_F_UNWATCHED) {
 		/* opts.all: a process seen for the first time (or one the
 		 * program dropped: its entry re-made) */
-		if (!w && sm->stop != SMP_STOP_KERNEL_ONLY)
-			auto_watch(s, (int)sm->pid, now);
-		else if (w && now - w->last_ns > REFRESH_NS)
+		if (w ? now - w->last_ns > REFRESH_NS
+		      : sm->stop != SMP_STOP_KERNEL_ONLY)
 			auto_watch(s, (int)sm->pid, now);
 	} else if (w && sm->stop == SMP_STOP_NO_MAPPING) {
 		uint64_t gap =

@@ -905,6 +905,38 @@ int main(void)
 	free(a.kpcs);
 	memset(&a, 0, sizeof(a));
 
+	/* ---- the table's cap */
+	CASE("opts.max_procs = 2: a third process is refused with -ENOSPC, "
+	     "said and counted")
+	{
+		struct smp_opts o = {.sz = sizeof(o), .max_procs = 2};
+		err = smp_open(&s, &o, msg, sizeof(msg));
+		CHECK(err == 0, "smp_open: %s", msg);
+		if (err)
+			break;
+		int k[3], w[3];
+		for (int i = 0; i < 3; i++) {
+			k[i] = fork();
+			if (k[i] == 0)
+				for (;;)
+					pause();
+			w[i] = smp_watch(s, k[i], NULL, msg, sizeof(msg));
+		}
+		printf("# %s\n", msg);
+		struct smp_stats st;
+		smp_stats(s, &st);
+		CHECK(w[0] == 0 && w[1] == 0 && w[2] == -ENOSPC,
+		      "smp_watch: %d %d %d", w[0], w[1], w[2]);
+		CHECK(strstr(msg, "full") != NULL, "%s", msg);
+		CHECK(st.procs_full == 1 && st.procs == 2 && st.kprocs == 2,
+		      "full %llu, %u watched, %u in the kernel",
+		      (unsigned long long)st.procs_full, st.procs, st.kprocs);
+		for (int i = 0; i < 3; i++)
+			kill_wait(k[i]);
+		smp_close(s);
+		s = NULL;
+	}
+
 	/* ---- stack map collisions counted */
 	CASE("a kernel stack map of 2 entries: collisions counted, every "
 	     "in-kernel sample without its stack among the errors")
