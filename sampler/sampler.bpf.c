@@ -16,6 +16,7 @@
 #include "vmlinux.h"
 
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "smp_abi.h"
 
@@ -24,8 +25,11 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u32 cfg_max_frames = SMP_MAX_FRAMES;
 const volatile __u32 cfg_raw_every = 0;
 const volatile __u32 cfg_all = 0;
+const volatile __u32 cfg_follow = 0;
 
 #define PF_KTHREAD 0x00200000
+#define EEXIST_ 17
+#define PROT_EXEC_ 4
 #define RAW_GAP_NS                                                \
 	20000000ull /* at most one unknown-mapping copy per 20 ms \
 		       and CPU */
@@ -542,6 +546,13 @@ static __always_inline void raw_copy(struct walk *w, struct pt_regs *regs,
 	w->s.flags |= SMP_F_RAW;
 }
 
+/* /proc/PID/stat's start time (field 22): the group leader's boot-time
+ * start in USER_HZ ticks */
+static __always_inline __u64 start_ticks(struct task_struct *t)
+{
+	return t->group_leader->start_boottime / (1000000000ull / SMP_USER_HZ);
+}
+
 SEC("perf_event")
 int smp_on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -570,10 +581,24 @@ int smp_on_sample(struct bpf_perf_event_data *ctx)
 	if ((ctx->regs.csx & 3) == 0) {
 		w->s.flags |= SMP_F_IN_KERNEL;
 		w->s.kstack = bpf_get_stackid(ctx, &kstacks, 0);
-		if (w->s.kstack < 0)
+		if (w->s.kstack < 0) {
 			c->kstack_err++;
+			if (w->s.kstack == -EEXIST_)
+				c->kstack_collide++;
+		}
 	}
 	struct task_struct *task = bpf_get_current_task_btf();
+	if (p && p->start_ticks && start_ticks(task) != p->start_ticks) {
+		/* another process with the pid of one that was watched (its
+		 * exit missed): never walked through the old one's tables */
+		bpf_map_delete_elem(&procs, &tgid);
+		c->reused++;
+		p = 0;
+		if (!cfg_all) {
+			c->samples--;
+			return 0;
+		}
+	}
 	struct pt_regs *regs = 0;
 	if ((task->flags & PF_KTHREAD) || !task->mm) {
 		w->stop = SMP_STOP_KERNEL_ONLY;
@@ -588,11 +613,15 @@ int smp_on_sample(struct bpf_perf_event_data *ctx)
 			w->s.frames[0].pc = w->pc;
 			w->s.frames[0].fn_start = 0;
 			w->s.nframes = 1;
+			w->s.flags |= SMP_F_UNWATCHED;
 			w->stop = SMP_STOP_NO_MAPPING;
 		} else {
 			struct loopctx lc = {.w = w, .p = p, .c = c};
 			w->stop = SMP_STOP_DEPTH;
 			bpf_loop(SMP_MAX_FRAMES + 1, step, &lc, 0);
+			if (w->stop == SMP_STOP_NO_MAPPING &&
+			    (p->flags & SMP_PROC_MAPS_CHANGED))
+				w->s.flags |= SMP_F_MAPS_CHANGED;
 		}
 	}
 	__u32 stop = w->stop;
@@ -626,5 +655,130 @@ int smp_on_sample(struct bpf_perf_event_data *ctx)
 		       : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&rb, &w->s, len, fl))
 		c->lost++;
+	return 0;
+}
+
+/* ---- process lifecycle: the tables follow exec, exit and fork by
+ * themselves; a small record tells the user side */
+static __always_inline void emit_ev(__u32 ev, __u32 pid, __u32 ppid,
+				    struct task_struct *t,
+				    struct smp_counters *c)
+{
+	struct smp_proc_ev *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		if (c)
+			c->ev_lost++;
+		return;
+	}
+	e->kind = SMP_REC_PROC;
+	e->ev = ev;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->time_ns = bpf_ktime_get_ns();
+	e->start_ticks = start_ticks(t);
+	bpf_probe_read_kernel(e->comm, sizeof(e->comm), &t->comm);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline struct smp_counters *counters_of(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+/* a new image: the old one's mappings and region are no longer its own */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(smp_on_exec, struct task_struct *t, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	__u32 tgid = t->tgid;
+	struct smp_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return 0;
+	p->nmaps = 0;
+	p->region_base = 0;
+	p->region_size = 0;
+	p->flags = 0;
+	struct smp_counters *c = counters_of();
+	if (c)
+		c->execs++;
+	emit_ev(SMP_EV_EXEC, tgid, (__u32)old_pid, t, c);
+	return 0;
+}
+
+/* the last thread gone: the entry freed */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(smp_on_exit, struct task_struct *t, bool group_dead)
+{
+	if (!group_dead)
+		return 0;
+	__u32 tgid = t->tgid;
+	if (bpf_map_delete_elem(&procs, &tgid))
+		return 0; /* not watched */
+	struct smp_counters *c = counters_of();
+	if (c)
+		c->exits++;
+	emit_ev(SMP_EV_EXIT, tgid, 0, t, c);
+	return 0;
+}
+
+/* a child of a watched process (cfg_follow, cfg_all): the parent's
+ * mappings (fork copies them), no region (the parent's serves the parent
+ * only); the child does not run before this returns */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(smp_on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (!cfg_follow && !cfg_all)
+		return 0;
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	if (ctgid == ptgid)
+		return 0; /* a thread */
+	struct smp_proc *p = bpf_map_lookup_elem(&procs, &ptgid);
+	if (!p)
+		return 0;
+	struct smp_counters *c = counters_of();
+	if (bpf_map_update_elem(&procs, &ctgid, p, BPF_ANY)) {
+		if (c)
+			c->fork_full++;
+	} else {
+		struct smp_proc *q = bpf_map_lookup_elem(&procs, &ctgid);
+		if (q) {
+			q->region_base = 0;
+			q->region_size = 0;
+			q->flags = 0;
+			q->start_ticks = start_ticks(child);
+		}
+	}
+	if (c)
+		c->forks++;
+	emit_ev(SMP_EV_FORK, ctgid, ptgid, child, c);
+	return 0;
+}
+
+/* executable code mapped or made executable: the process's table may
+ * lack it; its next unknown pc says so (SMP_F_MAPS_CHANGED) */
+static __always_inline void maps_changed(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct smp_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	if (p)
+		p->flags |= SMP_PROC_MAPS_CHANGED;
+}
+
+SEC("fentry/do_mmap")
+int BPF_PROG(smp_on_mmap, struct file *file, unsigned long addr,
+	     unsigned long len, unsigned long prot)
+{
+	if (prot & PROT_EXEC_)
+		maps_changed();
+	return 0;
+}
+
+SEC("fentry/do_mprotect_pkey")
+int BPF_PROG(smp_on_mprotect, unsigned long start, size_t len,
+	     unsigned long prot)
+{
+	if (prot & PROT_EXEC_)
+		maps_changed();
 	return 0;
 }

@@ -29,7 +29,21 @@
 #include <unistd.h>
 
 #define RAWQ 32			/* raw copies waiting for their sample */
-#define REFRESH_NS 250000000ull /* maps re-read at most every 250 ms */
+#define REFRESH_NS 250000000ull /* an unwatched process re-watched */
+/* A pc in no known mapping: the mappings re-read after GAP_MIN, the gap
+ * doubled (up to GAP_MAX) each time that found nothing new, back to
+ * GAP_MIN when it did; CHANGED_NS after an executable mmap/mprotect */
+#define GAP_MIN 20000000ull
+#define GAP_MAX 2000000000ull
+#define CHANGED_NS 5000000ull
+#define REGION_NS 100000000ull /* a missing region looked for every 100 ms */
+#define SWEEP_NS 1000000000ull /* the table checked against /proc each 1 s */
+#define SWEEP_MAX 64	       /* processes checked per poll */
+#define AUTO_BURST 32	       /* opts.all: new processes watched at once */
+#define AUTO_PER_S 200	       /* ... and per second */
+#define NEG 64		       /* processes that could not be watched */
+#define NEG_NS 1000000000ull   /* ... not tried again for 1 s */
+#define KPROCS_MAX 4096	       /* the procs map's size (sampler.bpf.c) */
 
 struct sobj {
 	char *key; /* "dev:inode" or the path */
@@ -41,7 +55,10 @@ struct sobj {
 struct wproc {
 	int pid;
 	char *region; /* as given to smp_watch (NULL: discovery) */
-	uint64_t last_ns;
+	uint64_t last_ns, region_ns;
+	uint64_t start_ticks; /* with pid, the process */
+	uint64_t gap_ns, maps_sig;
+	int has_region;
 };
 
 struct smp {
@@ -56,6 +73,15 @@ struct smp {
 	size_t nprocs, capprocs;
 	struct smp_raw *rawq[RAWQ];
 	uint32_t rawhead;
+	struct smp_opts op;
+	/* lifecycle and opts.all */
+	uint64_t procs_full, auto_watched, next_sweep, auto_tokens_ns;
+	size_t sweep_at;
+	struct {
+		int pid;
+		uint64_t until;
+	} neg[NEG];
+	uint32_t neghead;
 	/* during smp_poll */
 	smp_event_fn fn;
 	void *ctx;
@@ -158,6 +184,25 @@ static int online_cpus(int *cpus, int max)
 
 static int on_rec(void *ctx, void *data, size_t size);
 
+static int load(struct smp *s, const struct smp_opts *op, int hooks)
+{
+	s->skel->rodata->cfg_max_frames = op->max_frames;
+	s->skel->rodata->cfg_raw_every = op->raw_every;
+	s->skel->rodata->cfg_all = !!op->all;
+	s->skel->rodata->cfg_follow = !!op->follow;
+	if (op->kstack_entries)
+		bpf_map__set_max_entries(s->skel->maps.kstacks,
+					 op->kstack_entries);
+	if (!hooks ||
+	    libbpf_find_vmlinux_btf_id("do_mmap", BPF_TRACE_FENTRY) < 0)
+		bpf_program__set_autoload(s->skel->progs.smp_on_mmap, false);
+	if (!hooks || libbpf_find_vmlinux_btf_id("do_mprotect_pkey",
+						 BPF_TRACE_FENTRY) < 0)
+		bpf_program__set_autoload(s->skel->progs.smp_on_mprotect,
+					  false);
+	return sampler_bpf__load(s->skel);
+}
+
 int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
 	     size_t msglen)
 {
@@ -173,6 +218,8 @@ int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
 		op.hz = 99;
 	if (!op.max_frames || op.max_frames > SMP_MAX_FRAMES)
 		op.max_frames = SMP_MAX_FRAMES;
+	if (!op.max_procs || op.max_procs > KPROCS_MAX)
+		op.max_procs = op.max_procs ? KPROCS_MAX : 1024;
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		msgf(msg, msglen,
 		     "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s): "
@@ -188,17 +235,24 @@ int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
 	libbpf_set_print(on_libbpf);
 	lastmsg[0] = 0;
 	int err;
-	s->skel = sampler_bpf__open();
-	if (!s->skel) {
-		err = -errno;
-		msgf(msg, msglen, "cannot open the BPF program: %s",
-		     strerror(-err));
-		goto fail;
+	/* the mmap/mprotect hooks (fentry) are a help, not a need: left out
+	 * where the kernel's BTF lacks the functions or the kernel refuses
+	 * fentry programs (a second load without them) */
+	for (int hooks = 1; hooks >= 0; hooks--) {
+		s->skel = sampler_bpf__open();
+		if (!s->skel) {
+			err = -errno;
+			msgf(msg, msglen, "cannot open the BPF program: %s",
+			     strerror(-err));
+			goto fail;
+		}
+		err = load(s, &op, hooks);
+		if (!err)
+			break;
+		sampler_bpf__destroy(s->skel);
+		s->skel = NULL;
 	}
-	s->skel->rodata->cfg_max_frames = op.max_frames;
-	s->skel->rodata->cfg_raw_every = op.raw_every;
-	s->skel->rodata->cfg_all = !!op.all;
-	err = sampler_bpf__load(s->skel);
+	s->op = op;
 	if (err) {
 		if (err == -EPERM) {
 			msgf(msg, msglen,
@@ -263,6 +317,33 @@ int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
 			     "cannot attach the BPF program to cpu %d: %s",
 			     cpus[i], strerror(-err));
 			s->links[i] = NULL;
+			goto fail;
+		}
+	}
+	/* the lifecycle tracepoints (and the mmap hooks where loaded) */
+	struct {
+		struct bpf_program *p;
+		struct bpf_link **l;
+		int need;
+	} tp[] = {
+	    {s->skel->progs.smp_on_exec, &s->skel->links.smp_on_exec, 1},
+	    {s->skel->progs.smp_on_exit, &s->skel->links.smp_on_exit, 1},
+	    {s->skel->progs.smp_on_fork, &s->skel->links.smp_on_fork, 1},
+	    {s->skel->progs.smp_on_mmap, &s->skel->links.smp_on_mmap, 0},
+	    {s->skel->progs.smp_on_mprotect, &s->skel->links.smp_on_mprotect,
+	     0},
+	};
+	for (size_t i = 0; i < sizeof(tp) / sizeof(tp[0]); i++) {
+		if (!bpf_program__autoload(tp[i].p))
+			continue;
+		*tp[i].l = bpf_program__attach(tp[i].p);
+		if (!*tp[i].l) {
+			err = -errno;
+			*tp[i].l = NULL;
+			if (!tp[i].need)
+				continue;
+			msgf(msg, msglen, "cannot attach %s: %s",
+			     bpf_program__name(tp[i].p), strerror(-err));
 			goto fail;
 		}
 	}
@@ -435,6 +516,29 @@ static int map_bias(const struct uw_elf_info *in, uint64_t start,
 
 /* ---- watched processes */
 
+/* /proc/PID/stat's field 22 (the start time in clock ticks since boot):
+ * 0 when the process is gone */
+static uint64_t proc_start(int pid)
+{
+	char p[64], b[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	char *q = strrchr(b, ')'); /* comm may hold anything but ends so */
+	if (!q)
+		return 0;
+	q++;
+	for (int f = 2; f < 21 && q; f++) /* q: the space before field f + 1 */
+		q = strchr(q + 1, ' ');
+	return q ? strtoull(q + 1, NULL, 10) : 0;
+}
+
 static struct wproc *find_proc(struct smp *s, int pid)
 {
 	for (size_t i = 0; i < s->nprocs; i++)
@@ -486,11 +590,44 @@ static int region_of(int pid, const char *given, uint64_t *base, uint64_t *size,
 	return 0;
 }
 
+static void drop_proc(struct smp *s, struct wproc *w)
+{
+	size_t i = (size_t)(w - s->procs), last = --s->nprocs;
+	free(w->region);
+	w->region = NULL;
+	if (i != last) {
+		s->procs[i] = s->procs[last];
+		s->procs[last].region = NULL;
+	}
+}
+
 int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	      size_t msglen)
 {
 	if (!s || pid <= 0)
 		return -EINVAL;
+	uint64_t t0 = proc_start(pid);
+	if (!t0) {
+		msgf(msg, msglen, "pid %d: no such process", pid);
+		return -ESRCH;
+	}
+	struct wproc *w = find_proc(s, pid);
+	if (w && w->start_ticks != t0) {
+		/* the pid of a process that was watched, now another's:
+		 * nothing of the old one kept (nor its region) */
+		drop_proc(s, w);
+		w = NULL;
+	}
+	if (!w && s->nprocs >= s->op.max_procs) {
+		s->procs_full++;
+		msgf(msg, msglen,
+		     "pid %d: not watched: the process table is full (%u "
+		     "processes)",
+		     pid, s->op.max_procs);
+		return -ENOSPC;
+	}
+	if (!region && w && w->region)
+		region = w->region;
 	char p[4096];
 	snprintf(p, sizeof(p), "/proc/%d/maps", pid);
 	FILE *f = fopen(p, "re");
@@ -556,9 +693,24 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 		m->obj = ob->id;
 	}
 	fclose(f);
+	if (proc_start(pid) != t0) {
+		msgf(msg, msglen, "pid %d: exited while its mappings were read",
+		     pid);
+		return -ESRCH;
+	}
+	pr->start_ticks = t0;
+	uint64_t sig = 1469598103934665603ull; /* FNV-1a of the table */
+	for (uint32_t i = 0; i < pr->nmaps; i++) {
+		uint64_t v[3] = {pr->maps[i].start, pr->maps[i].end,
+				 pr->maps[i].obj};
+		for (int k = 0; k < 3; k++)
+			sig = (sig ^ v[k]) * 1099511628211ull;
+	}
 	uint64_t base = 0, size = 0;
 	char rmsg[512] = "";
 	int rerr = region_of(pid, region, &base, &size, rmsg, sizeof(rmsg));
+	if (rerr && region) /* the given one gone: discovery */
+		rerr = region_of(pid, NULL, &base, &size, rmsg, sizeof(rmsg));
 	if (!rerr) {
 		pr->region_base = base;
 		pr->region_size = size;
@@ -566,11 +718,12 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	int err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &pid,
 				      pr, BPF_ANY);
 	if (err) {
+		if (err == -E2BIG || err == -ENOMEM)
+			s->procs_full++;
 		msgf(msg, msglen, "pid %d: the process table: %s", pid,
 		     strerror(-err));
 		return err;
 	}
-	struct wproc *w = find_proc(s, pid);
 	if (!w) {
 		if (s->nprocs == s->capprocs) {
 			size_t nc = s->capprocs ? 2 * s->capprocs : 16;
@@ -583,9 +736,17 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 		w = &s->procs[s->nprocs++];
 		memset(w, 0, sizeof(*w));
 		w->pid = pid;
+		w->start_ticks = t0;
+		w->gap_ns = GAP_MIN;
+	}
+	w->maps_sig = sig;
+	if (region != w->region) {
+		free(w->region);
 		w->region = region ? strdup(region) : NULL;
 	}
 	w->last_ns = now_ns();
+	w->has_region = !rerr;
+	s->refreshes++;
 	if (rerr && rerr != -ENOENT && rmsg[0])
 		msgf(msg, msglen, "pid %d: %s", pid, rmsg);
 	else if (dropped)
@@ -605,9 +766,112 @@ void smp_unwatch(struct smp *s, int pid)
 		return;
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &pid);
 	struct wproc *w = find_proc(s, pid);
-	if (w) {
+	if (w)
+		drop_proc(s, w);
+}
+
+int smp_pids(const struct smp *s, int *pids, int max)
+{
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < s->nprocs && (int)i < max; i++)
+		pids[i] = s->procs[i].pid;
+	return (int)s->nprocs;
+}
+
+/* ---- lifecycle */
+
+static int neg_has(struct smp *s, int pid, uint64_t now)
+{
+	for (int i = 0; i < NEG; i++)
+		if (s->neg[i].pid == pid && s->neg[i].until > now)
+			return 1;
+	return 0;
+}
+static void neg_add(struct smp *s, int pid, uint64_t now)
+{
+	uint32_t k = s->neghead++ % NEG;
+	s->neg[k].pid = pid;
+	s->neg[k].until = now + NEG_NS;
+}
+
+/* opts.all / opts.follow: a process watched by the sampler itself, at
+ * most AUTO_BURST at once and AUTO_PER_S a second (a token bucket: the
+ * time at which the bucket would be full) */
+static void auto_watch(struct smp *s, int pid, uint64_t now)
+{
+	if (neg_has(s, pid, now))
+		return;
+	uint64_t per = 1000000000ull / AUTO_PER_S;
+	uint64_t floor = now - (uint64_t)AUTO_BURST * per;
+	if (s->auto_tokens_ns < floor)
+		s->auto_tokens_ns = floor;
+	if (s->auto_tokens_ns + per > now)
+		return; /* no token: a later sample of it tries again */
+	s->auto_tokens_ns += per;
+	char m[256];
+	if (smp_watch(s, pid, NULL, m, sizeof(m)))
+		neg_add(s, pid, now);
+	else
+		s->auto_watched++;
+}
+
+static void on_proc_ev(struct smp *s, const struct smp_proc_ev *e)
+{
+	int pid = (int)e->pid;
+	struct wproc *w = find_proc(s, pid);
+	char m[256];
+	uint64_t now = now_ns();
+	switch (e->ev) {
+	case SMP_EV_EXEC:
+		/* a new image: its mappings, a region of its own */
+		if (!w || w->start_ticks != e->start_ticks)
+			return;
 		free(w->region);
-		*w = s->procs[--s->nprocs];
+		w->region = NULL;
+		w->has_region = 0;
+		if (smp_watch(s, pid, NULL, m, sizeof(m)) == -ESRCH)
+			smp_unwatch(s, pid);
+		break;
+	case SMP_EV_EXIT: /* the program deleted its entry */
+		if (w && w->start_ticks == e->start_ticks)
+			drop_proc(s, w);
+		break;
+	case SMP_EV_FORK:
+		/* the child runs on the parent's mappings (the program
+		 * copied them) until its own are read here */
+		if (w)
+			return;
+		if (smp_watch(s, pid, NULL, m, sizeof(m))) {
+			/* gone already, or no room: not half-watched */
+			bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs),
+					    &pid);
+			neg_add(s, pid, now);
+		} else {
+			s->auto_watched++;
+		}
+		break;
+	}
+}
+
+/* lost exit records, zombies: every SWEEP_NS the table against /proc, a
+ * bounded number of processes per poll */
+static void sweep(struct smp *s)
+{
+	uint64_t now = now_ns();
+	if (now < s->next_sweep || !s->nprocs)
+		return;
+	for (int k = 0; k < SWEEP_MAX && s->nprocs; k++) {
+		if (s->sweep_at >= s->nprocs) {
+			s->sweep_at = 0;
+			s->next_sweep = now + SWEEP_NS;
+			return;
+		}
+		struct wproc *w = &s->procs[s->sweep_at];
+		if (proc_start(w->pid) != w->start_ticks)
+			smp_unwatch(s, w->pid); /* moves the last one here */
+		else
+			s->sweep_at++;
 	}
 }
 
@@ -620,6 +884,14 @@ static int on_rec(void *ctx, void *data, size_t size)
 		return 0;
 	uint32_t kind;
 	memcpy(&kind, data, 4);
+	if (kind == SMP_REC_PROC) {
+		struct smp_proc_ev ev;
+		if (size >= sizeof(ev)) {
+			memcpy(&ev, data, sizeof(ev));
+			on_proc_ev(s, &ev);
+		}
+		return 0;
+	}
 	if (kind == SMP_REC_RAW) {
 		if (size < sizeof(struct smp_raw))
 			return 0;
@@ -671,14 +943,35 @@ static int on_rec(void *ctx, void *data, size_t size)
 	int rc = s->fn ? s->fn(&e, s->ctx) : 0;
 	if (raw)
 		raw->kind = 0; /* used */
-	if (sm->stop == SMP_STOP_NO_MAPPING) {
-		struct wproc *w = find_proc(s, (int)sm->pid);
-		if (w && now_ns() - w->last_ns > REFRESH_NS) {
+	uint64_t now = now_ns();
+	struct wproc *w = find_proc(s, (int)sm->pid);
+	if (sm->flags & SMP_F_UNWATCHED) {
+		/* opts.all: a process seen for the first time (or one the
+		 * program dropped: its entry re-made) */
+		if (w ? now - w->last_ns > REFRESH_NS
+		      : sm->stop != SMP_STOP_KERNEL_ONLY)
+			auto_watch(s, (int)sm->pid, now);
+	} else if (w && sm->stop == SMP_STOP_NO_MAPPING) {
+		uint64_t gap =
+		    sm->flags & SMP_F_MAPS_CHANGED ? CHANGED_NS : w->gap_ns;
+		if (now - w->last_ns > gap) {
 			char m[256];
-			s->refreshes++;
-			if (smp_watch(s, w->pid, w->region, m, sizeof(m)))
-				w->last_ns = now_ns();
+			uint64_t sig0 = w->maps_sig, g = w->gap_ns;
+			w->last_ns = now;
+			int wr = smp_watch(s, w->pid, NULL, m, sizeof(m));
+			if (wr == -ESRCH)
+				smp_unwatch(s, (int)sm->pid);
+			else if ((w = find_proc(s, (int)sm->pid)))
+				w->gap_ns = w->maps_sig != sig0 ? GAP_MIN
+					    : 2 * g < GAP_MAX	? 2 * g
+								: GAP_MAX;
 		}
+	} else if (w && sm->stop == SMP_STOP_NO_REGION &&
+		   now - w->region_ns > REGION_NS) {
+		char m[256];
+		w->region_ns = now;
+		if (smp_watch(s, w->pid, NULL, m, sizeof(m)) == -ESRCH)
+			smp_unwatch(s, (int)sm->pid);
 	}
 	if (rc) {
 		s->rc = rc;
@@ -695,6 +988,7 @@ int smp_poll(struct smp *s, int timeout_ms, smp_event_fn fn, void *ctx)
 	s->ctx = ctx;
 	s->rc = 0;
 	s->delivered = 0;
+	sweep(s);
 	/* the program wakes the reader only once much has arrived: what
 	 * is there at the timeout is drained too */
 	int err = ring_buffer__poll(s->rb, timeout_ms);
@@ -722,6 +1016,14 @@ void smp_stats(const struct smp *s, struct smp_stats *st)
 			for (int i = 0; i < ncpu; i++) {
 				st->lost += c[i].lost;
 				st->raw += c[i].raw;
+				st->kstack_errors += c[i].kstack_err;
+				st->kstack_collisions += c[i].kstack_collide;
+				st->execs += c[i].execs;
+				st->exits += c[i].exits;
+				st->forks += c[i].forks;
+				st->ev_lost += c[i].ev_lost;
+				st->reused += c[i].reused;
+				st->procs_full += c[i].fork_full;
 				for (int k = 0; k < SMP_STOP__N; k++)
 					st->stop[k] += c[i].stop[k];
 			}
@@ -738,4 +1040,15 @@ void smp_stats(const struct smp *s, struct smp_stats *st)
 	}
 	st->objects = s->nobjs;
 	st->rows = s->next_row;
+	st->procs_full += s->procs_full;
+	st->auto_watched = s->auto_watched;
+	st->refreshes = s->refreshes;
+	st->procs = (uint32_t)s->nprocs;
+	int fd = bpf_map__fd(s->skel->maps.procs);
+	uint32_t key, next, n = 0;
+	for (uint32_t *k = NULL;
+	     n <= KPROCS_MAX && !bpf_map_get_next_key(fd, k, &next);
+	     k = &key, n++)
+		key = next;
+	st->kprocs = n;
 }

@@ -27,8 +27,21 @@ struct smp_opts {
 	uint32_t hz;	     /* samples per second per CPU; 0: 99 */
 	uint32_t raw_every;  /* debug: also copy registers and stack of one
 				sample in raw_every (0: never) */
-	int all;	     /* sample every process (else only watched ones) */
+	int all;	     /* sample every process (else only watched ones):
+				each new process is watched as its first
+				samples arrive (rate-limited; up to
+				max_procs), its samples until then are the
+				leaf alone (SMP_F_UNWATCHED) */
 	uint32_t max_frames; /* 0: SMP_MAX_FRAMES */
+	/* appended (sz tells): */
+	int follow;		 /* watch the children (fork) of watched
+				    processes: each with the parent's
+				    mappings at once, then its own mappings
+				    and its own region */
+	uint32_t max_procs;	 /* watched processes at most (0: 1024; at
+				    most 4096): smp_watch past it -ENOSPC,
+				    counted in smp_stats' procs_full */
+	uint32_t kstack_entries; /* the kernel stack map's size (0: 16384) */
 };
 
 /* Load, verify and attach the program (one cpu-clock perf event per CPU).
@@ -41,12 +54,25 @@ int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
  * their objects' rows loaded, and its region (found by docs/ABI.md §8,
  * jsf_region_find; or `region` if not NULL) given to the program. A
  * process without a region is still sampled (its trace frames stop with
- * SMP_STOP_NO_REGION). Call again to refresh (the user side does it by
- * itself when samples meet an unknown mapping). */
+ * SMP_STOP_NO_REGION). Call again to refresh (NULL: the region given
+ * before, else discovery).
+ *
+ * Lifecycle (the program's tracepoints, smp_abi.h's smp_proc_ev): the
+ * user side re-reads the mappings by itself at exec (and drops a region
+ * given for the old image), at the first unknown pc after an executable
+ * mmap/mprotect (else at most every 250 ms), looks for the region again
+ * while samples stop with "no region" (every 100 ms); at exit the entry is
+ * freed (kernel and user side). A process is its pid and its start time
+ * (/proc/PID/stat): a new process with an old pid is never walked through
+ * the old one's tables nor matched with its region; it is not watched
+ * unless watched anew (or picked up by opts.all / opts.follow). */
 int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	      size_t msglen);
 /* Stop watching pid (its exit). */
 void smp_unwatch(struct smp *s, int pid);
+
+/* The pids watched now (up to max of them in pids): how many there are. */
+int smp_pids(const struct smp *s, int *pids, int max);
 
 /* One sample as delivered: the record and, when flags has SMP_F_RAW, its
  * raw copy (NULL otherwise). Kernel frames resolved from the stack map. */
@@ -70,6 +96,21 @@ struct smp_stats {
 	uint64_t run_ns, run_cnt;   /* the kernel's bpf_stats for the program,
 				       when enabled (else 0) */
 	uint32_t objects, rows;	    /* ELF objects and rows loaded */
+	/* appended: */
+	uint64_t kstack_errors;	      /* in-kernel samples whose kernel stack
+					 was not kept (bpf_get_stackid < 0) */
+	uint64_t kstack_collisions;   /* of them: the stack map's bucket held
+					 another stack (-EEXIST) */
+	uint64_t execs, exits, forks; /* lifecycle of watched processes */
+	uint64_t ev_lost;	      /* lifecycle records lost (ring full) */
+	uint64_t reused;	      /* samples of a new process with a watched
+					 pid (the old entry dropped) */
+	uint64_t procs_full;	      /* processes not watched: max_procs or
+					 the kernel table reached */
+	uint64_t auto_watched;	      /* processes watched by opts.all or
+					 opts.follow */
+	uint64_t refreshes;	      /* mappings re-read by the user side */
+	uint32_t procs, kprocs;	      /* watched: user side, kernel table */
 };
 void smp_stats(const struct smp *s, struct smp_stats *st);
 

@@ -41,6 +41,8 @@ enum smp_kind {
 	SMP_REC_RAW = 2,    /* struct smp_raw: registers and a stack copy of
 			       the sample with the same id (debug mode, or a
 			       sample whose walk met an unknown mapping) */
+	SMP_REC_PROC = 3,   /* struct smp_proc_ev: a watched process
+			       exec'd, exited or forked */
 };
 
 /* One user frame. fn_start != 0: pc is in trace code, in the region
@@ -69,6 +71,36 @@ struct smp_sample {
 			     program writes it just before the sample; the     \
 			     user side pairs them by id) */
 #define SMP_F_IN_KERNEL 2 /* the sample interrupted kernel code */
+#define SMP_F_MAPS_CHANGED                                              \
+	4 /* the process mapped or mprotected code executable since its \
+	     table was last written (a NO_MAPPING walk: re-read at once) */
+#define SMP_F_UNWATCHED \
+	8 /* an unwatched process's sample (opts.all): the leaf alone */
+
+/* Process lifecycle (tracepoints sched_process_exec/exit/fork): written
+ * for watched processes only (fork: with cfg_follow or cfg_all, and only
+ * a new process, not a thread). The program has already acted when the
+ * record arrives: at exec the process's mappings and region are cleared
+ * (its samples stop NO_MAPPING until the user side has read the new
+ * image's), at exit its entry is deleted, at fork the child's entry is
+ * the parent's mappings without its region (a region serves its own
+ * producer only). */
+enum smp_proc_kind {
+	SMP_EV_EXEC = 1,
+	SMP_EV_EXIT = 2,
+	SMP_EV_FORK = 3,
+};
+struct smp_proc_ev {
+	__u32 kind; /* SMP_REC_PROC */
+	__u32 ev;   /* enum smp_proc_kind */
+	__u32 pid;  /* the process (fork: the child) */
+	__u32 ppid; /* fork: the parent; exec: the exec'ing thread's old tid */
+	__u64 time_ns;
+	__u64 start_ticks; /* the process's start, as /proc/PID/stat's field
+			      22 (clock ticks since boot): with pid, the
+			      process's identity */
+	char comm[16];
+};
 
 struct smp_raw {
 	__u32 kind; /* SMP_REC_RAW */
@@ -97,9 +129,17 @@ struct smp_map {
  * address and mapped size; 0: none) and its sorted mappings. */
 struct smp_proc {
 	__u64 region_base, region_size;
-	__u32 nmaps, flags;
+	__u32 nmaps, flags; /* SMP_PROC_* */
 	struct smp_map maps[SMP_MAX_MAPS];
+	__u64 start_ticks; /* the process this entry describes (/proc/PID/stat
+			      field 22; 0: unchecked): a sample of another
+			      process with the same pid (pid reuse) is never
+			      walked through it: the entry is deleted */
 };
+#define SMP_PROC_MAPS_CHANGED                                       \
+	1		/* set by the program at an executable mmap \
+			   or mprotect; cleared by a rewrite */
+#define SMP_USER_HZ 100 /* /proc's clock ticks (USER_HZ) */
 /* An ELF object's rows: the slice [first, first + n) of the rows map. */
 struct smp_obj {
 	__u32 first, n;
@@ -131,8 +171,15 @@ struct smp_counters {
 	__u64 retries;	  /* region lookups retried */
 	__u64 kstack_err; /* bpf_get_stackid failures */
 	__u64 stop[SMP_STOP__N];
-	__u64 last_raw_ns; /* rate limit of the raw copies of NO_MAPPING */
-	__u64 seq;	   /* per-CPU sample counter */
+	__u64 last_raw_ns;    /* rate limit of the raw copies of NO_MAPPING */
+	__u64 seq;	      /* per-CPU sample counter */
+	__u64 kstack_collide; /* of kstack_err: -EEXIST, the stack map's
+				 bucket held another stack */
+	__u64 execs, exits, forks; /* lifecycle records of watched processes */
+	__u64 ev_lost;	 /* lifecycle records the ring had no room for */
+	__u64 reused;	 /* samples of a pid whose entry described an
+			    earlier process (entry deleted) */
+	__u64 fork_full; /* children not entered: the table full */
 };
 
 #endif
