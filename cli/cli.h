@@ -36,6 +36,11 @@ int cli_lua_dir(char *out, size_t len, const char *name);
  * read into buf; NULL if unreadable. */
 const char *cli_proc_stat(int pid, char *buf, size_t len);
 
+/* Add the current children of process `master` to pids[*n] (at most
+ * max; those there already once): /proc/M/task/T/children, else a scan
+ * of every process's parent. */
+void cli_add_children(int *pids, int *n, int max, int master);
+
 /* LUA_CPATH = DIR/?.so;<the old one, else ";" (Lua's default)>; 0 or
  * -errno. */
 int cli_prepend_cpath(const char *dir);
@@ -92,6 +97,7 @@ int cmd_region(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* `jitsframe report`'s work, for `report` and `record`: unwind the record
  * directory's samples, write its profiles, print the summary line.
@@ -123,6 +129,20 @@ struct report_opts {
 	const char *jitdump_dir;
 };
 int report_run(const struct report_opts *o);
+/* The profiles of `report` and `profile` (cli/profout.c): an unwound
+ * frame (i: its index, 0 the leaf) and a kernel pc as profile frames; the
+ * four files (stacks.folded, flamegraph.svg, flamegraph.html,
+ * profile.pb.gz) written into dir, titled `who` (messages too), the names
+ * of those written appended to wrote (" name" each). EX_OK, or EX_FAIL
+ * after a message per file that could not be written. */
+struct uframe;
+struct pframe;
+struct prof;
+struct uwstate;
+void cli_pframe(const struct uframe *f, int i, struct pframe *p);
+void cli_kframe(struct uwstate *u, uint64_t ip, int i, struct pframe *k);
+int cli_write_profiles(const struct prof *prof, const char *dir,
+		       const char *who, char *wrote, size_t wlen);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */
 int audit_replay_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);

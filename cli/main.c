@@ -18,6 +18,9 @@ static const char usage[] =
     "  record [-o DIR] -- CMD... profile CMD with perf through its traces:\n"
     "                            perf.data, folded stacks, a flame graph\n"
     "  record -p PID[,PID...]    the same on running processes\n"
+    "  profile [-p PID,... | -a] [-- CMD...]\n"
+    "                            sample stacks in the kernel (eBPF) through\n"
+    "                            the live regions; the same profiles\n"
     "  report DIR                unwind a record directory's samples with\n"
     "                            jitsframe's own unwinder; profiles\n"
     "  report --auditlog LOG DIR the same for RaptorJIT, from its own log\n"
@@ -49,7 +52,8 @@ static const char usage[] =
     "  0  success\n"
     "  1  the check failed, or nothing matched\n"
     "  2  bad command line\n"
-    "  3  cannot read the input or write the output\n";
+    "  3  cannot read the input or write the output\n"
+    "  4  profile: cannot sample (no privilege, no BPF or BTF)\n";
 
 int main(int argc, char **argv)
 {
@@ -69,6 +73,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "profile"))
+		return cmd_profile(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))

@@ -259,58 +259,6 @@ static int parse_pids(const char *list, int *out, int max)
 	return n;
 }
 
-static void add_pid(int *pids, int *n, int max, int pid)
-{
-	for (int i = 0; i < *n; i++)
-		if (pids[i] == pid)
-			return;
-	if (*n < max)
-		pids[(*n)++] = pid;
-}
-
-/* The current children of `master`: /proc/M/task/T/children, else a
- * scan of every process's parent. */
-static void add_children(int *pids, int *n, int max, int master)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/task", master);
-	DIR *d = opendir(p);
-	struct dirent *de;
-	int seen = 0;
-	while (d && (de = readdir(d))) {
-		char cp[320];
-		if (de->d_name[0] == '.' ||
-		    snprintf(cp, sizeof(cp), "%s/%s/children", p, de->d_name) >=
-			(int)sizeof(cp))
-			continue;
-		FILE *f = fopen(cp, "re");
-		if (!f)
-			continue;
-		seen = 1;
-		int c;
-		while (fscanf(f, "%d", &c) == 1)
-			add_pid(pids, n, max, c);
-		fclose(f);
-	}
-	if (d)
-		closedir(d);
-	if (seen)
-		return;
-	d = opendir("/proc");
-	while (d && (de = readdir(d))) {
-		char buf[512];
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		int pid = atoi(de->d_name);
-		const char *rp = cli_proc_stat(pid, buf, sizeof(buf));
-		int ppid;
-		if (rp && sscanf(rp, " %*c %d", &ppid) == 1 && ppid == master)
-			add_pid(pids, n, max, pid);
-	}
-	if (d)
-		closedir(d);
-}
-
 /* Copy a file; a region (seq_check) as one consistent generation: the
  * header's seq (docs/ABI.md: u64 at offset 72) even and unchanged
  * across the read, a few tries (a live producer may be rewriting it).
@@ -477,7 +425,7 @@ static int attach(char *perf, char *bid, char *cg, char *freq_s, char *raw,
 {
 	int n0 = *npids;
 	for (int i = 0; service && i < n0; i++)
-		add_children(pids, npids, max, pids[i]);
+		cli_add_children(pids, npids, max, pids[i]);
 	char list[256 * 12] = "";
 	size_t len = 0;
 	for (int i = 0; i < *npids; i++) {

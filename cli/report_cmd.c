@@ -116,28 +116,11 @@ static int on_event(const struct pd_event *e, void *ctx)
 	bool trace = false, main_ = false, anon = false;
 	for (int i = 0; i < n; i++) {
 		struct uframe *f = &r->fr[i];
-		struct pframe *p = &r->pf[i];
-		memset(p, 0, sizeof(*p));
 		trace |= f->is_trace;
 		anon |= f->jit_area && !f->is_trace;
 		if (!f->is_trace && f->name && !strcmp(f->name, "main"))
 			main_ = true;
-		p->name = f->name;
-		p->addr = i ? f->pc - 1 : f->pc;
-		p->kind = f->is_trace ? PF_JIT : f->elf ? PF_ELF : PF_UNKNOWN;
-		p->mapping = f->map_name;
-		p->map_start = f->map_start;
-		p->map_end = f->map_end;
-		p->map_pgoff = f->map_pgoff;
-		if (f->elf)
-			p->build_id = elfobj_build_id(f->elf);
-		if (f->is_trace && f->name) {
-			/* TRACE_n::chunk:line -> file chunk, line */
-			const char *c = strstr(f->name, "::");
-			const char *l = strrchr(f->name, ':');
-			if (c && l && l > c + 2)
-				p->line = (uint32_t)strtoul(l + 1, NULL, 10);
-		}
+		cli_pframe(f, i, &r->pf[i]);
 	}
 	if (n > 0) {
 		r->with_user++;
@@ -189,12 +172,8 @@ static int on_event(const struct pd_event *e, void *ctx)
 			}
 			if (!kern)
 				continue;
-			struct pframe *k = &r->all[nk++];
-			memset(k, 0, sizeof(*k));
-			k->name = uw_ksym_name(r->u, ip);
-			k->addr = nk > 1 ? ip - 1 : ip;
-			k->mapping = "[kernel.kallsyms]";
-			k->kind = PF_ELF;
+			cli_kframe(r->u, ip, (int)nk, &r->all[nk]);
+			nk++;
 		}
 		const struct pframe *fs = r->pf;
 		if (nk) {
@@ -222,29 +201,6 @@ static int on_event(const struct pd_event *e, void *ctx)
 		}
 	}
 	return 0;
-}
-
-/* The HTML flame graph; without the viewer's files (a build without npm
- * or the npm registry) the page that says so, and one note. */
-static int write_html(const struct prof *prof, const char *path)
-{
-	int w = prof_write_html(prof, path, "jitsframe report");
-	if (w != -ENOENT)
-		return w;
-	char where[3 * PATH_MAX + 128];
-	prof_viewer_where(where, sizeof(where));
-	w = prof_write_html_unavailable(prof, path, "jitsframe report");
-	if (!w)
-		fprintf(
-		    stderr,
-		    "jitsframe report: note: the HTML flame graph's viewer "
-		    "(d3-flame-graph) is missing (looked for %s), so %s "
-		    "says the interactive viewer is unavailable; the other "
-		    "files hold the profile. To get it, run `make` with npm "
-		    "installed and the npm registry reachable, or "
-		    "set " JSF_ENV_VIEWER "=DIR.\n",
-		    where, path);
-	return w;
 }
 
 static void path_in(char *out, size_t n, const char *dir, const char *f)
@@ -386,7 +342,7 @@ int report_run(const struct report_opts *opts)
 		return EX_USAGE;
 	const char *dir = o.dir, *input = o.input, *dumpp = o.dump;
 	bool write = !o.no_write;
-	char in[PATH_MAX], p[PATH_MAX];
+	char in[PATH_MAX];
 	input_path(in, sizeof(in), dir, input);
 	char err[512] = "";
 	struct perfdata *pd;
@@ -489,34 +445,9 @@ int report_run(const struct report_opts *opts)
 		if (prof_set_main(r->prof, r->exe[best].path) && !r->err)
 			r->err = -ENOMEM;
 	}
-	if (r->prof) {
-		static const char *const files[] = {
-		    "stacks.folded", "flamegraph.svg", "flamegraph.html",
-		    "profile.pb.gz"};
-		size_t wl = 0;
-		for (int k = 0; k < 4; k++) {
-			path_in(p, sizeof(p), dir, files[k]);
-			int w = k == 0	 ? prof_write_folded(r->prof, p)
-				: k == 1 ? prof_write_svg(r->prof, p,
-							  "jitsframe report")
-				: k == 2 ? write_html(r->prof, p)
-					 : prof_write_pprof(r->prof, p);
-			if (w == -ENOSYS)
-				continue;
-			if (w) {
-				fprintf(
-				    stderr,
-				    "jitsframe report: cannot write %s: %s\n",
-				    p, strerror(-w));
-				rc = EX_FAIL;
-				continue;
-			}
-			wl += (size_t)snprintf(wrote + wl, sizeof(wrote) - wl,
-					       " %s", files[k]);
-			if (wl >= sizeof(wrote))
-				wl = sizeof(wrote) - 1;
-		}
-	}
+	if (r->prof && cli_write_profiles(r->prof, dir, "jitsframe report",
+					  wrote, sizeof(wrote)))
+		rc = EX_FAIL;
 	printf("jitsframe report: %llu samples, %llu through trace code, %llu "
 	       "of them (%.2f%%) unwound from main",
 	       (unsigned long long)r->samples, (unsigned long long)r->through,

@@ -3,6 +3,7 @@
  * program's directory, LUA_CPATH. */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -100,4 +101,54 @@ int cli_prepend_cpath(const char *dir)
 	int err = setenv("LUA_CPATH", cpath, 1) ? -errno : 0;
 	free(cpath);
 	return err;
+}
+
+static void add_pid(int *pids, int *n, int max, int pid)
+{
+	for (int i = 0; i < *n; i++)
+		if (pids[i] == pid)
+			return;
+	if (*n < max)
+		pids[(*n)++] = pid;
+}
+
+void cli_add_children(int *pids, int *n, int max, int master)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", master);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	int seen = 0;
+	while (d && (de = readdir(d))) {
+		char cp[320];
+		if (de->d_name[0] == '.' ||
+		    snprintf(cp, sizeof(cp), "%s/%s/children", p, de->d_name) >=
+			(int)sizeof(cp))
+			continue;
+		FILE *f = fopen(cp, "re");
+		if (!f)
+			continue;
+		seen = 1;
+		int c;
+		while (fscanf(f, "%d", &c) == 1)
+			add_pid(pids, n, max, c);
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	if (seen)
+		return;
+	d = opendir("/proc");
+	while (d && (de = readdir(d))) {
+		char buf[512];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		int pid = atoi(de->d_name);
+		const char *rp = cli_proc_stat(pid, buf, sizeof(buf));
+		int ppid;
+		if (rp && sscanf(rp, " %*c %d", &ppid) == 1 && ppid == master)
+			add_pid(pids, n, max, pid);
+	}
+	if (d)
+		closedir(d);
 }

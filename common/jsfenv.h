@@ -27,6 +27,9 @@
 #define JSF_ENV_JITDUMP "JITSFRAME_JITDUMP"
 /* set by the user ("1"), read by start(): write /tmp/perf-PID.map */
 #define JSF_ENV_PERFMAP "JITSFRAME_PERFMAP"
+/* set by the user ("1"), read by start(): do not mlock the region's live
+ * pages (jitsframe.h, JSF_REGION_NO_MLOCK) */
+#define JSF_ENV_NO_MLOCK "JITSFRAME_NO_MLOCK"
 /* set by `run --auditlog`, read by start(): the auditlog's path */
 #define JSF_ENV_AUDITLOG "JITSFRAME_AUDITLOG"
 /* set by `run --auditlog-level`, read by start(): "default" or "full" */

@@ -65,6 +65,16 @@
 #define SB_LOG_N 28   /* u32, atomic (release): published log entries */
 #define SB_LOG_OFF 32 /* u32 offset of the log from the block start */
 #define SB_SEC_LEN 36 /* u32 bytes from the SFrame header to FRE area end */
+/* Bytes 40..63, once reserved (docs/ABI.md 1.2, 1.4, 7): the block's
+ * extensions. A block without any has them all 0. */
+#define SB_FEATURES 40	 /* u32 SB_F_* */
+#define SB_NIDX_OFF 44	 /* u32 block offset of the name index (log_cap u32) */
+#define SB_NAMES_OFF 48	 /* u32 block offset of the name area */
+#define SB_NAMES_CAP 52	 /* u32 bytes of the name area */
+#define SB_NAMES_LEN 56	 /* u32, atomic (release): bytes of it in use */
+#define SB_F_NAMES 1u	 /* the block carries function names */
+#define SF_NAMES_FIRST 4 /* first record of a name area (0: "no name") */
+#define SF_NAME_MAX 1024 /* longest name kept; longer ones are cut */
 
 /* Function log entry. */
 #define LE_START 0   /* u64 */
@@ -238,6 +248,56 @@ static inline bool sf_alive(const struct sf_ent *f, uint64_t t)
 		return f->remove == 0;
 	return f->add <= t && (f->remove == 0 || t < f->remove);
 }
+
+/* --- function names (names.c; docs/ABI.md 1.4) --- */
+
+/* Where a new block's name area goes (after its log). */
+struct sf_nlay {
+	uint32_t nidx_off, names_off, names_cap;
+};
+/* Bytes of the record of `name` (cut to SF_NAME_MAX). */
+uint32_t sf_name_rec_len(const char *name);
+/* Bytes the names of the entries kept by a rebuild (remap[i] !=
+ * UINT32_MAX, i < ln) take in block `blk` (0 if it has no names). */
+uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln);
+/* The block's total size once a name area of `need` bytes follows its log
+ * (log_off, log_cap); fills lay. */
+uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
+			 struct sf_nlay *lay);
+/* In a new block (not yet reachable): the name header, and the names of
+ * the kept entries of the old block (NULL: none) at their new indexes. */
+void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
+		    const uint32_t *remap, uint32_t ln);
+/* Room for `name` in the block's name area (false: no name area). */
+bool sf_names_room(const uint8_t *blk, const char *name);
+/* Give log entry idx (not yet published) its name (NULL: none); a block
+ * without a name area is left alone. */
+void sf_names_put(uint8_t *blk, uint32_t idx, const char *name);
+/* The name of log entry idx (< log_n) of a block of which `avail` bytes
+ * may be read: its length, the text (cut to len - 1) in buf; -ENODATA no
+ * name, -EBADMSG the name area is damaged. */
+int sf_name_read(const uint8_t *blk, uint64_t avail, uint32_t log_n,
+		 uint32_t idx, char *buf, size_t len);
+/* The validator's check of a block's name area (0 or -EBADMSG, msg). */
+int sf_names_check(const uint8_t *blk, uint64_t total, char *msg,
+		   size_t msglen);
+/* For names.c: a live view's mapping and the bytes of it that may be read
+ * now; NULL for a post-mortem view. */
+const uint8_t *sf_view_live(const struct jsf_view *v, uint64_t *limit);
+
+/* --- resident pages (resident.c; docs/ABI.md 3.6) --- */
+struct sf_resid {
+	bool off;	   /* JSF_REGION_NO_MLOCK */
+	bool blk_locked;   /* the current block is mlocked */
+	uint64_t locked;   /* bytes mlocked now */
+	uint64_t failures; /* mlock calls refused */
+	int last_err;	   /* errno of the last refusal */
+};
+/* Make [addr, addr+len) present in this process's page tables, and lock
+ * it there unless rs->off; true if locked. */
+bool sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len);
+/* Unlock a range sf_res_hold locked (locked: what it returned). */
+void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len, bool locked);
 
 /* --- region header read by views and the validator (view.c) --- */
 struct sf_rinfo {

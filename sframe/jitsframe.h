@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 0
+#define JSF_VERSION_MINOR 1
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
@@ -123,6 +123,8 @@ struct jsf_region;
 enum {
 	/* Replace an existing file at `path` (default: fail with -EEXIST). */
 	JSF_REGION_REPLACE = 1u << 0,
+	/* Do not mlock the region's live pages (see below). (1.1) */
+	JSF_REGION_NO_MLOCK = 1u << 1,
 };
 
 struct jsf_region_opts {
@@ -150,6 +152,17 @@ struct jsf_region_opts {
  * O_EXCL|O_NOFOLLOW. The calling process is "the producer" until destroy.
  * -EOPNOTSUPP: an architecture other than x86-64.
  *
+ * Resident pages (docs/ABI.md 3.6): an in-kernel reader (a BPF program)
+ * cannot fault pages in, so the region keeps the pages such a reader needs
+ * — the header and the current section block — present in this process's
+ * page tables: populated when they come into use, and mlocked so that
+ * reclaim cannot unmap them (old blocks are unlocked when a rebuild retires
+ * them). mlock counts against RLIMIT_MEMLOCK unless the process has
+ * CAP_IPC_LOCK; when it is refused the region works as before, its pages
+ * are still populated (but may be reclaimed under memory pressure), and
+ * jsf_region_stats counts the refusal (lock_failures). JSF_REGION_NO_MLOCK:
+ * populate only, never mlock.
+ *
  * Producer calls (create, add, remove, remove_all, compact, stats,
  * section) are MT-safe: one region may be fed from several threads (a
  * mutex inside serialises them; readers never take it). None is AS-safe.
@@ -169,6 +182,19 @@ JSF_API int jsf_region_create(struct jsf_region **out, const char *path,
 JSF_API int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
 			   const struct jsf_row *rows, uint32_t nrows,
 			   uint64_t now_ns);
+
+/*
+ * (1.1, JITSFRAME_1.1) jsf_region_add, giving the function a name for
+ * out-of-process readers (a profiler attached to the process: jsf_view_name;
+ * docs/ABI.md 1.4). `name` is a NUL-terminated string, cut to 1024 bytes;
+ * NULL: no name (as jsf_region_add). Names live beside the SFrame section,
+ * never in it, and follow their function through removal (time-aware) and
+ * compaction. The first named add rebuilds the section once to make room.
+ */
+JSF_API int jsf_region_add_named(struct jsf_region *r, uint64_t start,
+				 uint32_t size, const struct jsf_row *rows,
+				 uint32_t nrows, const char *name,
+				 uint64_t now_ns);
 
 /* Tombstone the live function starting at `start` (-ENOENT if none).
  * now_ns 0: jsf_now_ns(). */
@@ -192,6 +218,13 @@ struct jsf_region_stats {
 	uint64_t compactions;
 	uint64_t dropped_history;
 	uint64_t seq; /* the region's generation counter */
+	/* (1.1) resident pages: bytes mlocked now (header and current
+	 * block), mlock calls refused so far (RLIMIT_MEMLOCK) and the errno
+	 * of the last refusal (0: none). */
+	uint64_t locked_bytes;
+	uint64_t lock_failures;
+	int32_t lock_errno;
+	uint32_t __pad;
 };
 JSF_API int jsf_region_stats(const struct jsf_region *r,
 			     struct jsf_region_stats *st);
@@ -250,6 +283,21 @@ JSF_API const char *jsf_view_error(void);
 JSF_API int jsf_view_lookup(const struct jsf_view *v, uint64_t pc,
 			    uint64_t at_ns, uint64_t *func_start,
 			    uint32_t *func_size, struct jsf_row *row);
+
+/*
+ * (1.1, JITSFRAME_1.1) The name the producer gave (jsf_region_add_named)
+ * the function that covered `pc` (its start, or any address inside it) at
+ * time `at_ns` (0: now; post-mortem: at the end), as jsf_view_lookup finds
+ * it: so a function removed and another added at the same address are
+ * each named for their own time. Returns the name's length (without the
+ * NUL) and copies it, cut to len - 1 bytes and NUL-terminated, into buf
+ * (buf may be NULL when len is 0: the length alone). -ENOENT no function;
+ * -ENODATA it has no name (or the region carries none: an older producer);
+ * -EBADMSG the name area is damaged; -EAGAIN as jsf_view_lookup.
+ * MT-safe, AS-safe (no allocation, no lock; bounded work: a log scan).
+ */
+JSF_API int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
+			  char *buf, size_t len);
 
 struct jsf_view_info {
 	size_t sz;

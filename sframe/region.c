@@ -45,6 +45,9 @@ struct jsf_region {
 	uint32_t fre_used, num_fres, log_n;
 	struct pent *win; /* fde_cap entries, indexed by slot */
 	uint64_t seq, compactions, dropped;
+	bool named;	    /* names given: every new block has a name area */
+	uint32_t name_need; /* a rebuild's room for the name being added */
+	struct sf_resid res;
 };
 
 static uint64_t round_up(uint64_t v, uint64_t a)
@@ -228,9 +231,20 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint64_t total = 0, off = SF_RHDR_SIZE;
 		bool fits = fde_cap <= 0x7ffffff && log_cap <= 0x7ffffff &&
 			    fre_cap <= 0x7fffffff;
+		struct sf_nlay nlay;
 		if (fits) {
 			total = block_size((uint32_t)fde_cap, (uint32_t)fre_cap,
 					   (uint32_t)log_cap, &log_off);
+			if (r->named) /* the name area after the log */
+				total = sf_names_layout(
+				    log_off, (uint32_t)log_cap,
+				    sf_names_kept(r->base + r->sec_off, remap,
+						  ln) +
+					r->name_need,
+				    &nlay);
+			fits = total <= r->max_size;
+		}
+		if (fits) {
 			if (off + total > r->sec_off)
 				off = round_up(r->sec_off + r->sec_total, 4096);
 			fits = off + total <= r->max_size;
@@ -288,6 +302,9 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			write_log_entry(
 			    new_log + (size_t)remap[i] * SF_LOG_ENTRY_SIZE, e);
 		}
+		if (r->named)
+			sf_names_carry(blk, &nlay, r->base + r->sec_off, remap,
+				       ln);
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
 		win = calloc(fde_cap, sizeof(*win));
@@ -313,6 +330,10 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		ST32(sf + SH_NUM_FRES, num_fres);
 		ST32(sf + SH_FRE_LEN, fre_used);
 		ST32(sf + SH_FREOFF, 4 + fde_cap * SFRAME_V3_FDE_SIZE);
+		/* Resident before any reader can reach it (docs/ABI.md 3.6). */
+		uint64_t old_off = r->sec_off, old_total = r->sec_total;
+		bool old_locked = r->res.blk_locked;
+		r->res.blk_locked = sf_res_hold(&r->res, blk, total);
 		/* Switch: from here on this block is the region's table. */
 		free(r->win);
 		r->win = win;
@@ -329,6 +350,9 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		seq_begin(r);
 		ST64(r->base + RH_SEC_OFF, off);
 		seq_end(r);
+		if (old_total) /* retired: no longer held */
+			sf_res_release(&r->res, r->base + old_off, old_total,
+				       old_locked);
 		r->compactions++;
 		r->dropped += nhist - keep_hist;
 		err = 0;
@@ -359,10 +383,11 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 			       "architecture %u: %s regions are not "
 			       "implemented (x86-64 only)",
 			       o.arch, arch ? arch->name : "unknown");
-	if (o.flags & ~(uint32_t)JSF_REGION_REPLACE)
+	const uint32_t known = JSF_REGION_REPLACE | JSF_REGION_NO_MLOCK;
+	if (o.flags & ~known)
 		return sf_fail(-EINVAL,
 			       "jsf_region_opts.flags: unknown bits 0x%x",
-			       o.flags & ~(uint32_t)JSF_REGION_REPLACE);
+			       o.flags & ~known);
 	struct jsf_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -374,6 +399,7 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	if (r->initial > 1u << 24)
 		r->initial = 1u << 24;
 	r->fd = -1;
+	r->res.off = o.flags & JSF_REGION_NO_MLOCK;
 	if (r->max_size < 64 * 1024 || r->max_size > (1ull << 40)) {
 		err = sf_fail(-EINVAL,
 			      "jsf_region_opts.max_size %llu: outside [64 "
@@ -424,6 +450,7 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	err = ensure_file(r, SF_RHDR_SIZE);
 	if (err)
 		goto fail;
+	sf_res_hold(&r->res, r->base, SF_RHDR_SIZE); /* for the region's life */
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	uint8_t *h = r->base;
@@ -462,7 +489,8 @@ fail:
 }
 
 static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
-		      const struct jsf_row *rows, uint32_t nrows, uint64_t now)
+		      const struct jsf_row *rows, uint32_t nrows,
+		      const char *name, uint64_t now)
 {
 	if (start + size < start || size == 0)
 		return sf_fail(-EINVAL,
@@ -492,11 +520,16 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (maxlen > sizeof(stackbuf) && !(enc = malloc(maxlen)))
 		return -ENOMEM;
 	uint32_t len = (uint32_t)sf_encode_func(rows, nrows, size, enc);
+	uint8_t *blk = r->base + r->sec_off;
+	if (name)
+		r->named = true;
 	if (r->fre_cap - r->fre_used < len || r->log_n == r->log_cap ||
-	    r->n == r->fde_cap) {
+	    r->n == r->fde_cap || (name && !sf_names_room(blk, name))) {
+		r->name_need = sf_name_rec_len(name);
 		err = rebuild(r, len, false);
 		if (err == -ENOSPC)
 			err = rebuild(r, len, true); /* last resort */
+		r->name_need = 0;
 		if (err)
 			goto out;
 	}
@@ -507,7 +540,10 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	r->num_fres += nrows;
 	ST32(r->sf + SH_NUM_FRES, r->num_fres);
 	ST32(r->sf + SH_FRE_LEN, r->fre_used);
-	/* 2. the log entry, published with release. */
+	/* 2. its name (docs/ABI.md 1.4), then the log entry, published with
+	 * release. */
+	if (r->named)
+		sf_names_put(r->base + r->sec_off, r->log_n, name);
 	struct lent le = {
 	    .start = start, .add = now, .size = size, .new_attr = attr};
 	write_log_entry(r->log + (size_t)r->log_n * SF_LOG_ENTRY_SIZE, &le);
@@ -557,7 +593,20 @@ int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (!r)
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
-	int err = add_locked(r, start, size, rows, nrows,
+	int err = add_locked(r, start, size, rows, nrows, NULL,
+			     now_ns ? now_ns : jsf_now_ns());
+	pthread_mutex_unlock(&r->mu);
+	return err;
+}
+
+int jsf_region_add_named(struct jsf_region *r, uint64_t start, uint32_t size,
+			 const struct jsf_row *rows, uint32_t nrows,
+			 const char *name, uint64_t now_ns)
+{
+	if (!r)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	int err = add_locked(r, start, size, rows, nrows, name,
 			     now_ns ? now_ns : jsf_now_ns());
 	pthread_mutex_unlock(&r->mu);
 	return err;
@@ -638,6 +687,9 @@ int jsf_region_stats(const struct jsf_region *r, struct jsf_region_stats *st)
 	s.compactions = r->compactions;
 	s.dropped_history = r->dropped;
 	s.seq = r->seq;
+	s.locked_bytes = r->res.locked;
+	s.lock_failures = r->res.failures;
+	s.lock_errno = r->res.last_err;
 	pthread_mutex_unlock(&m->mu);
 	memcpy(st, &s, st->sz < sizeof(s) ? st->sz : sizeof(s));
 	return 0;

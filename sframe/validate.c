@@ -253,6 +253,11 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		sf_msg(msg, msglen, "%s", sub);
 		return err == -ENOMEM ? err : -EBADMSG;
 	}
+	/* The name area (docs/ABI.md 1.4), when the block has one. */
+	if (sf_names_check(s.blk, s.blk_len, sub, sizeof(sub))) {
+		sf_msg(msg, msglen, "%s", sub);
+		goto bad;
+	}
 	/* Live functions never overlap (the log is sorted by start). */
 	const struct sf_ent *prev = NULL;
 	for (uint32_t i = 0; i < s.log_n; i++) {

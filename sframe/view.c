@@ -526,3 +526,13 @@ int sf_view_snap(const struct jsf_view *v, struct sf_snap *tmp,
 {
 	return get_snap(v, tmp, out);
 }
+
+/* For names.c: the live mapping and how much of it may be read now. */
+const uint8_t *sf_view_live(const struct jsf_view *v, uint64_t *limit)
+{
+	if (!v->live)
+		return NULL;
+	*limit = live_limit(v->fd, (uint64_t *)&v->checked, v->map_len,
+			    LD64A(v->map + RH_FILE_SIZE));
+	return v->map;
+}

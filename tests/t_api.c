@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <sframe-api.h>
+#include <stddef.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -255,6 +256,49 @@ int main(void)
 		CHECK_EQ(err, -EOPNOTSUPP);
 		CHECK(strstr(jsf_strerror(err), "unknown"), "strerror: %s",
 		      jsf_strerror(err));
+	}
+
+	CASE("1.1: jsf_region_add_named and jsf_view_name (errors, NULL "
+	     "name), JSF_REGION_NO_MLOCK a known flag, stats' new tail "
+	     "filled only for a caller whose sz reaches it")
+	{
+		struct jsf_region_opts o = {.sz = sizeof(o),
+					    .flags = JSF_REGION_NO_MLOCK};
+		struct jsf_region *r = mk("named", &o, &err);
+		CHECK_EQ(err, 0);
+		CHECK_EQ(jsf_region_add_named(NULL, 0x1000, 8, &sp8, 1, "x", 0),
+			 -EINVAL);
+		CHECK_EQ(jsf_region_add_named(r, 0x1000, 8, &sp8, 1, "f", 0),
+			 0);
+		CHECK_EQ(jsf_region_add_named(r, 0x1004, 8, &sp8, 1, "g", 0),
+			 -EEXIST);
+		CHECK_EQ(jsf_region_add_named(r, 0x2000, 0, &sp8, 1, "g", 0),
+			 -EINVAL);
+		CHECK_EQ(jsf_region_add_named(r, 0x3000, 8, &sp8, 1, NULL, 0),
+			 0);
+		struct jsf_view *v = NULL;
+		CHECK_EQ(jsf_view_open(&v, jsf_region_path(r)), 0);
+		char b[8];
+		CHECK_EQ(jsf_view_name(v, 0x1003, 0, b, sizeof(b)), 1);
+		CHECK(!strcmp(b, "f"), "'%s'", b);
+		CHECK_EQ(jsf_view_name(v, 0x3000, 0, b, sizeof(b)), -ENODATA);
+		CHECK_EQ(jsf_view_name(v, 0x2000, 0, b, sizeof(b)), -ENOENT);
+		jsf_view_close(v);
+		struct jsf_region_stats st;
+		memset(&st, 0xab, sizeof(st));
+		st.sz = offsetof(struct jsf_region_stats, locked_bytes);
+		CHECK_EQ(jsf_region_stats(r, &st), 0);
+		CHECK_EQ(st.live_funcs, 2);
+		CHECK_EQ(st.locked_bytes, 0xababababababababull);
+		st.sz = sizeof(st);
+		CHECK_EQ(jsf_region_stats(r, &st), 0);
+		CHECK_EQ(st.locked_bytes, 0);
+		CHECK_EQ(st.lock_failures, 0);
+		CHECK_EQ(st.lock_errno, 0);
+		jsf_region_destroy(r);
+		o.flags = 1u << 7;
+		r = mk("badflag", &o, &err);
+		CHECK_EQ(err, -EINVAL);
 	}
 
 	CASE("version: the loaded library's, as number and string")

@@ -11,7 +11,8 @@
 #    and dumps its region (one function, as many rows as the example has);
 #  - the installed libjitsframe.so defines exactly the functions the
 #    installed header declares with JSF_API (parsed here, independently of
-#    the version script), each versioned JITSFRAME_1.N;
+#    the version script), each versioned JITSFRAME_1.N: the 1.1 calls
+#    (jsf_region_add_named, jsf_view_name) at JITSFRAME_1.1, the rest 1.0;
 #  - the installed Lua module exports luaopen_jitsframe alone and loads in
 #    luajit from DESTDIR;
 #  - `make uninstall` leaves no file behind.
@@ -160,6 +161,20 @@ if cmp -s "$W/api" "$W/syms"; then ok "nm -D libjitsframe.so: exactly the header
 fi
 if [ -s "$W/syms" ] && [ -z "$unversioned" ]; then ok "each versioned (@@JITSFRAME_1.N)"; else
 	notok "each versioned (@@JITSFRAME_1.N)" "not: $(echo $unversioned)"
+fi
+
+# which node each symbol is in: the calls added in 1.1 at @@JITSFRAME_1.1,
+# every other at @@JITSFRAME_1.0 (a symbol never moves between nodes)
+new11="jsf_region_add_named jsf_view_name"
+misplaced=$(awk -v n11=" $new11 " '$2 != "A" {
+	s = $3; sub(/@.*/, "", s); v = $3; sub(/^[^@]*@@?/, "", v)
+	want = index(n11, " " s " ") ? "JITSFRAME_1.1" : "JITSFRAME_1.0"
+	if (v != want) print s "@" v " (want " want ")" }' "$W/nm")
+missing11=$(for s in $new11; do grep -q "^[0-9a-f]* T $s@@JITSFRAME_1.1$" "$W/nm" || echo "$s"; done)
+if [ -s "$W/syms" ] && [ -z "$misplaced" ] && [ -z "$missing11" ]; then
+	ok "$new11 at @@JITSFRAME_1.1, the others at @@JITSFRAME_1.0"
+else
+	notok "$new11 at @@JITSFRAME_1.1, the others at @@JITSFRAME_1.0" "misplaced: $misplaced" "missing: $missing11"
 fi
 
 # 4. the Lua module

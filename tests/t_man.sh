@@ -94,7 +94,7 @@ else
 fi
 
 # 5. --help and what the parser accepts agree
-for pair in run:run record:record report:report audit:audit vmprofile:vmprofile \
+for pair in run:run record:record report:report audit:audit vmprofile:vmprofile profile:profile \
 	region:"region dump,region validate,region export,region import"; do
 	f=cli/${pair%%:*}_cmd.c
 	IFS=, read -ra cmds <<<"${pair#*:}"

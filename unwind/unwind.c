@@ -44,6 +44,10 @@ struct traces {
 	struct tload *l;
 	size_t nl, capl;
 	uint32_t maxload;
+	/* names read from regions (jsf_view_name), interned: a frame's name
+	 * lives as long as the traces (open addressing, a power of 2) */
+	char **names;
+	size_t nnames, capnames;
 };
 
 static void take_load(const struct jd_load *l, void *ctx)
@@ -159,6 +163,9 @@ void traces_free(struct traces *t)
 	for (size_t i = 0; i < t->nl; i++)
 		free(t->l[i].name);
 	free(t->l);
+	for (size_t i = 0; i < t->capnames; i++)
+		free(t->names[i]);
+	free(t->names);
 	free(t);
 }
 
@@ -177,6 +184,58 @@ static const struct jsf_view *region_of(const struct traces *t, uint32_t pid,
 			best = g;
 	}
 	return best ? best->v : NULL;
+}
+
+static size_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return (size_t)h;
+}
+
+/* One stored copy of the string s (NULL: out of memory). */
+static const char *intern(struct traces *t, const char *s)
+{
+	if (2 * (t->nnames + 1) > t->capnames) {
+		size_t nc = t->capnames ? 2 * t->capnames : 256;
+		char **n = calloc(nc, sizeof(*n));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; i < t->capnames; i++) {
+			if (!t->names[i])
+				continue;
+			size_t h = str_hash(t->names[i]) & (nc - 1);
+			while (n[h])
+				h = (h + 1) & (nc - 1);
+			n[h] = t->names[i];
+		}
+		free(t->names);
+		t->names = n;
+		t->capnames = nc;
+	}
+	size_t h = str_hash(s) & (t->capnames - 1);
+	while (t->names[h]) {
+		if (!strcmp(t->names[h], s))
+			return t->names[h];
+		h = (h + 1) & (t->capnames - 1);
+	}
+	if (!(t->names[h] = strdup(s)))
+		return NULL;
+	t->nnames++;
+	return t->names[h];
+}
+
+/* The name the producer published in its region for the function that
+ * covered pc at ts (docs/ABI.md 1.4), or NULL: a trace no jitdump names
+ * (a process recorded without perf output, or attached to). */
+static const char *region_name(struct traces *t, const struct jsf_view *v,
+			       uint64_t pc, uint64_t ts)
+{
+	char buf[1100];
+	if (jsf_view_name(v, pc, ts, buf, sizeof(buf)) <= 0)
+		return NULL;
+	return intern(t, buf);
 }
 
 /* The jitdump name of the code at pc at time ts: the latest load at or
@@ -553,6 +612,8 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 		f->is_trace = true;
 		f->jit_area = true;
 		f->name = load_name(u->t, pid, look, ts);
+		if (!f->name)
+			f->name = region_name(u->t, v, look, ts);
 		f->symoff = look - fstart;
 		f->map_start = fstart;
 		f->map_end = fstart + fsize;
@@ -751,4 +812,96 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 	}
 	}
 	return -1;
+}
+
+/* ------------------------------------------------------- live processes */
+
+int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
+{
+	char path[64], line[4096 + 256];
+	if (!maps) {
+		snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+		maps = path;
+	}
+	FILE *f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	struct proc *p = proc_get(u, pid, true);
+	if (!p) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	proc_clear(p);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi,
+			   perms, &off, &name_at) < 4 ||
+		    !name_at)
+			continue;
+		char *name = line + name_at;
+		name[strcspn(name, "\n")] = 0;
+		struct pd_event e = {.kind = PD_MMAP};
+		e.u.m = (struct pd_mmap){
+		    .pid = pid,
+		    .tid = pid,
+		    .start = lo,
+		    .len = hi - lo,
+		    .pgoff = off,
+		    .prot = (perms[0] == 'r' ? PROT_READ : 0) |
+			    (perms[1] == 'w' ? PROT_WRITE : 0) |
+			    (perms[2] == 'x' ? PROT_EXEC : 0),
+		    .filename = name[0] ? name : "//anon"};
+		uw_event(u, &e, NULL, NULL, NULL);
+	}
+	fclose(f);
+	if (maps == path) {
+		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+		FILE *c = fopen(path, "re");
+		if (c && fgets(p->comm, sizeof(p->comm), c))
+			p->comm[strcspn(p->comm, "\n")] = 0;
+		if (c)
+			fclose(c);
+	}
+	return 0;
+}
+
+bool uw_frame_at(struct uwstate *u, uint32_t pid, uint64_t pc, bool caller,
+		 uint64_t ts, struct uframe *f, enum stop_reason *why)
+{
+	struct uw_row row;
+	struct proc *p = proc_get(u, pid, false);
+	enum stop_reason r =
+	    frame_at(u, p, pid, pc, caller ? pc - 1 : pc, ts, f, &row);
+	if (why)
+		*why = r;
+	return r == UW_GO;
+}
+
+int uw_unwind_regs(struct uwstate *u, uint32_t pid, uint32_t tid, uint64_t ts,
+		   const struct uw_regs *r, const void *stack, size_t len,
+		   struct uframe *fr, enum stop_reason *why)
+{
+	/* a perf sample's form: user registers bp, sp, ip (bit order) */
+	uint64_t regs[3] = {r->bp, r->sp, r->ip};
+	struct pd_sample s = {
+	    .pid = pid,
+	    .tid = tid,
+	    .time = ts,
+	    .ip = r->ip,
+	    .regs_abi = 2, /* PERF_SAMPLE_REGS_ABI_64 */
+	    .regs_mask =
+		1ull << PD_REG_BP | 1ull << PD_REG_SP | 1ull << PD_REG_IP,
+	    .regs = (const unsigned char *)regs,
+	    .stack_size = len,
+	    .stack = stack,
+	};
+	return unwind(u, proc_get(u, pid, false), &s, ts, fr, why);
+}
+
+const char *uw_comm(struct uwstate *u, uint32_t pid)
+{
+	struct proc *p = proc_get(u, pid, false);
+	return p && p->comm[0] ? p->comm : NULL;
 }

@@ -155,6 +155,37 @@ int uw_use_kallsyms(struct uwstate *u, const char *path);
  * pd_prefetch_stack (later samples' walks mostly read the same ones). */
 size_t uw_stack_lines(const struct uwstate *u, uint32_t *off, size_t max);
 
+/* ---- live processes (`jitsframe profile`: samples walked elsewhere, by
+ * the in-kernel sampler, symbolized here; its oracle walks raw copies)
+ * (Re)read process pid's mappings from its /proc/PID/maps (maps: another
+ * file of that format, for tests; NULL: /proc/PID/maps) and its name from
+ * /proc/PID/comm, replacing what the context had for pid: executable
+ * file mappings are ELF code, anonymous executable ones JIT code (as
+ * perf's //anon). 0, or -errno (the process is gone: -ENOENT). */
+int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps);
+/* The frame at pc of process pid at time ts (CLOCK_MONOTONIC ns), as a
+ * walk names it: caller (a return address): the code at pc - 1. ELF code
+ * by its symbol, trace code by the region function that covered pc at ts
+ * (never one that covered it before a flush or after), named by the
+ * jitdump's load of that code at or before ts. *f is filled in every
+ * case (f->pc = pc); true when pc is in a known mapping or trace, false
+ * with *why (STOP_NO_MAPPING, STOP_NO_ELF, STOP_NO_TRACE, STOP_NO_REGION)
+ * otherwise (STOP_NO_TRACE and STOP_NO_ELF still describe the mapping). */
+bool uw_frame_at(struct uwstate *u, uint32_t pid, uint64_t pc, bool caller,
+		 uint64_t ts, struct uframe *f, enum stop_reason *why);
+/* Walk a stack from raw user registers and a copy of the stack from sp
+ * (len bytes), as uw_event walks a perf sample of process pid at ts
+ * (mappings from uw_proc_maps or perf's events): frames (fr: UW_MAX of
+ * them) and their count, with *why the reason the walk stopped. */
+struct uw_regs {
+	uint64_t ip, sp, bp;
+};
+int uw_unwind_regs(struct uwstate *u, uint32_t pid, uint32_t tid, uint64_t ts,
+		   const struct uw_regs *r, const void *stack, size_t len,
+		   struct uframe *fr, enum stop_reason *why);
+/* The name of process pid (its comm), or NULL unknown. */
+const char *uw_comm(struct uwstate *u, uint32_t pid);
+
 struct uw_stats {
 	uint64_t rows_sframe; /* rows looked up in .sframe sections */
 	uint64_t rows_cfi;    /* rows looked up in CFI (libdw) */

@@ -135,7 +135,7 @@ static int l_start(lua_State *L)
 	/* Called by the interpreter: our return address is inside it. */
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
 	const char *path = NULL, *jitdump = NULL, *alog = NULL, *alevel = NULL;
-	int replace = 0, quiet = -1, perfmap = 0;
+	int replace = 0, quiet = -1, perfmap = 0, no_mlock = 0;
 	uint64_t amax = 64u << 20;
 	unsigned akeep = 3;
 	if (!lua_isnoneornil(L, 1)) {
@@ -164,7 +164,9 @@ static int l_start(lua_State *L)
 		lua_getfield(L, 1, "auditlog_keep");
 		if (lua_isnumber(L, -1))
 			akeep = (unsigned)lua_tonumber(L, -1);
-		lua_pop(L, 9);
+		lua_getfield(L, 1, "mlock");
+		no_mlock = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+		lua_pop(L, 10);
 	}
 	const char *env;
 	if (!alog)
@@ -185,6 +187,8 @@ static int l_start(lua_State *L)
 		jitdump = env_set(JSF_ENV_JITDUMP);
 	if (!perfmap && (env = getenv(JSF_ENV_PERFMAP)))
 		perfmap = *env == '1';
+	if (!no_mlock && (env = getenv(JSF_ENV_NO_MLOCK)))
+		no_mlock = *env == '1';
 	if (!path || !*path)
 		path = getenv(JSF_ENV_REGION);
 	if (path && strlen(path) >= sizeof(m->base_path) - 16)
@@ -226,6 +230,7 @@ static int l_start(lua_State *L)
 		snprintf(m->jd_dir, sizeof(m->jd_dir), "%s",
 			 jitdump ? jitdump : "");
 		m->want_perfmap = perfmap;
+		m->no_mlock = no_mlock;
 	}
 	int err = vm_ensure_region(m);
 	pthread_mutex_unlock(&m->mu);
@@ -315,6 +320,21 @@ static int l_stats(lua_State *L)
 	if (m->raw == VM_RAW_OFF) {
 		lua_pushstring(L, m->raw_why);
 		lua_setfield(L, -2, "raw_off");
+	}
+	if (m->region && m->pid == vm_self_pid()) {
+		/* resident pages (jitsframe.h): what is locked, what was
+		 * refused (RLIMIT_MEMLOCK), and why */
+		struct jsf_region_stats st = {.sz = sizeof(st)};
+		if (jsf_region_stats(m->region, &st) == 0) {
+			lua_pushnumber(L, (lua_Number)st.locked_bytes);
+			lua_setfield(L, -2, "locked_bytes");
+			lua_pushnumber(L, (lua_Number)st.lock_failures);
+			lua_setfield(L, -2, "lock_failures");
+			if (st.lock_errno) {
+				lua_pushstring(L, strerror(st.lock_errno));
+				lua_setfield(L, -2, "lock_error");
+			}
+		}
 	}
 	vaudit_stats(&m->audit, L);
 	lua_setfield(L, -2, "auditlog");

@@ -57,8 +57,10 @@ static int not_ours(int err)
 static int region_fallback(struct vmod *m, int why)
 {
 	char want[sizeof(m->path)];
-	struct jsf_region_opts o = {.sz = sizeof(o),
-				    .flags = JSF_REGION_REPLACE};
+	struct jsf_region_opts o = {
+	    .sz = sizeof(o),
+	    .flags = JSF_REGION_REPLACE |
+		     (m->no_mlock ? (uint32_t)JSF_REGION_NO_MLOCK : 0)};
 	snprintf(want, sizeof(want), "%s", m->path);
 	int err = default_path(m->path, sizeof(m->path));
 	if (err) {
@@ -130,6 +132,8 @@ static int open_region(struct vmod *m)
 	}
 	if (m->replace)
 		o.flags = JSF_REGION_REPLACE;
+	if (m->no_mlock)
+		o.flags |= JSF_REGION_NO_MLOCK;
 	err = jsf_region_create(&m->region, m->path, &o);
 	if (err && m->base_path[0] && not_ours(err))
 		err = region_fallback(m, err);
@@ -245,8 +249,12 @@ VM_HOT static void publish_perf(struct vmod *m, struct lstate *s,
 VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
 		       uint32_t tr, uint64_t now)
 {
-	int err = jsf_region_add(m->region, ti->start, ti->size, ti->rows,
-				 ti->nrows, now);
+	/* The rows with the trace's name, for readers outside the process
+	 * (jitsframe profile -p, report without a jitdump; docs/ABI.md 1.4) */
+	char name[160];
+	trace_name(ti, tr, name, sizeof(name));
+	int err = jsf_region_add_named(m->region, ti->start, ti->size, ti->rows,
+				       ti->nrows, name, now);
 	if (err == 0) {
 		ti->live = 1;
 		m->published++;

@@ -52,6 +52,7 @@ struct vmod {
 	int quiet;
 	int replace; /* replace an existing file at an explicit path */
 	int want_perfmap;
+	int no_mlock; /* start{mlock = false}: JSF_REGION_NO_MLOCK */
 	uint64_t traces, published, skipped, removed;
 	/* a stopped trace's facts (machine code, loop offset, parent) from
 	 * its GCtrace (lj/ljtrace.h) once they agreed with jit.util, checked

@@ -1,0 +1,836 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `jitsframe profile [-p PID[,PID...] | -a] [-F HZ] [-d S] [-o DIR]
+ * [--check N] [-- CMD...]`: stack sampling in the kernel (sampler/, the
+ * eBPF program that unwinds each sampled stack through the process's live
+ * region), symbolized here: ELF frames by symbol from each process's
+ * mappings (/proc/PID/maps), kernel frames from kallsyms, trace frames by
+ * the region function live at the sample's time, named by the process's
+ * jitdump (unwind/: uw_proc_maps, uw_frame_at). The profiles of `report`
+ * (cli/profout.c) and a summary line of report's shape. --check N: the
+ * sampler also copies the registers and stack of one sample in N, which
+ * jitsframe's own unwinder walks (uw_unwind_regs) and compares frame for
+ * frame with the kernel's walk: the oracle.
+ */
+#include "cli.h"
+#include "jitsframe.h"
+#include "jsfenv.h"
+#include "profile.h"
+#include "sampler.h"
+#include "unwind.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "Usage: jitsframe profile [-o DIR] [-F HZ] [-d SECONDS] [--check N]\n"
+    "                         -- CMD [ARGS...]\n"
+    "       jitsframe profile -p PID[,PID...] [-d SECONDS] [-o DIR] [-F HZ]\n"
+    "                         [--check N]\n"
+    "       jitsframe profile -a [-d SECONDS] [-o DIR] [-F HZ] [--check N]\n"
+    "\n"
+    "Sample stacks in the kernel (eBPF, docs/PROFILE.md): each sampled user\n"
+    "stack is unwound there, trace code through the process's own live\n"
+    "region, ELF code through rows of its objects; symbolized here (trace\n"
+    "frames TRACE_n::chunk:line as of the sample's time). Writes into DIR\n"
+    "(default ./jitsframe-profile) stacks.folded, flamegraph.svg,\n"
+    "flamegraph.html and profile.pb.gz, as `jitsframe report` does, and\n"
+    "prints one summary line of report's shape (samples, through trace\n"
+    "code, of them unwound from main, why the rest stopped). Stops at -d,\n"
+    "when CMD (or every process of -p) has exited, or at ^C. Needs root,\n"
+    "or CAP_BPF and CAP_PERFMON, and a kernel with BPF and BTF.\n"
+    "\n"
+    "  -o, --output DIR   where to write the profiles\n"
+    "  -F, --freq HZ      samples per second per CPU (default 999)\n"
+    "  -d, --duration S   stop after S seconds\n"
+    "  -p, --pid LIST     sample these running processes (each one's region\n"
+    "                     found as docs/ABI.md 8 says: its mappings,\n"
+    "                     ${TMPDIR:-/tmp}/jitsframe-UID/PID.region)\n"
+    "  -a, --all          sample every process\n"
+    "  --check N          the oracle: copy the registers and stack of one\n"
+    "                     sample in N, unwind the copies with jitsframe's\n"
+    "                     own unwinder and compare them frame for frame with\n"
+    "                     the kernel's walk; prints the agreement and the\n"
+    "                     first differences\n"
+    "  -- CMD [ARGS...]   run CMD with the VM module started (as `jitsframe\n"
+    "                     run` does; its region DIR/region, its jitdump\n"
+    "                     DIR/jit-PID.dump) and sample it and its children\n"
+    "\n"
+    "Exit status: 0 done; 1 CMD failed (could not run, exited non-zero,\n"
+    "crashed: what was sampled is still written) or a profile could not be\n"
+    "written; 2 usage; 3 DIR cannot be made, or no such process; 4 cannot\n"
+    "sample: no privilege (root, or CAP_BPF and CAP_PERFMON), or no BPF or\n"
+    "BTF in the kernel (one message says which).\n";
+
+#define WHO "jitsframe profile"
+enum { EX_NOSAMPLE = 4 }; /* cannot sample (privilege, BPF, BTF) */
+enum { MAXPIDS = 256, KMAX = 256 };
+
+static volatile sig_atomic_t stop_now;
+static void on_sigint(int sig)
+{
+	(void)sig;
+	stop_now = 1;
+}
+
+/* A sample kept for symbolization after the run (when the jitdumps are
+ * complete): header, then nframes (pc, fn_start) pairs, then nk kernel
+ * pcs. */
+struct kept {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint16_t nframes, nk;
+	uint16_t stop;
+	uint16_t pad;
+};
+
+/* What is known of a sampled process on this side. */
+struct pinfo {
+	uint32_t pid;
+	bool region;	     /* found and added to the traces */
+	uint64_t next_maps;  /* earliest time to reread its maps */
+	uint64_t next_find;  /* earliest time to look for its region */
+	uint64_t next_watch; /* earliest time to refresh the sampler's */
+	uint64_t n;	     /* samples */
+};
+
+struct pctx {
+	struct smp *s;
+	struct uwstate *u;
+	struct traces *t;
+	bool all;
+	/* processes */
+	struct pinfo *p;
+	size_t np, capp;
+	/* kept samples (an arena of struct kept + frames) */
+	unsigned char *a;
+	size_t alen, acap;
+	uint64_t nkept;
+	/* the directories of the jitdumps (besides DIR) */
+	char jdirs[8][PATH_MAX];
+	size_t njdirs;
+	/* the oracle */
+	uint64_t raw, agree, undecided, differ;
+	char diffs[5][480];
+	size_t ndiffs;
+	int err;
+};
+
+static struct pinfo *pinfo_of(struct pctx *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->np; i++)
+		if (c->p[i].pid == pid)
+			return &c->p[i];
+	if (c->np == c->capp) {
+		size_t cap = c->capp ? 2 * c->capp : 64;
+		struct pinfo *n = realloc(c->p, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		c->p = n;
+		c->capp = cap;
+	}
+	struct pinfo *q = &c->p[c->np++];
+	memset(q, 0, sizeof(*q));
+	q->pid = pid;
+	return q;
+}
+
+/* The directory of a region found outside /proc (its jitdump is written
+ * beside it), once. */
+static void note_jdir(struct pctx *c, const char *path)
+{
+	char d[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash || !strncmp(path, "/proc/", 6))
+		return;
+	snprintf(d, sizeof(d), "%.*s", (int)(slash - path), path);
+	for (size_t i = 0; i < c->njdirs; i++)
+		if (!strcmp(c->jdirs[i], d))
+			return;
+	if (c->njdirs < sizeof(c->jdirs) / sizeof(c->jdirs[0]))
+		snprintf(c->jdirs[c->njdirs++], PATH_MAX, "%s", d);
+}
+
+/* Look for pid's region (docs/ABI.md 8) unless known or looked for in the
+ * last 100 ms; once found, to the traces and to the sampler. */
+static void find_region(struct pctx *c, struct pinfo *q, uint64_t now)
+{
+	if (q->region || now < q->next_find)
+		return;
+	q->next_find = now + 100000000ull;
+	char path[PATH_MAX], err[512], msg[256];
+	if (jsf_region_find((int)q->pid, 0, path, sizeof(path)))
+		return;
+	if (traces_add_region(c->t, path, err, sizeof(err)))
+		return;
+	q->region = true;
+	note_jdir(c, path);
+	smp_watch(c->s, (int)q->pid, path, msg, sizeof(msg));
+}
+
+/* A process first seen, or a pc it runs that its mappings lack: read its
+ * mappings again (at most every 50 ms). */
+static void refresh_maps(struct pctx *c, struct pinfo *q, uint64_t now)
+{
+	if (now < q->next_maps)
+		return;
+	q->next_maps = now + 50000000ull;
+	uw_proc_maps(c->u, q->pid, NULL);
+}
+
+static bool trace_stop(unsigned stop)
+{
+	return stop == SMP_STOP_BUSY || stop == SMP_STOP_NOT_RESIDENT ||
+	       stop == SMP_STOP_CORRUPT;
+}
+
+/* The oracle on one raw copy: jitsframe's unwinder over the registers and
+ * stack, frame for frame against the kernel's walk. */
+static void check_raw(struct pctx *c, const struct smp_event *e)
+{
+	static struct uframe fr[UW_MAX];
+	const struct smp_sample *s = e->s;
+	const struct smp_raw *r = e->raw;
+	enum stop_reason why;
+	struct uw_regs regs = {.ip = r->ip, .sp = r->sp, .bp = r->bp};
+	size_t len = r->len < SMP_RAW_STACK ? r->len : SMP_RAW_STACK;
+	int n = uw_unwind_regs(c->u, s->pid, s->tid, s->time_ns, &regs,
+			       r->stack, len, fr, &why);
+	int nk = s->nframes;
+	c->raw++;
+	int k = 0;
+	for (; k < n && k < nk; k++) {
+		const struct smp_frame *sf = &s->frames[k];
+		bool tr = sf->fn_start != 0;
+		if (sf->pc != fr[k].pc || tr != fr[k].is_trace ||
+		    (tr && fr[k].map_start != sf->fn_start))
+			break;
+	}
+	const char *reason = NULL;
+	char buf[320];
+	if (k == n && k == nk) {
+		c->agree++;
+		return;
+	}
+	if (k == n && why == STOP_STACK_SHORT) {
+		/* the copy ended where the kernel read on */
+		c->undecided++;
+		return;
+	}
+	if (k == nk && s->stop == SMP_STOP_DEPTH) {
+		c->agree++; /* the kernel's walk is bounded; the same so far */
+		return;
+	}
+	if (k == n && nk == n + 1 && why == STOP_NO_MAPPING) {
+		c->agree++; /* both end at the same unresolved pc */
+		return;
+	}
+	if (k < n && k < nk) {
+		const struct smp_frame *sf = &s->frames[k];
+		snprintf(buf, sizeof(buf),
+			 "frame %d: kernel %#llx (%s %#llx), user %#llx (%s "
+			 "%#llx, %s)",
+			 k, (unsigned long long)sf->pc,
+			 sf->fn_start ? "trace" : "elf",
+			 (unsigned long long)sf->fn_start,
+			 (unsigned long long)fr[k].pc,
+			 fr[k].is_trace ? "trace" : "elf",
+			 (unsigned long long)fr[k].map_start,
+			 fr[k].name ? fr[k].name : "?");
+		reason = buf;
+	} else {
+		/* where they part: the first frame one walk lacks */
+		const struct uframe *u0 = k < n ? &fr[k] : NULL;
+		snprintf(buf, sizeof(buf),
+			 "kernel %d frames (%s), user %d frames (%s); frame "
+			 "%d: %#llx %s in %s",
+			 nk, smp_stop_name(s->stop), n, stop_name(why), k,
+			 (unsigned long long)(u0 ? u0->pc : 0),
+			 u0 && u0->name ? u0->name : "?",
+			 u0 && u0->map_name ? u0->map_name : "?");
+		reason = buf;
+	}
+	c->differ++;
+	if (c->ndiffs < sizeof(c->diffs) / sizeof(c->diffs[0]))
+		snprintf(c->diffs[c->ndiffs++], sizeof(c->diffs[0]),
+			 "pid %u sample %llu: %s", s->pid,
+			 (unsigned long long)s->id, reason);
+}
+
+static int on_sample(const struct smp_event *e, void *ctx)
+{
+	struct pctx *c = ctx;
+	const struct smp_sample *s = e->s;
+	uint64_t now = jsf_now_ns();
+	struct pinfo *q = pinfo_of(c, s->pid);
+	if (!q) {
+		c->err = -ENOMEM;
+		return 1;
+	}
+	if (!q->n++) {
+		uw_proc_maps(c->u, q->pid, NULL);
+		if (c->all) {
+			char msg[256];
+			smp_watch(c->s, (int)s->pid, NULL, msg, sizeof(msg));
+		}
+	}
+	bool jit = trace_stop(s->stop) || s->stop == SMP_STOP_NO_REGION ||
+		   s->stop == SMP_STOP_NO_TRACE;
+	uint16_t nf = s->nframes < SMP_MAX_FRAMES ? s->nframes : SMP_MAX_FRAMES;
+	for (uint16_t i = 0; i < nf; i++) {
+		struct uframe f;
+		enum stop_reason why;
+		jit |= s->frames[i].fn_start != 0;
+		if (!s->frames[i].fn_start &&
+		    !uw_frame_at(c->u, s->pid, s->frames[i].pc, i > 0,
+				 s->time_ns, &f, &why) &&
+		    why == STOP_NO_MAPPING) {
+			refresh_maps(c, q, now);
+			break;
+		}
+	}
+	if (jit)
+		find_region(c, q, now);
+	if (s->stop == SMP_STOP_NO_MAPPING && now >= q->next_watch) {
+		/* the program's mappings changed (CMD's exec, a dlopen):
+		 * the sampler's tables again, at most every 20 ms */
+		char msg[256];
+		q->next_watch = now + 20000000ull;
+		smp_watch(c->s, (int)q->pid, NULL, msg, sizeof(msg));
+	}
+	if (e->raw)
+		check_raw(c, e);
+	/* keep it */
+	uint32_t nk = e->nkframes < KMAX ? e->nkframes : KMAX;
+	size_t need = sizeof(struct kept) + 16 * (size_t)nf + 8 * (size_t)nk;
+	if (c->alen + need > c->acap) {
+		size_t cap = c->acap ? 2 * c->acap : 1 << 20;
+		while (cap < c->alen + need)
+			cap *= 2;
+		unsigned char *na = realloc(c->a, cap);
+		if (!na) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		c->a = na;
+		c->acap = cap;
+	}
+	struct kept k = {.pid = s->pid,
+			 .tid = s->tid,
+			 .time = s->time_ns,
+			 .nframes = nf,
+			 .nk = (uint16_t)nk,
+			 .stop = s->stop};
+	unsigned char *p = c->a + c->alen;
+	memcpy(p, &k, sizeof(k));
+	p += sizeof(k);
+	for (uint16_t i = 0; i < nf; i++, p += 16) {
+		memcpy(p, &s->frames[i].pc, 8);
+		memcpy(p + 8, &s->frames[i].fn_start, 8);
+	}
+	if (nk)
+		memcpy(p, e->kframes, 8 * (size_t)nk);
+	c->alen += need;
+	c->nkept++;
+	return 0;
+}
+
+/* ------------------------------------------------ after the run */
+
+struct sumr {
+	uint64_t samples, through, through_main, complete, unpub, unnamed;
+	uint64_t stop[SMP_STOP__N], stop_through[SMP_STOP__N];
+	struct {
+		char *path;
+		uint64_t n;
+	} exe[16];
+	size_t nexe;
+};
+
+static void count_exe(struct sumr *m, const char *path)
+{
+	if (!path)
+		return;
+	size_t k = 0;
+	while (k < m->nexe && strcmp(m->exe[k].path, path))
+		k++;
+	if (k == m->nexe) {
+		if (k == sizeof(m->exe) / sizeof(m->exe[0]) ||
+		    !(m->exe[k].path = strdup(path)))
+			return;
+		m->nexe++;
+	}
+	m->exe[k].n++;
+}
+
+/* Every kept sample symbolized (now that the jitdumps are complete) into
+ * the profile, counted into the summary. */
+static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
+{
+	static struct uframe fr[SMP_MAX_FRAMES];
+	static struct pframe all[KMAX + SMP_MAX_FRAMES];
+	static char tname[SMP_MAX_FRAMES][32];
+	size_t off = 0;
+	while (off < c->alen) {
+		struct kept k;
+		memcpy(&k, c->a + off, sizeof(k));
+		const unsigned char *p = c->a + off + sizeof(k);
+		off += sizeof(k) + 16 * (size_t)k.nframes + 8 * (size_t)k.nk;
+		m->samples++;
+		bool trace = false, main_ = false, anon = false;
+		unsigned stop =
+		    k.stop < SMP_STOP__N ? k.stop : SMP_STOP_CORRUPT;
+		for (uint32_t i = 0; i < k.nk; i++) {
+			uint64_t ip;
+			memcpy(&ip, p + 16 * (size_t)k.nframes + 8 * i, 8);
+			cli_kframe(c->u, ip, (int)i, &all[i]);
+		}
+		for (uint16_t i = 0; i < k.nframes; i++) {
+			uint64_t pc, fs;
+			memcpy(&pc, p + 16 * (size_t)i, 8);
+			memcpy(&fs, p + 16 * (size_t)i + 8, 8);
+			struct uframe *f = &fr[i];
+			enum stop_reason why;
+			uw_frame_at(c->u, k.pid, pc, i > 0, k.time, f, &why);
+			if (fs && (!f->is_trace || f->map_start != fs)) {
+				/* the kernel's region function, which this
+				 * side's region view does not hold then */
+				memset(f, 0, sizeof(*f));
+				f->pc = pc;
+				f->is_trace = f->jit_area = true;
+				f->map_start = fs;
+				f->map_end = fs + 1;
+				f->map_name = "[jit]";
+				m->unnamed++;
+			}
+			if (f->is_trace && !f->name) {
+				snprintf(tname[i], sizeof(tname[i]),
+					 "TRACE@%#llx",
+					 (unsigned long long)f->map_start);
+				f->name = tname[i];
+			}
+			trace |= f->is_trace;
+			anon |= f->jit_area && !f->is_trace;
+			if (!f->is_trace && f->name && !strcmp(f->name, "main"))
+				main_ = true;
+			cli_pframe(f, i, &all[k.nk + i]);
+		}
+		if (k.nframes)
+			count_exe(m, uw_exe(c->u, k.pid));
+		m->stop[stop]++;
+		if (stop == SMP_STOP_OUTERMOST)
+			m->complete++;
+		trace |= trace_stop(stop); /* stopped at a trace's lookup */
+		if (anon && !trace)
+			m->unpub++;
+		if (trace) {
+			m->through++;
+			if (main_)
+				m->through_main++;
+			else
+				m->stop_through[stop]++;
+		}
+		const char *comm = uw_comm(c->u, k.pid);
+		uint32_t n = k.nk + k.nframes;
+		if (n && prof_add(prof, all, n, 1, comm ? comm : "[unknown]"))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------ running CMD */
+
+/* Fork CMD with the module's environment (cli_vm_env, as `run` sets it;
+ * the jitdump into DIR): it waits on *go until the sampler watches it,
+ * then execs. Its pid, or -1. */
+static pid_t spawn_cmd(char **argv, const char *adir, int *go)
+{
+	char region[PATH_MAX + 16];
+	snprintf(region, sizeof(region), "%s/region", adir);
+	if (cli_vm_env(WHO, NULL, region, 1, 0) ||
+	    setenv(JSF_ENV_JITDUMP, adir, 1))
+		return -1;
+	int fds[2];
+	if (pipe(fds))
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char b;
+		close(fds[1]);
+		if (read(fds[0], &b, 1) != 1)
+			_exit(127);
+		close(fds[0]);
+		execvp(argv[0], argv);
+		fprintf(stderr, WHO ": cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	*go = fds[1];
+	return pid;
+}
+
+static int parse_pids(const char *list, int *out, int max)
+{
+	int n = 0;
+	const char *p = list;
+	while (*p) {
+		char *e;
+		long v = strtol(p, &e, 10);
+		if (e == p || v <= 0 || v > INT32_MAX || (*e && *e != ',') ||
+		    n == max)
+			return -1;
+		out[n++] = (int)v;
+		p = *e ? e + 1 : e;
+	}
+	return n;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"output", required_argument, 0, 'o'},
+	    {"freq", required_argument, 0, 'F'},
+	    {"duration", required_argument, 0, 'd'},
+	    {"pid", required_argument, 0, 'p'},
+	    {"all", no_argument, 0, 'a'},
+	    {"check", required_argument, 0, 'c'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	const char *dir = "jitsframe-profile";
+	uint64_t freq = 999, duration = 0, check = 0;
+	int pids[MAXPIDS], npids = 0, all = 0, c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:F:d:p:ah", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			dir = optarg;
+			break;
+		case 'F':
+			if (!cli_u64(optarg, &freq) || !freq || freq > 100000) {
+				fprintf(stderr,
+					WHO ": -F wants 1..100000, not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'd':
+			if (!cli_u64(optarg, &duration) || !duration ||
+			    duration > 86400 * 365) {
+				fprintf(stderr,
+					WHO ": -d wants a number of seconds, "
+					    "not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'p':
+			npids = parse_pids(optarg, pids, MAXPIDS);
+			if (npids <= 0) {
+				fprintf(stderr,
+					WHO ": -p wants PID[,PID...], not "
+					    "'%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'a':
+			all = 1;
+			break;
+		case 'c':
+			if (!cli_u64(optarg, &check) || !check ||
+			    check > UINT32_MAX) {
+				fprintf(stderr,
+					WHO ": --check wants N >= 1 (one "
+					    "sample in N), not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return EX_OK;
+		default:
+			fprintf(stderr,
+				WHO ": unknown or incomplete option '%s'\n"
+				    "Try 'jitsframe profile --help'.\n",
+				argv[optind - 1]);
+			return EX_USAGE;
+		}
+	}
+	int ncmd = argc - optind;
+	if ((npids > 0) + all + (ncmd > 0) != 1) {
+		fprintf(stderr,
+			WHO ": give one of -p PID[,PID...], -a, or -- CMD\n"
+			    "Try 'jitsframe profile --help'.\n");
+		return EX_USAGE;
+	}
+	for (int i = 0; i < npids; i++) {
+		char pp[32];
+		snprintf(pp, sizeof(pp), "/proc/%d", pids[i]);
+		if (access(pp, F_OK) != 0) {
+			fprintf(stderr, WHO ": no process %d\n", pids[i]);
+			return EX_INPUT;
+		}
+	}
+	/* the sampler first: without it nothing runs, nothing is made */
+	char msg[512] = "";
+	struct smp_opts so = {.sz = sizeof(so),
+			      .hz = (uint32_t)freq,
+			      .raw_every = (uint32_t)check,
+			      .all = all};
+	struct pctx *cx = calloc(1, sizeof(*cx));
+	if (!cx)
+		return EX_INPUT;
+	int rc = smp_open(&cx->s, &so, msg, sizeof(msg));
+	if (rc) {
+		fprintf(stderr, WHO ": cannot sample: %s%s\n",
+			msg[0] ? msg : strerror(-rc),
+			(rc == -EPERM || rc == -EACCES) && !strstr(msg, "CAP_")
+			    ? " (run as root, or with CAP_BPF and "
+			      "CAP_PERFMON)"
+			    : "");
+		free(cx);
+		return EX_NOSAMPLE;
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, WHO ": cannot create %s: %s\n", dir,
+			strerror(errno));
+		smp_close(cx->s);
+		free(cx);
+		return EX_INPUT;
+	}
+	char adir[PATH_MAX];
+	if (!realpath(dir, adir)) {
+		fprintf(stderr, WHO ": %s: %s\n", dir, strerror(errno));
+		smp_close(cx->s);
+		free(cx);
+		return EX_INPUT;
+	}
+	cx->all = all;
+	cx->t = traces_new();
+	cx->u = cx->t ? uw_new(cx->t, NULL) : NULL;
+	if (!cx->u) {
+		fprintf(stderr, WHO ": out of memory\n");
+		smp_close(cx->s);
+		traces_free(cx->t);
+		free(cx);
+		return EX_INPUT;
+	}
+	pid_t child = -1;
+	int go = -1;
+	if (ncmd) {
+		char jd[PATH_MAX + 32];
+		snprintf(jd, sizeof(jd), "%s/region", adir);
+		unlink(jd);
+		child = spawn_cmd(argv + optind, adir, &go);
+		if (child < 0) {
+			fprintf(stderr, WHO ": cannot run %s: %s\n",
+				argv[optind], strerror(errno));
+			rc = EX_FAIL;
+			goto out;
+		}
+		pids[npids++] = (int)child;
+	}
+	for (int i = 0; i < npids; i++) {
+		struct pinfo *q = pinfo_of(cx, (uint32_t)pids[i]);
+		/* CMD: watched once it has exec'd (below) */
+		int w = pids[i] == (int)child
+			    ? 0
+			    : smp_watch(cx->s, pids[i], NULL, msg, sizeof(msg));
+		if (w && ncmd == 0) {
+			fprintf(stderr, WHO ": pid %d: %s\n", pids[i], msg);
+			rc = EX_INPUT;
+			goto out;
+		}
+		if (q) {
+			uw_proc_maps(cx->u, q->pid, NULL);
+			find_region(cx, q, 0);
+		}
+	}
+	struct sigaction sa = {.sa_handler = on_sigint}, old_int, old_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	uint64_t t0 = jsf_now_ns(), next_kids = 0;
+	uint64_t end = duration ? t0 + duration * 1000000000ull : 0;
+	if (go >= 0) { /* CMD may run now */
+		if (write(go, "g", 1) != 1)
+			rc = EX_FAIL;
+		close(go);
+		go = -1;
+		/* its exec: then the sampler's tables of the program itself
+		 * (not of this one, which the child was until then) */
+		char self[PATH_MAX], pe[64], exe[PATH_MAX];
+		ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		snprintf(pe, sizeof(pe), "/proc/%d/exe", (int)child);
+		for (int i = 0; sl > 0 && i < 2000; i++) {
+			ssize_t el = readlink(pe, exe, sizeof(exe) - 1);
+			if (el < 0 || el != sl || memcmp(exe, self, (size_t)sl))
+				break;
+			usleep(500);
+		}
+		smp_watch(cx->s, (int)child, NULL, msg, sizeof(msg));
+		uw_proc_maps(cx->u, (uint32_t)child, NULL);
+	}
+	int st = 0;
+	bool exited = false;
+	while (!stop_now && !cx->err) {
+		int pr = smp_poll(cx->s, 100, on_sample, cx);
+		if (pr < 0 && pr != -EINTR) {
+			fprintf(stderr, WHO ": %s\n", strerror(-pr));
+			break;
+		}
+		uint64_t now = jsf_now_ns();
+		if (end && now >= end)
+			break;
+		if (child > 0 && waitpid(child, &st, WNOHANG) == child) {
+			exited = true;
+			break;
+		}
+		if (!all && !ncmd) { /* -p: stop when all are gone */
+			int alive = 0;
+			for (int i = 0; i < npids; i++)
+				alive +=
+				    kill(pids[i], 0) == 0 || errno != ESRCH;
+			if (!alive)
+				break;
+		}
+		if (ncmd && now >= next_kids) { /* CMD's children */
+			next_kids = now + 250000000ull;
+			int n0 = npids;
+			for (int i = 0; i < n0; i++)
+				cli_add_children(pids, &npids, MAXPIDS,
+						 pids[i]);
+			for (int i = n0; i < npids; i++)
+				smp_watch(cx->s, pids[i], NULL, msg,
+					  sizeof(msg));
+		}
+	}
+	/* what is still in the ring */
+	while (smp_poll(cx->s, 0, on_sample, cx) > 0 && !cx->err)
+		;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (child > 0 && !exited) {
+		if (!stop_now && end)
+			kill(child, SIGINT); /* -d ended it */
+		while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	struct smp_stats ss;
+	smp_stats(cx->s, &ss);
+	smp_close(cx->s);
+	cx->s = NULL;
+	/* the names: DIR's jitdumps, and those beside regions found
+	 * elsewhere */
+	traces_add_jitdumps(cx->t, adir);
+	for (size_t i = 0; i < cx->njdirs; i++) {
+		char a[PATH_MAX];
+		if (!realpath(cx->jdirs[i], a) || strcmp(a, adir))
+			traces_add_jitdumps(cx->t, cx->jdirs[i]);
+	}
+	struct prof *prof = prof_new(1000000000ull / freq);
+	struct sumr *m = calloc(1, sizeof(*m));
+	if (!prof || !m || symbolize_all(cx, prof, m)) {
+		fprintf(stderr, WHO ": out of memory\n");
+		rc = EX_FAIL;
+		prof_free(prof);
+		free(m);
+		goto out;
+	}
+	if (m->nexe) {
+		size_t best = 0;
+		for (size_t k = 1; k < m->nexe; k++)
+			if (m->exe[k].n > m->exe[best].n)
+				best = k;
+		prof_set_main(prof, m->exe[best].path);
+	}
+	char wrote[1024] = "";
+	rc = cli_write_profiles(prof, adir, WHO, wrote, sizeof(wrote));
+	printf(WHO ": %llu samples, %llu through trace code, %llu of them "
+		   "(%.2f%%) unwound from main",
+	       (unsigned long long)m->samples, (unsigned long long)m->through,
+	       (unsigned long long)m->through_main,
+	       m->through ? 100.0 * (double)m->through_main / (double)m->through
+			  : 0.0);
+	const char *sep = "; the rest stopped: ";
+	for (int k = 0; k < SMP_STOP__N; k++)
+		if (m->stop_through[k]) {
+			printf("%s%s %llu", sep, smp_stop_name((unsigned)k),
+			       (unsigned long long)m->stop_through[k]);
+			sep = ", ";
+		}
+	if (m->unpub)
+		printf(
+		    "; %llu more in JIT code that no published trace covered",
+		    (unsigned long long)m->unpub);
+	if (m->unnamed)
+		printf("; %llu trace frames this side's region view did not "
+		       "hold (named TRACE@ADDR)",
+		       (unsigned long long)m->unnamed);
+	printf("; all samples: %llu complete to the outermost frame",
+	       (unsigned long long)m->complete);
+	if (ss.lost)
+		printf(", %llu lost (ring full)", (unsigned long long)ss.lost);
+	if (wrote[0])
+		printf("; wrote%s in %s", wrote, adir);
+	printf("\n");
+	if (check) {
+		uint64_t dec = cx->agree + cx->differ;
+		printf(WHO ": check: %llu of %llu raw copies (%.2f%%) agree "
+			   "frame for frame with jitsframe's unwinder",
+		       (unsigned long long)cx->agree, (unsigned long long)dec,
+		       dec ? 100.0 * (double)cx->agree / (double)dec : 0.0);
+		if (cx->undecided)
+			printf("; %llu more undecided (the %u-byte copy ended "
+			       "before the kernel's walk)",
+			       (unsigned long long)cx->undecided,
+			       SMP_RAW_STACK);
+		printf("\n");
+		for (size_t i = 0; i < cx->ndiffs; i++)
+			printf(WHO ": check: differs: %s\n", cx->diffs[i]);
+	}
+	fflush(stdout);
+	for (size_t k = 0; k < m->nexe; k++)
+		free(m->exe[k].path);
+	free(m);
+	prof_free(prof);
+	if (child > 0 && exited && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		if (WIFSIGNALED(st))
+			fprintf(stderr,
+				WHO ": the command was killed by signal %d "
+				    "(%s); the profile above covers what ran\n",
+				WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else
+			fprintf(stderr,
+				WHO ": the command exited with status %d; "
+				    "the profile above covers what ran\n",
+				WEXITSTATUS(st));
+		rc = EX_FAIL;
+	}
+out:
+	if (go >= 0 && child > 0 && rc != EX_OK) {
+		close(go); /* a CMD that never started: it exits */
+		waitpid(child, NULL, 0);
+	}
+	if (cx->s)
+		smp_close(cx->s);
+	uw_free(cx->u);
+	traces_free(cx->t);
+	free(cx->p);
+	free(cx->a);
+	free(cx);
+	return rc;
+}

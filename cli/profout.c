@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* The profiles of `report` and `profile` (cli.h): unwound frames as
+ * profile frames, and the four files written into a directory. */
+#include "cli.h"
+#include "jsfenv.h"
+#include "profile.h"
+#include "unwind.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_pframe(const struct uframe *f, int i, struct pframe *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = f->name;
+	p->addr = i ? f->pc - 1 : f->pc;
+	p->kind = f->is_trace ? PF_JIT : f->elf ? PF_ELF : PF_UNKNOWN;
+	p->mapping = f->map_name;
+	p->map_start = f->map_start;
+	p->map_end = f->map_end;
+	p->map_pgoff = f->map_pgoff;
+	if (f->elf)
+		p->build_id = elfobj_build_id(f->elf);
+	if (f->is_trace && f->name) {
+		/* TRACE_n::chunk:line -> file chunk, line */
+		const char *c = strstr(f->name, "::");
+		const char *l = strrchr(f->name, ':');
+		if (c && l && l > c + 2)
+			p->line = (uint32_t)strtoul(l + 1, NULL, 10);
+	}
+}
+
+void cli_kframe(struct uwstate *u, uint64_t ip, int i, struct pframe *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->name = uw_ksym_name(u, ip);
+	k->addr = i ? ip - 1 : ip;
+	k->mapping = "[kernel.kallsyms]";
+	k->kind = PF_ELF;
+}
+
+/* The HTML flame graph; without the viewer's files (a build without npm
+ * or the npm registry) the page that says so, and one note. */
+static int write_html(const struct prof *prof, const char *path,
+		      const char *who)
+{
+	int w = prof_write_html(prof, path, who);
+	if (w != -ENOENT)
+		return w;
+	char where[3 * PATH_MAX + 128];
+	prof_viewer_where(where, sizeof(where));
+	w = prof_write_html_unavailable(prof, path, who);
+	if (!w)
+		fprintf(
+		    stderr,
+		    "%s: note: the HTML flame graph's viewer "
+		    "(d3-flame-graph) is missing (looked for %s), so %s "
+		    "says the interactive viewer is unavailable; the other "
+		    "files hold the profile. To get it, run `make` with npm "
+		    "installed and the npm registry reachable, or "
+		    "set " JSF_ENV_VIEWER "=DIR.\n",
+		    who, where, path);
+	return w;
+}
+
+int cli_write_profiles(const struct prof *prof, const char *dir,
+		       const char *who, char *wrote, size_t wlen)
+{
+	static const char *const files[] = {"stacks.folded", "flamegraph.svg",
+					    "flamegraph.html", "profile.pb.gz"};
+	char p[PATH_MAX];
+	size_t wl = strlen(wrote);
+	int rc = EX_OK;
+	for (int k = 0; k < 4; k++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[k]);
+		int w = k == 0	 ? prof_write_folded(prof, p)
+			: k == 1 ? prof_write_svg(prof, p, who)
+			: k == 2 ? write_html(prof, p, who)
+				 : prof_write_pprof(prof, p);
+		if (w == -ENOSYS)
+			continue;
+		if (w) {
+			fprintf(stderr, "%s: cannot write %s: %s\n", who, p,
+				strerror(-w));
+			rc = EX_FAIL;
+			continue;
+		}
+		wl += (size_t)snprintf(wrote + wl, wlen - wl, " %s", files[k]);
+		if (wl >= wlen)
+			wl = wlen - 1;
+	}
+	return rc;
+}

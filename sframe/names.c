@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Function names in a section block (docs/ABI.md 1.4): an append-only name
+ * area after the function log and a name index parallel to the log (one
+ * u32 per log entry: the offset of its name's record, 0 for none). Nothing
+ * here is part of the SFrame section, and a reader that does not know the
+ * feature bit never looks at it. Producer helpers (region.c calls them
+ * under its mutex), the reader's jsf_view_name and the validator's check.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#define NAME_TRIES 4096 /* bounded retries of a live read, as lookups */
+
+static uint32_t cut_len(const char *name)
+{
+	size_t n = strnlen(name, SF_NAME_MAX);
+	return (uint32_t)n;
+}
+
+/* A record: u16 length, the bytes, a NUL. */
+uint32_t sf_name_rec_len(const char *name)
+{
+	return name ? 2 + cut_len(name) + 1 : 0;
+}
+
+static bool has_names(const uint8_t *blk)
+{
+	return LD32(blk + SB_FEATURES) & SB_F_NAMES;
+}
+
+/* Bytes of the record at o in a trusted (own) block. */
+static uint32_t rec_len_at(const uint8_t *area, uint32_t o)
+{
+	return o ? 2 + (uint32_t)ldu(area + o, 2) + 1 : 0;
+}
+
+uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln)
+{
+	if (!blk || !has_names(blk))
+		return 0;
+	const uint8_t *nidx = blk + LD32(blk + SB_NIDX_OFF);
+	const uint8_t *area = blk + LD32(blk + SB_NAMES_OFF);
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < ln; i++)
+		if (remap[i] != UINT32_MAX)
+			n += rec_len_at(area, LD32(nidx + 4 * (size_t)i));
+	return n;
+}
+
+uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
+			 struct sf_nlay *lay)
+{
+	uint64_t nidx =
+	    (uint64_t)log_off + (uint64_t)log_cap * SF_LOG_ENTRY_SIZE;
+	uint64_t names = nidx + 4 * (uint64_t)log_cap;
+	uint64_t cap = (2 * (need + SF_NAMES_FIRST) + 1024 + 63) / 64 * 64;
+	if (cap > 0x7fffffff || names + cap > 0xffffffffu)
+		return UINT64_MAX; /* does not fit the u32 offsets */
+	lay->nidx_off = (uint32_t)nidx;
+	lay->names_off = (uint32_t)names;
+	lay->names_cap = (uint32_t)cap;
+	return (names + cap + 4095) / 4096 * 4096;
+}
+
+void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
+		    const uint32_t *remap, uint32_t ln)
+{
+	uint8_t *nidx = blk + lay->nidx_off, *area = blk + lay->names_off;
+	uint32_t used = SF_NAMES_FIRST;
+	ST32(area, 0);
+	if (old && has_names(old)) {
+		const uint8_t *onidx = old + LD32(old + SB_NIDX_OFF);
+		const uint8_t *oarea = old + LD32(old + SB_NAMES_OFF);
+		for (uint32_t i = 0; i < ln; i++) {
+			if (remap[i] == UINT32_MAX)
+				continue;
+			uint32_t o = LD32(onidx + 4 * (size_t)i);
+			uint32_t l = rec_len_at(oarea, o);
+			ST32(nidx + 4 * (size_t)remap[i], l ? used : 0);
+			for (uint32_t b = 0; b < l; b++)
+				ST8(area + used + b, LD8(oarea + o + b));
+			used += l;
+		}
+	} else {
+		for (uint32_t i = 0; i < ln; i++)
+			if (remap[i] != UINT32_MAX)
+				ST32(nidx + 4 * (size_t)remap[i], 0);
+	}
+	ST32(blk + SB_NIDX_OFF, lay->nidx_off);
+	ST32(blk + SB_NAMES_OFF, lay->names_off);
+	ST32(blk + SB_NAMES_CAP, lay->names_cap);
+	ST32(blk + SB_NAMES_LEN, used);
+	ST32(blk + SB_FEATURES, SB_F_NAMES);
+}
+
+bool sf_names_room(const uint8_t *blk, const char *name)
+{
+	if (!has_names(blk))
+		return false;
+	return LD32(blk + SB_NAMES_CAP) - LD32(blk + SB_NAMES_LEN) >=
+	       sf_name_rec_len(name);
+}
+
+void sf_names_put(uint8_t *blk, uint32_t idx, const char *name)
+{
+	if (!has_names(blk))
+		return;
+	uint32_t o = 0;
+	if (name) {
+		uint8_t *area = blk + LD32(blk + SB_NAMES_OFF);
+		uint32_t n = cut_len(name);
+		o = LD32(blk + SB_NAMES_LEN);
+		/* the record, beyond anything an index entry refers to... */
+		stu(area + o, n, 2);
+		copy_out(area + o + 2, (const uint8_t *)name, n);
+		ST8(area + o + 2 + n, 0);
+		ST32(blk + SB_NAMES_LEN, o + 2 + n + 1);
+	}
+	/* ...then the entry's index slot; both before log_n counts it. */
+	ST32(blk + LD32(blk + SB_NIDX_OFF) + 4 * (size_t)idx, o);
+}
+
+/* The name area of a block, bounds-checked against `avail` readable
+ * bytes: 1 and *area, *alen (bytes in use), *nidx; 0 no names; -EBADMSG. */
+static int area_of(const uint8_t *blk, uint64_t avail, uint32_t log_n,
+		   const uint8_t **nidx, const uint8_t **area, uint32_t *alen)
+{
+	if (avail < SF_SHDR_SIZE)
+		return -EBADMSG;
+	if (!has_names(blk))
+		return 0;
+	uint64_t io = LD32(blk + SB_NIDX_OFF), ao = LD32(blk + SB_NAMES_OFF);
+	uint64_t cap = LD32(blk + SB_NAMES_CAP), len = LD32(blk + SB_NAMES_LEN);
+	uint64_t log_end = LD32(blk + SB_LOG_OFF) +
+			   (uint64_t)LD32(blk + SB_LOG_CAP) * SF_LOG_ENTRY_SIZE;
+	if (io % 4 || io < log_end || io + 4 * (uint64_t)log_n > ao ||
+	    ao + cap > avail || len > cap || len < SF_NAMES_FIRST)
+		return -EBADMSG;
+	*nidx = blk + io;
+	*area = blk + ao;
+	*alen = (uint32_t)len;
+	return 1;
+}
+
+/* The record at o of an area of alen bytes: its text length, or -1. */
+static int rec_at(const uint8_t *area, uint32_t alen, uint32_t o)
+{
+	if (o < SF_NAMES_FIRST || o > alen || alen - o < 3)
+		return -1;
+	uint32_t n = ldu(area + o, 2);
+	if (n > SF_NAME_MAX || n > alen - o - 3 || LD8(area + o + 2 + n) != 0)
+		return -1;
+	return (int)n;
+}
+
+int sf_name_read(const uint8_t *blk, uint64_t avail, uint32_t log_n,
+		 uint32_t idx, char *buf, size_t len)
+{
+	const uint8_t *nidx, *area;
+	uint32_t alen;
+	int rc = area_of(blk, avail, log_n, &nidx, &area, &alen);
+	if (rc <= 0)
+		return rc ? rc : -ENODATA;
+	if (idx >= log_n)
+		return -EBADMSG;
+	uint32_t o = LD32(nidx + 4 * (size_t)idx);
+	if (!o)
+		return -ENODATA;
+	int n = rec_at(area, alen, o);
+	if (n < 0)
+		return -EBADMSG;
+	if (buf && len) {
+		size_t c = (size_t)n < len - 1 ? (size_t)n : len - 1;
+		for (size_t i = 0; i < c; i++)
+			buf[i] = (char)LD8(area + o + 2 + i);
+		buf[c] = 0;
+	}
+	return n;
+}
+
+int sf_names_check(const uint8_t *blk, uint64_t total, char *msg, size_t msglen)
+{
+	const uint8_t *nidx, *area;
+	uint32_t alen, log_n = LD32(blk + SB_LOG_N);
+	uint32_t feat = LD32(blk + SB_FEATURES);
+	if (!(feat & SB_F_NAMES))
+		return 0; /* no name area (other bits: not ours to judge) */
+	int rc = area_of(blk, total, log_n, &nidx, &area, &alen);
+	if (rc < 0) {
+		sf_msg(msg, msglen,
+		       "name area: index at %u, area at %u (%u of %u bytes "
+		       "used) outside the block or overlapping the log",
+		       LD32(blk + SB_NIDX_OFF), LD32(blk + SB_NAMES_OFF),
+		       LD32(blk + SB_NAMES_LEN), LD32(blk + SB_NAMES_CAP));
+		return -EBADMSG;
+	}
+	uint64_t io = LD32(blk + SB_NIDX_OFF);
+	if (io + 4 * (uint64_t)LD32(blk + SB_LOG_CAP) >
+	    LD32(blk + SB_NAMES_OFF)) {
+		sf_msg(msg, msglen,
+		       "name area: the index of %u entries overlaps the names",
+		       LD32(blk + SB_LOG_CAP));
+		return -EBADMSG;
+	}
+	for (uint32_t i = 0; i < log_n; i++) {
+		uint32_t o = LD32(nidx + 4 * (size_t)i);
+		if (o && rec_at(area, alen, o) < 0) {
+			sf_msg(msg, msglen,
+			       "function log entry %u: name record at %u "
+			       "outside the %u bytes of the name area, or "
+			       "not terminated",
+			       i, o, alen);
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+/* One attempt on a live block: the name of the function covering pc at
+ * t (0: live now). */
+static int live_name_once(const uint8_t *m, uint64_t limit, uint64_t pc,
+			  uint64_t t, char *buf, size_t len)
+{
+	uint64_t off = LD64(m + RH_SEC_OFF);
+	if (off < SF_RHDR_SIZE || off % 8 || off + SF_SHDR_SIZE > limit)
+		return -EBADMSG;
+	const uint8_t *blk = m + off;
+	uint64_t total = LD64(blk + SB_TOTAL);
+	uint64_t log_off = LD32(blk + SB_LOG_OFF),
+		 log_cap = LD32(blk + SB_LOG_CAP);
+	uint32_t log_n = LD32A(blk + SB_LOG_N);
+	if (total > limit - off ||
+	    log_off + log_cap * SF_LOG_ENTRY_SIZE > total || log_n > log_cap)
+		return -EBADMSG;
+	for (uint32_t i = log_n; i-- > 0;) {
+		const uint8_t *p =
+		    blk + log_off + (size_t)i * SF_LOG_ENTRY_SIZE;
+		struct sf_ent f = {
+		    .start = LD64(p + LE_START),
+		    .add = LD64(p + LE_ADD),
+		    .remove = LD64(p + LE_REMOVE),
+		    .size = LD32(p + LE_SIZE),
+		};
+		if (pc - f.start < f.size && sf_alive(&f, t))
+			return sf_name_read(blk, total, log_n, i, buf, len);
+	}
+	return -ENOENT;
+}
+
+int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
+		  char *buf, size_t len)
+{
+	if (!v || (!buf && len))
+		return -EINVAL;
+	uint64_t limit;
+	const uint8_t *m = sf_view_live(v, &limit);
+	if (!m) {
+		struct sf_snap tmp = {0};
+		const struct sf_snap *s;
+		int err = sf_view_snap(v, &tmp, &s); /* its own: no copy */
+		if (err)
+			return err;
+		const struct sf_ent *f = sf_snap_find(s, pc, at_ns);
+		return f ? sf_name_read(s->blk, s->blk_len, s->log_n,
+					f->log_idx, buf, len)
+			 : -ENOENT;
+	}
+	for (int tries = 0; tries < NAME_TRIES; tries++) {
+		uint64_t s1 = LD64A(m + RH_SEQ);
+		if (s1 & 1) {
+			if (tries > 64)
+				sched_yield();
+			continue;
+		}
+		if (tries)
+			m = sf_view_live(v, &limit);
+		int rc = live_name_once(m, limit, pc, at_ns, buf, len);
+		if (LD64(m + RH_SEQ) != s1)
+			continue; /* rewritten under us: what we read is void */
+		return rc;
+	}
+	return -EAGAIN;
+}

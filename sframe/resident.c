@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resident pages (docs/ABI.md 3.6): an in-kernel reader (a BPF program's
+ * bpf_probe_read_user) cannot fault a page in, so the pages it needs — the
+ * region header and the current section block — are made present in the
+ * producer's page tables when they come into use, and mlocked there so
+ * that reclaim cannot unmap them, unless the region was created with
+ * JSF_REGION_NO_MLOCK. A refused mlock (RLIMIT_MEMLOCK, no CAP_IPC_LOCK)
+ * is counted, never fatal: the pages are still populated.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Present in the page tables, writable: a write fault per page, without
+ * changing a byte (the range is a shared file mapping we own). */
+static void populate(uint8_t *p, uint64_t len)
+{
+	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	long pg = sysconf(_SC_PAGESIZE);
+	for (uint64_t o = 0; o < len; o += (uint64_t)pg)
+		__atomic_fetch_or(p + o, 0, __ATOMIC_RELAXED);
+}
+
+/* The system calls themselves: sanitizer runtimes replace mlock(3) and
+ * munlock(3) with no-ops that report success. */
+static int do_mlock(void *p, uint64_t len)
+{
+	return (int)syscall(SYS_mlock, p, (size_t)len);
+}
+
+bool sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len)
+{
+	if (!rs->off) {
+		/* mlock faults every page in and keeps it mapped */
+		if (do_mlock(addr, len) == 0) {
+			rs->locked += len;
+			return true;
+		}
+		rs->failures++;
+		rs->last_err = errno;
+	}
+	populate(addr, len);
+	return false;
+}
+
+void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len, bool locked)
+{
+	if (!locked)
+		return;
+	syscall(SYS_munlock, addr, (size_t)len);
+	rs->locked -= len;
+}
