@@ -455,7 +455,10 @@ static long step(__u32 i, void *vctx)
 	if (m->obj == SMP_OBJ_ANON) {
 		__u64 fs = 0;
 		rc = region_row(w, p, lc->c, look, &x, &fs);
-		fr->fn_start = fs;
+		/* only a verified answer names the frame: a first try
+		 * that matched and was then discarded (the seq changed,
+		 * later tries busy) leaves fs set */
+		fr->fn_start = rc ? 0 : fs;
 	} else if (m->obj == SMP_OBJ_NONE) {
 		rc = SMP_STOP_NO_ROWS;
 	} else {
