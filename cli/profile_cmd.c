@@ -94,11 +94,13 @@ struct kept {
 /* What is known of a sampled process on this side. */
 struct pinfo {
 	uint32_t pid;
-	bool region;	     /* found and added to the traces */
-	uint64_t next_maps;  /* earliest time to reread its maps */
-	uint64_t next_find;  /* earliest time to look for its region */
-	uint64_t next_watch; /* earliest time to refresh the sampler's */
-	uint64_t n;	     /* samples */
+	bool region;		   /* found and added to the traces */
+	uint64_t next_maps;	   /* earliest time to reread its maps */
+	uint64_t exe_ino, exe_dev; /* its program when its maps were read */
+	uint64_t next_exe;	   /* earliest time to look at it again */
+	uint64_t next_find;	   /* earliest time to look for its region */
+	uint64_t next_watch;	   /* earliest time to refresh the sampler's */
+	uint64_t n;		   /* samples */
 };
 
 struct pctx {
@@ -118,6 +120,8 @@ struct pctx {
 	size_t njdirs;
 	/* the oracle */
 	uint64_t raw, agree, undecided, differ;
+	uint64_t fallback;    /* samples unwound here from their raw copy */
+	uint64_t short_walks; /* raw copies whose kernel walk stopped short */
 	char diffs[5][480];
 	size_t ndiffs;
 	int err;
@@ -232,6 +236,15 @@ static void check_raw(struct pctx *c, const struct smp_event *e)
 		c->agree++; /* both end at the same unresolved pc */
 		return;
 	}
+	if (k + 1 >= nk && k < n &&
+	    (s->stop == SMP_STOP_NO_MAPPING || s->stop == SMP_STOP_NO_ROWS ||
+	     s->stop == SMP_STOP_NO_REGION)) {
+		/* the kernel's walk agreed up to a pc its tables did not
+		 * know yet (its last frame) and stopped there: not a wrong
+		 * frame, a short walk (this side unwinds the copy) */
+		c->short_walks++;
+		return;
+	}
 	if (k < n && k < nk) {
 		const struct smp_frame *sf = &s->frames[k];
 		snprintf(buf, sizeof(buf),
@@ -264,6 +277,42 @@ static void check_raw(struct pctx *c, const struct smp_event *e)
 			 (unsigned long long)s->id, reason);
 }
 
+/* A raw copy unwound on this side (its process's mappings read again
+ * first: that they changed is why the kernel's walk stopped): the frames
+ * as the kernel's walk gives them (trace frames with their function's
+ * start), and the stop. How many frames. */
+static uint16_t user_walk(struct pctx *c, const struct smp_event *e,
+			  struct smp_frame *out, uint16_t *stop)
+{
+	static struct uframe fr[UW_MAX];
+	const struct smp_sample *s = e->s;
+	const struct smp_raw *r = e->raw;
+	enum stop_reason why;
+	uw_proc_maps(c->u, s->pid, NULL);
+	struct uw_regs regs = {.ip = r->ip, .sp = r->sp, .bp = r->bp};
+	size_t len = r->len < SMP_RAW_STACK ? r->len : SMP_RAW_STACK;
+	int n = uw_unwind_regs(c->u, s->pid, s->tid, s->time_ns, &regs,
+			       r->stack, len, fr, &why);
+	if (n <= 0)
+		return 0;
+	if (n > SMP_MAX_FRAMES)
+		n = SMP_MAX_FRAMES;
+	for (int i = 0; i < n; i++) {
+		out[i].pc = fr[i].pc;
+		out[i].fn_start = fr[i].is_trace ? fr[i].map_start : 0;
+	}
+	*stop = why == STOP_OUTERMOST	 ? SMP_STOP_OUTERMOST
+		: why == STOP_NO_MAPPING ? SMP_STOP_NO_MAPPING
+		: why == STOP_DEPTH	 ? SMP_STOP_DEPTH
+		: why == STOP_NO_TRACE	 ? SMP_STOP_NO_TRACE
+		: why == STOP_NO_REGION	 ? SMP_STOP_NO_REGION
+		: why == STOP_NO_ROW	 ? SMP_STOP_NO_ROW
+		: why == STOP_UNSUP_RULE ? SMP_STOP_UNSUP_RULE
+		: why == STOP_LOOP	 ? SMP_STOP_LOOP
+					 : SMP_STOP_READ;
+	return (uint16_t)n;
+}
+
 static int on_sample(const struct smp_event *e, void *ctx)
 {
 	struct pctx *c = ctx;
@@ -274,7 +323,30 @@ static int on_sample(const struct smp_event *e, void *ctx)
 		c->err = -ENOMEM;
 		return 1;
 	}
+	/* its program changed (CMD's exec, after its first samples): its
+	 * mappings are another program's from then on; read them again.
+	 * /proc/PID/exe at most every 10 ms */
+	if (q->n && now >= q->next_exe) {
+		char ep[64];
+		struct stat st;
+		q->next_exe = now + 10000000ull;
+		snprintf(ep, sizeof(ep), "/proc/%u/exe", q->pid);
+		if (stat(ep, &st) == 0 && ((uint64_t)st.st_ino != q->exe_ino ||
+					   (uint64_t)st.st_dev != q->exe_dev)) {
+			q->exe_ino = (uint64_t)st.st_ino;
+			q->exe_dev = (uint64_t)st.st_dev;
+			uw_proc_maps(c->u, q->pid, NULL);
+		}
+	}
 	if (!q->n++) {
+		char ep[64];
+		struct stat st;
+		snprintf(ep, sizeof(ep), "/proc/%u/exe", q->pid);
+		if (stat(ep, &st) == 0) {
+			q->exe_ino = (uint64_t)st.st_ino;
+			q->exe_dev = (uint64_t)st.st_dev;
+		}
+		q->next_exe = now + 10000000ull;
 		uw_proc_maps(c->u, q->pid, NULL);
 		if (c->all) {
 			char msg[256];
@@ -307,6 +379,25 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	}
 	if (e->raw)
 		check_raw(c, e);
+	/* The kernel's walk met a pc its tables did not know yet (CMD just
+	 * exec'd, a library or code area mapped since the tables were read;
+	 * or trace code before the sampler was given the region this side
+	 * has just found) and the sampler sent the stack with it: this side
+	 * unwinds the copy itself, over mappings read now, with the same
+	 * unwinder as report — the sample is exact instead of cut short. */
+	static struct smp_frame uf[SMP_MAX_FRAMES];
+	const struct smp_frame *frames = s->frames;
+	uint16_t stop = s->stop;
+	if (e->raw &&
+	    (s->stop == SMP_STOP_NO_MAPPING || s->stop == SMP_STOP_NO_ROWS ||
+	     (s->stop == SMP_STOP_NO_REGION && q->region))) {
+		uint16_t n = user_walk(c, e, uf, &stop);
+		if (n > nf) {
+			frames = uf;
+			nf = n;
+			c->fallback++;
+		}
+	}
 	/* keep it */
 	uint32_t nk = e->nkframes < KMAX ? e->nkframes : KMAX;
 	size_t need = sizeof(struct kept) + 16 * (size_t)nf + 8 * (size_t)nk;
@@ -327,13 +418,13 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			 .time = s->time_ns,
 			 .nframes = nf,
 			 .nk = (uint16_t)nk,
-			 .stop = s->stop};
+			 .stop = stop};
 	unsigned char *p = c->a + c->alen;
 	memcpy(p, &k, sizeof(k));
 	p += sizeof(k);
 	for (uint16_t i = 0; i < nf; i++, p += 16) {
-		memcpy(p, &s->frames[i].pc, 8);
-		memcpy(p + 8, &s->frames[i].fn_start, 8);
+		memcpy(p, &frames[i].pc, 8);
+		memcpy(p + 8, &frames[i].fn_start, 8);
 	}
 	if (nk)
 		memcpy(p, e->kframes, 8 * (size_t)nk);
@@ -784,6 +875,10 @@ int cmd_profile(int argc, char **argv)
 	       (unsigned long long)m->complete);
 	if (ss.lost)
 		printf(", %llu lost (ring full)", (unsigned long long)ss.lost);
+	if (cx->fallback)
+		printf("; %llu unwound here from their stack copy (the kernel "
+		       "met a mapping or region it did not know yet)",
+		       (unsigned long long)cx->fallback);
 	if (wrote[0])
 		printf("; wrote%s in %s", wrote, adir);
 	printf("\n");
@@ -798,6 +893,11 @@ int cmd_profile(int argc, char **argv)
 			       "before the kernel's walk)",
 			       (unsigned long long)cx->undecided,
 			       SMP_RAW_STACK);
+		if (cx->short_walks)
+			printf("; %llu more where the kernel's walk agreed up "
+			       "to a mapping or region it did not know yet "
+			       "and stopped (those samples unwound here)",
+			       (unsigned long long)cx->short_walks);
 		printf("\n");
 		for (size_t i = 0; i < cx->ndiffs; i++)
 			printf(WHO ": check: differs: %s\n", cx->diffs[i]);

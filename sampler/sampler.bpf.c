@@ -30,9 +30,9 @@ const volatile __u32 cfg_follow = 0;
 #define PF_KTHREAD 0x00200000
 #define EEXIST_ 17
 #define PROT_EXEC_ 4
-#define RAW_GAP_NS                                                \
-	20000000ull /* at most one unknown-mapping copy per 20 ms \
-		       and CPU */
+#define RAW_GAP_NS                                                       \
+	2000000ull /* at most one unknown-mapping copy per 2 ms and CPU: \
+		      the user side unwinds those samples from the copy */
 #define REGION_TRIES 3
 #define WAKE_BYTES (256 << 10)
 #define FRE_BUF 256 /* bytes of one function's FREs read at once */
@@ -441,20 +441,25 @@ static long step(__u32 i, void *vctx)
 		else
 			hi = m;
 	}
-	if (!lo) {
-		w->stop = SMP_STOP_NO_MAPPING;
-		return 1;
-	}
-	struct smp_map *m = &p->maps[(lo - 1) & (SMP_MAX_MAPS - 1)];
-	if (look >= m->end) {
-		w->stop = SMP_STOP_NO_MAPPING;
-		return 1;
+	struct smp_map *m = 0;
+	if (lo) {
+		m = &p->maps[(lo - 1) & (SMP_MAX_MAPS - 1)];
+		if (look >= m->end)
+			m = 0;
 	}
 	struct xrow x = {};
 	int rc;
-	if (m->obj == SMP_OBJ_ANON) {
+	if (!m || m->obj == SMP_OBJ_ANON) {
+		/* anonymous code, or a pc in no mapping the tables know yet
+		 * (a code area the JIT mapped since they were read): the
+		 * region decides. A live function of the process's own region
+		 * covering pc is its JIT code whatever the tables say. */
 		__u64 fs = 0;
 		rc = region_row(w, p, lc->c, look, &x, &fs);
+		if (!m && rc) {
+			w->stop = SMP_STOP_NO_MAPPING;
+			return 1;
+		}
 		/* only a verified answer names the frame: a first try
 		 * that matched and was then discarded (the seq changed,
 		 * later tries busy) leaves fs set */
@@ -637,7 +642,8 @@ int smp_on_sample(struct bpf_perf_event_data *ctx)
 		if (cfg_raw_every && (c->seq - 1) % cfg_raw_every == 0)
 			want = 1;
 		else if ((stop == SMP_STOP_NO_MAPPING ||
-			  stop == SMP_STOP_NO_ROWS) &&
+			  stop == SMP_STOP_NO_ROWS ||
+			  stop == SMP_STOP_NO_REGION) &&
 			 w->s.time_ns - c->last_raw_ns > RAW_GAP_NS) {
 			want = 1;
 			c->last_raw_ns = w->s.time_ns;

@@ -831,7 +831,12 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
 		fclose(f);
 		return -ENOMEM;
 	}
-	proc_clear(p);
+	/* the whole file first: a process that is exiting (its mm gone)
+	 * reads as no mapping at all, and must not wipe what was known */
+	struct pd_mmap *ms = NULL;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int err = 0;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi, off;
 		char perms[8];
@@ -842,8 +847,26 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
 			continue;
 		char *name = line + name_at;
 		name[strcspn(name, "\n")] = 0;
-		struct pd_event e = {.kind = PD_MMAP};
-		e.u.m = (struct pd_mmap){
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 64;
+			struct pd_mmap *nm = realloc(ms, nc * sizeof(*nm));
+			char **nn =
+			    nm ? realloc(names, nc * sizeof(*nn)) : NULL;
+			if (nm)
+				ms = nm;
+			if (!nn) {
+				err = -ENOMEM;
+				break;
+			}
+			names = nn;
+			cap = nc;
+		}
+		names[n] = strdup(name[0] ? name : "//anon");
+		if (!names[n]) {
+			err = -ENOMEM;
+			break;
+		}
+		ms[n++] = (struct pd_mmap){
 		    .pid = pid,
 		    .tid = pid,
 		    .start = lo,
@@ -851,9 +874,24 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
 		    .pgoff = off,
 		    .prot = (perms[0] == 'r' ? PROT_READ : 0) |
 			    (perms[1] == 'w' ? PROT_WRITE : 0) |
-			    (perms[2] == 'x' ? PROT_EXEC : 0),
-		    .filename = name[0] ? name : "//anon"};
-		uw_event(u, &e, NULL, NULL, NULL);
+			    (perms[2] == 'x' ? PROT_EXEC : 0)};
+	}
+	if (!err && n) {
+		proc_clear(p);
+		for (size_t i = 0; i < n; i++) {
+			struct pd_event e = {.kind = PD_MMAP};
+			e.u.m = ms[i];
+			e.u.m.filename = names[i];
+			uw_event(u, &e, NULL, NULL, NULL);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(ms);
+	if (err) {
+		fclose(f);
+		return err;
 	}
 	fclose(f);
 	if (maps == path) {
