@@ -55,6 +55,10 @@
  * offset in the trace facts read from memory (tests only: the check
  * against jit.util must catch it) */
 #define JSF_ENV_VM_RAWFAULT "JITSFRAME_VM_RAWFAULT"
+/* set by tests/t_luamap.sh, read by the module's start(): give each code
+ * range of a trace's Lua-frame map the frames of the snapshot before its
+ * own (a planted off-by-one: tests only, the oracle must catch it) */
+#define JSF_ENV_VM_LUAMAP_SHIFT "JITSFRAME_VM_LUAMAP_SHIFT"
 
 /* --- `audit replay` and its Lua driver (vm/replay.lua) --- */
 

@@ -194,7 +194,8 @@ static int l_start(lua_State *L)
 	if (path && strlen(path) >= sizeof(m->base_path) - 16)
 		return fail(L, "jitsframe: region path too long");
 	pthread_mutex_lock(&m->mu);
-	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL; /* tests only */
+	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL;    /* tests only */
+	m->lm_shift = getenv(JSF_ENV_VM_LUAMAP_SHIFT) != NULL; /* tests only */
 	if (quiet >= 0)
 		m->quiet = quiet;
 	if (m->layout == 0) {
@@ -320,6 +321,20 @@ static int l_stats(lua_State *L)
 	if (m->raw == VM_RAW_OFF) {
 		lua_pushstring(L, m->raw_why);
 		lua_setfield(L, -2, "raw_off");
+	}
+	/* the Lua frames of traces (luamap.c) */
+	static const char *const lm[] = {"checking", "on", "off"};
+	lua_pushstring(L, lm[m->lm]);
+	lua_setfield(L, -2, "luamap");
+	lua_pushnumber(L, (lua_Number)m->lm_traces);
+	lua_setfield(L, -2, "luamap_traces");
+	lua_pushnumber(L, (lua_Number)m->lm_bytes);
+	lua_setfield(L, -2, "luamap_bytes");
+	lua_pushnumber(L, (lua_Number)m->lm_ns);
+	lua_setfield(L, -2, "luamap_ns");
+	if (m->lm == VM_LM_OFF) {
+		lua_pushstring(L, m->lm_why);
+		lua_setfield(L, -2, "luamap_off");
 	}
 	if (m->region && m->pid == vm_self_pid()) {
 		/* resident pages (jitsframe.h): what is locked, what was
