@@ -546,7 +546,8 @@ static pid_t spawn_cmd(char **argv, const char *adir, int *go)
 	char region[PATH_MAX + 16];
 	snprintf(region, sizeof(region), "%s/region", adir);
 	if (cli_vm_env(WHO, NULL, region, 1, 0) ||
-	    setenv(JSF_ENV_JITDUMP, adir, 1))
+	    setenv(JSF_ENV_JITDUMP, adir, 1) ||
+	    setenv(JSF_ENV_LUAMAP, "1", 0)) /* as record: Lua frames */
 		return -1;
 	int fds[2];
 	if (pipe(fds))

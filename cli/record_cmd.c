@@ -763,6 +763,9 @@ int cmd_record(int argc, char **argv)
 	snprintf(svg, sizeof(svg), "%s/flamegraph.svg", adir);
 	snprintf(log, sizeof(log), "%s/perf.log", adir);
 	setenv(JSF_ENV_JITDUMP, adir, 1);
+	/* a profiling session: each trace's Lua frames and guard lines too
+	 * (perf's srcline, report's Lua frames), unless the user said */
+	setenv(JSF_ENV_LUAMAP, "1", 0);
 	/* perf keeps a build-id cache (~/.debug) and prefers it to the
 	 * files named in perf.data. The jitted-PID-N.so of other
 	 * recordings can share build-ids with ours and would then be

@@ -30,6 +30,10 @@
 /* set by the user ("1"), read by start(): do not mlock the region's live
  * pages (jitsframe.h, JSF_REGION_NO_MLOCK) */
 #define JSF_ENV_NO_MLOCK "JITSFRAME_NO_MLOCK"
+/* set by record and profile (and users: "1"), read by start(): publish each
+ * trace's Lua frames by machine-code offset (vm/luamap.c; it costs some
+ * microseconds per trace stop, so it is off unless profiling) */
+#define JSF_ENV_LUAMAP "JITSFRAME_LUAMAP"
 /* set by `run --auditlog`, read by start(): the auditlog's path */
 #define JSF_ENV_AUDITLOG "JITSFRAME_AUDITLOG"
 /* set by `run --auditlog-level`, read by start(): "default" or "full" */
@@ -55,6 +59,10 @@
  * offset in the trace facts read from memory (tests only: the check
  * against jit.util must catch it) */
 #define JSF_ENV_VM_RAWFAULT "JITSFRAME_VM_RAWFAULT"
+/* set by tests/t_luamap.sh, read by the module's start(): give each code
+ * range of a trace's Lua-frame map the frames of the snapshot before its
+ * own (a planted off-by-one: tests only, the oracle must catch it) */
+#define JSF_ENV_VM_LUAMAP_SHIFT "JITSFRAME_VM_LUAMAP_SHIFT"
 
 /* --- `audit replay` and its Lua driver (vm/replay.lua) --- */
 

@@ -32,6 +32,9 @@ struct ljt_layout {
 	uint8_t size; /* bytes of GCtrace read */
 	/* SnapShot: size, mapofs width (2 or 4), field offsets */
 	uint8_t snap_size, mapofs_w, snap_ref, snap_nslots, snap_nent;
+	/* SnapShot.mcofs (u16: the snapshot's machine-code offset from the
+	 * trace's start), 0 in layouts without it (before 2021) */
+	uint8_t snap_mcofs;
 };
 
 /* The candidate layouts (a NULL name ends the list). */

@@ -73,8 +73,10 @@
 #define SB_NAMES_CAP 52	 /* u32 bytes of the name area */
 #define SB_NAMES_LEN 56	 /* u32, atomic (release): bytes of it in use */
 #define SB_F_NAMES 1u	 /* the block carries function names */
+#define SB_F_SRCMAP 2u	 /* each name record carries a source map (1.5) */
 #define SF_NAMES_FIRST 4 /* first record of a name area (0: "no name") */
 #define SF_NAME_MAX 1024 /* longest name kept; longer ones are cut */
+#define SF_SRCMAP_MAX (1u << 20) /* largest source map (docs/ABI.md 1.5) */
 
 /* Function log entry. */
 #define LE_START 0   /* u64 */
@@ -256,10 +258,11 @@ struct sf_nlay {
 	uint32_t nidx_off, names_off, names_cap;
 };
 /* Bytes of the record of `name` (cut to SF_NAME_MAX). */
-uint32_t sf_name_rec_len(const char *name);
+uint32_t sf_name_rec_len(const char *name, uint32_t maplen, bool srcmap);
 /* Bytes the names of the entries kept by a rebuild (remap[i] !=
  * UINT32_MAX, i < ln) take in block `blk` (0 if it has no names). */
-uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln);
+uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln,
+		       bool srcmap);
 /* The block's total size once a name area of `need` bytes follows its log
  * (log_off, log_cap); fills lay. */
 uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
@@ -267,12 +270,18 @@ uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
 /* In a new block (not yet reachable): the name header, and the names of
  * the kept entries of the old block (NULL: none) at their new indexes. */
 void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
-		    const uint32_t *remap, uint32_t ln);
+		    const uint32_t *remap, uint32_t ln, bool srcmap);
 /* Room for `name` in the block's name area (false: no name area). */
-bool sf_names_room(const uint8_t *blk, const char *name);
+bool sf_names_room(const uint8_t *blk, const char *name, uint32_t maplen,
+		   bool srcmap);
 /* Give log entry idx (not yet published) its name (NULL: none); a block
  * without a name area is left alone. */
-void sf_names_put(uint8_t *blk, uint32_t idx, const char *name);
+void sf_names_put(uint8_t *blk, uint32_t idx, const char *name, const void *map,
+		  uint32_t maplen);
+/* The source map of log entry idx (SRCMAP blocks; docs/ABI.md 1.5): its
+ * length, up to len bytes of it in buf; -ENODATA none, -EBADMSG damaged. */
+int sf_srcmap_read(const uint8_t *blk, uint64_t avail, uint32_t log_n,
+		   uint32_t idx, void *buf, size_t len);
 /* The name of log entry idx (< log_n) of a block of which `avail` bytes
  * may be read: its length, the text (cut to len - 1) in buf; -ENODATA no
  * name, -EBADMSG the name area is damaged. */

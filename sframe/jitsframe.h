@@ -196,6 +196,23 @@ JSF_API int jsf_region_add_named(struct jsf_region *r, uint64_t start,
 				 uint32_t nrows, const char *name,
 				 uint64_t now_ns);
 
+/*
+ * (1.1, JITSFRAME_1.1) jsf_region_add_named with a source map: what the
+ * function's machine code stands for in the producer's source language, by
+ * code offset (docs/ABI.md 1.5: ranges, each with its stack of source
+ * frames; the LuaJIT module: each trace's Lua frames, inlined calls
+ * included). `map`, `maplen` bytes (at most 1 MiB), is stored as given
+ * beside the name (so a map needs a name: -EINVAL without one), follows
+ * the function's time like the name, and is read back with
+ * jsf_view_srcmap and decoded with jsf_srcmap_frames. NULL map: as
+ * jsf_region_add_named. The first add with a map rebuilds the section once.
+ */
+JSF_API int jsf_region_add_mapped(struct jsf_region *r, uint64_t start,
+				  uint32_t size, const struct jsf_row *rows,
+				  uint32_t nrows, const char *name,
+				  const void *map, uint32_t maplen,
+				  uint64_t now_ns);
+
 /* Tombstone the live function starting at `start` (-ENOENT if none).
  * now_ns 0: jsf_now_ns(). */
 JSF_API int jsf_region_remove(struct jsf_region *r, uint64_t start,
@@ -298,6 +315,43 @@ JSF_API int jsf_view_lookup(const struct jsf_view *v, uint64_t pc,
  */
 JSF_API int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 			  char *buf, size_t len);
+
+/*
+ * (1.1, JITSFRAME_1.1) The source map (jsf_region_add_mapped) of the
+ * function that covered `pc` at `at_ns` (as jsf_view_name): returns its
+ * length and copies up to len bytes of it into buf (NULL with len 0: the
+ * length alone); *func_start (may be NULL) gets the function's start, so
+ * that pc - *func_start is the offset to decode. -ENOENT no function;
+ * -ENODATA it has no map; -EBADMSG damaged; -EAGAIN as jsf_view_lookup.
+ * MT-safe, AS-safe.
+ */
+JSF_API int jsf_view_srcmap(const struct jsf_view *v, uint64_t pc,
+			    uint64_t at_ns, void *buf, size_t len,
+			    uint64_t *func_start);
+
+/* One source frame of a map (pointers into the map's bytes). */
+struct jsf_srcframe {
+	const char *file; /* the chunk or file name */
+	const char *name; /* the function's name, NULL unknown */
+	uint32_t line;	  /* the line at this point (a caller: its call) */
+	uint32_t first;	  /* the function's first line (0: the main chunk) */
+	uint32_t pc;	  /* the bytecode position this line is from */
+};
+#define JSF_SRCMAP_EXACT 1u /* the frames at this offset are exact */
+
+/*
+ * (1.1, JITSFRAME_1.1) Decode map (len bytes, as jsf_view_srcmap gave it)
+ * at code offset `off`: up to max frames into out, INNERMOST FIRST, and in
+ * *flags (may be NULL) JSF_SRCMAP_EXACT when the map knows them (clear:
+ * the producer was not sure there, no frames: the function's own name is
+ * all there is). Returns the number of frames at off (may exceed max),
+ * -EINVAL a map this version cannot read, or damaged (every offset in it
+ * is bounds-checked). The last range runs to the function's end.
+ * AS-safe (no allocation).
+ */
+JSF_API int jsf_srcmap_frames(const void *map, size_t len, uint32_t off,
+			      struct jsf_srcframe *out, uint32_t max,
+			      uint32_t *flags);
 
 struct jsf_view_info {
 	size_t sz;

@@ -21,10 +21,11 @@ static uint32_t cut_len(const char *name)
 	return (uint32_t)n;
 }
 
-/* A record: u16 length, the bytes, a NUL. */
-uint32_t sf_name_rec_len(const char *name)
+/* A record: u16 length, the bytes, a NUL; in a SRCMAP block then u32
+ * map length and the map's bytes (docs/ABI.md 1.5). */
+uint32_t sf_name_rec_len(const char *name, uint32_t maplen, bool srcmap)
 {
-	return name ? 2 + cut_len(name) + 1 : 0;
+	return name ? 2 + cut_len(name) + 1 + (srcmap ? 4 + maplen : 0) : 0;
 }
 
 static bool has_names(const uint8_t *blk)
@@ -32,22 +33,41 @@ static bool has_names(const uint8_t *blk)
 	return LD32(blk + SB_FEATURES) & SB_F_NAMES;
 }
 
-/* Bytes of the record at o in a trusted (own) block. */
-static uint32_t rec_len_at(const uint8_t *area, uint32_t o)
+static bool has_srcmap(const uint8_t *blk)
+{
+	return (LD32(blk + SB_FEATURES) & (SB_F_NAMES | SB_F_SRCMAP)) ==
+	       (SB_F_NAMES | SB_F_SRCMAP);
+}
+
+/* Bytes of the name part of the record at o in a trusted (own) block. */
+static uint32_t name_len_at(const uint8_t *area, uint32_t o)
 {
 	return o ? 2 + (uint32_t)ldu(area + o, 2) + 1 : 0;
 }
 
-uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln)
+/* Bytes of the whole record at o in a trusted (own) block. */
+static uint32_t rec_len_at(const uint8_t *area, uint32_t o, bool srcmap)
+{
+	uint32_t n = name_len_at(area, o);
+	return n && srcmap ? n + 4 + ldu(area + o + n, 4) : n;
+}
+
+uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln,
+		       bool srcmap)
 {
 	if (!blk || !has_names(blk))
 		return 0;
 	const uint8_t *nidx = blk + LD32(blk + SB_NIDX_OFF);
 	const uint8_t *area = blk + LD32(blk + SB_NAMES_OFF);
+	bool old = has_srcmap(blk);
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < ln; i++)
-		if (remap[i] != UINT32_MAX)
-			n += rec_len_at(area, LD32(nidx + 4 * (size_t)i));
+		if (remap[i] != UINT32_MAX) {
+			uint32_t o = LD32(nidx + 4 * (size_t)i);
+			/* a record gains an empty map in a SRCMAP block */
+			n += rec_len_at(area, o, old) +
+			     (o && srcmap && !old ? 4 : 0);
+		}
 	return n;
 }
 
@@ -67,12 +87,13 @@ uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
 }
 
 void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
-		    const uint32_t *remap, uint32_t ln)
+		    const uint32_t *remap, uint32_t ln, bool srcmap)
 {
 	uint8_t *nidx = blk + lay->nidx_off, *area = blk + lay->names_off;
 	uint32_t used = SF_NAMES_FIRST;
 	ST32(area, 0);
-	bool whole = old && has_names(old);
+	bool osm = old && has_srcmap(old);
+	bool whole = old && has_names(old) && osm == srcmap;
 	for (uint32_t i = 0; whole && i < ln; i++)
 		whole = remap[i] == i;
 	if (whole && LD32(old + SB_NAMES_OFF) % 8 == 0) {
@@ -92,11 +113,15 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 			if (remap[i] == UINT32_MAX)
 				continue;
 			uint32_t o = LD32(onidx + 4 * (size_t)i);
-			uint32_t l = rec_len_at(oarea, o);
+			uint32_t l = name_len_at(oarea, o);
+			if (srcmap && osm) /* the map comes along */
+				l = rec_len_at(oarea, o, true);
+			else if (srcmap && l) /* gains an empty one */
+				stu(area + used + l, 0, 4);
 			ST32(nidx + 4 * (size_t)remap[i], l ? used : 0);
 			for (uint32_t b = 0; b < l; b++)
 				ST8(area + used + b, LD8(oarea + o + b));
-			used += l;
+			used += l + (srcmap && !osm && l ? 4 : 0);
 		}
 	} else {
 		for (uint32_t i = 0; i < ln; i++)
@@ -107,18 +132,20 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 	ST32(blk + SB_NAMES_OFF, lay->names_off);
 	ST32(blk + SB_NAMES_CAP, lay->names_cap);
 	ST32(blk + SB_NAMES_LEN, used);
-	ST32(blk + SB_FEATURES, SB_F_NAMES);
+	ST32(blk + SB_FEATURES, SB_F_NAMES | (srcmap ? SB_F_SRCMAP : 0));
 }
 
-bool sf_names_room(const uint8_t *blk, const char *name)
+bool sf_names_room(const uint8_t *blk, const char *name, uint32_t maplen,
+		   bool srcmap)
 {
-	if (!has_names(blk))
+	if (!has_names(blk) || (srcmap && !has_srcmap(blk)))
 		return false;
 	return LD32(blk + SB_NAMES_CAP) - LD32(blk + SB_NAMES_LEN) >=
-	       sf_name_rec_len(name);
+	       sf_name_rec_len(name, maplen, has_srcmap(blk));
 }
 
-void sf_names_put(uint8_t *blk, uint32_t idx, const char *name)
+void sf_names_put(uint8_t *blk, uint32_t idx, const char *name, const void *map,
+		  uint32_t maplen)
 {
 	if (!has_names(blk))
 		return;
@@ -131,7 +158,14 @@ void sf_names_put(uint8_t *blk, uint32_t idx, const char *name)
 		stu(area + o, n, 2);
 		copy_out(area + o + 2, (const uint8_t *)name, n);
 		ST8(area + o + 2 + n, 0);
-		ST32(blk + SB_NAMES_LEN, o + 2 + n + 1);
+		uint32_t end = o + 2 + n + 1;
+		if (has_srcmap(blk)) {
+			stu(area + end, map ? maplen : 0, 4);
+			if (map)
+				copy_out(area + end + 4, map, maplen);
+			end += 4 + (map ? maplen : 0);
+		}
+		ST32(blk + SB_NAMES_LEN, end);
 	}
 	/* ...then the entry's index slot; both before log_n counts it. */
 	ST32(blk + LD32(blk + SB_NIDX_OFF) + 4 * (size_t)idx, o);
@@ -171,6 +205,48 @@ static int rec_at(const uint8_t *area, uint32_t alen, uint32_t o)
 		if (!LD8(area + o + 2 + i))
 			return -1;
 	return (int)n;
+}
+
+/* The map after the name record at o (its text n bytes): its length and
+ * *at its offset in the area, -1 damaged. */
+static int64_t map_at(const uint8_t *area, uint32_t alen, uint32_t o,
+		      uint32_t n, uint32_t *at)
+{
+	uint64_t e = (uint64_t)o + 2 + n + 1;
+	if (e + 4 > alen)
+		return -1;
+	uint32_t ml = ldu(area + e, 4);
+	if (ml > alen - e - 4)
+		return -1;
+	*at = (uint32_t)e + 4;
+	return ml;
+}
+
+int sf_srcmap_read(const uint8_t *blk, uint64_t avail, uint32_t log_n,
+		   uint32_t idx, void *buf, size_t len)
+{
+	const uint8_t *nidx, *area;
+	uint32_t alen, at;
+	int rc = area_of(blk, avail, log_n, &nidx, &area, &alen);
+	if (rc <= 0)
+		return rc ? rc : -ENODATA;
+	if (!has_srcmap(blk))
+		return -ENODATA;
+	if (idx >= log_n)
+		return -EBADMSG;
+	uint32_t o = LD32(nidx + 4 * (size_t)idx);
+	if (!o)
+		return -ENODATA;
+	int n = rec_at(area, alen, o);
+	int64_t ml = n < 0 ? -1 : map_at(area, alen, o, (uint32_t)n, &at);
+	if (ml < 0 || ml > INT32_MAX)
+		return -EBADMSG;
+	if (!ml)
+		return -ENODATA;
+	uint8_t *d = buf;
+	for (size_t i = 0; d && i < (size_t)ml && i < len; i++)
+		d[i] = LD8(area + at + i);
+	return (int)ml;
 }
 
 int sf_name_read(const uint8_t *blk, uint64_t avail, uint32_t log_n,
@@ -224,7 +300,18 @@ int sf_names_check(const uint8_t *blk, uint64_t total, char *msg, size_t msglen)
 	}
 	for (uint32_t i = 0; i < log_n; i++) {
 		uint32_t o = LD32(nidx + 4 * (size_t)i);
-		if (o && rec_at(area, alen, o) < 0) {
+		int n = o ? rec_at(area, alen, o) : 0;
+		uint32_t at;
+		if (n >= 0 && o && has_srcmap(blk) &&
+		    map_at(area, alen, o, (uint32_t)n, &at) < 0) {
+			sf_msg(msg, msglen,
+			       "function log entry %u: its Lua frame map after "
+			       "the name record at %u runs past the %u bytes "
+			       "of the name area",
+			       i, o, alen);
+			return -EBADMSG;
+		}
+		if (n < 0) {
 			sf_msg(msg, msglen,
 			       "function log entry %u: name record at %u "
 			       "outside the %u bytes of the name area, not "
@@ -236,10 +323,11 @@ int sf_names_check(const uint8_t *blk, uint64_t total, char *msg, size_t msglen)
 	return 0;
 }
 
-/* One attempt on a live block: the name of the function covering pc at
- * t (0: live now). */
+/* One attempt on a live block: the name (or map) of the function
+ * covering pc at t (0: live now). */
 static int live_name_once(const uint8_t *m, uint64_t limit, uint64_t pc,
-			  uint64_t t, char *buf, size_t len)
+			  uint64_t t, char *buf, size_t len, bool map,
+			  uint64_t *start)
 {
 	uint64_t off = LD64(m + RH_SEC_OFF);
 	if (off < SF_RHDR_SIZE || off % 8 || off + SF_SHDR_SIZE > limit)
@@ -261,14 +349,20 @@ static int live_name_once(const uint8_t *m, uint64_t limit, uint64_t pc,
 		    .remove = LD64(p + LE_REMOVE),
 		    .size = LD32(p + LE_SIZE),
 		};
-		if (pc - f.start < f.size && sf_alive(&f, t))
-			return sf_name_read(blk, total, log_n, i, buf, len);
+		if (pc - f.start < f.size && sf_alive(&f, t)) {
+			if (start)
+				*start = f.start;
+			return map ? sf_srcmap_read(blk, total, log_n, i, buf,
+						    len)
+				   : sf_name_read(blk, total, log_n, i, buf,
+						  len);
+		}
 	}
 	return -ENOENT;
 }
 
-int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
-		  char *buf, size_t len)
+static int view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
+		     char *buf, size_t len, bool map, uint64_t *start)
 {
 	if (!v || (!buf && len))
 		return -EINVAL;
@@ -281,6 +375,11 @@ int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 		if (err)
 			return err;
 		const struct sf_ent *f = sf_snap_find(s, pc, at_ns);
+		if (f && start)
+			*start = f->start;
+		if (f && map)
+			return sf_srcmap_read(s->blk, s->blk_len, s->log_n,
+					      f->log_idx, buf, len);
 		return f ? sf_name_read(s->blk, s->blk_len, s->log_n,
 					f->log_idx, buf, len)
 			 : -ENOENT;
@@ -294,10 +393,23 @@ int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 		}
 		if (tries)
 			m = sf_view_live(v, &limit);
-		int rc = live_name_once(m, limit, pc, at_ns, buf, len);
+		int rc =
+		    live_name_once(m, limit, pc, at_ns, buf, len, map, start);
 		if (LD64(m + RH_SEQ) != s1)
 			continue; /* rewritten under us: what we read is void */
 		return rc;
 	}
 	return -EAGAIN;
+}
+
+int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
+		  char *buf, size_t len)
+{
+	return view_name(v, pc, at_ns, buf, len, false, NULL);
+}
+
+int jsf_view_srcmap(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
+		    void *buf, size_t len, uint64_t *func_start)
+{
+	return view_name(v, pc, at_ns, buf, len, true, func_start);
 }

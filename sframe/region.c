@@ -46,6 +46,7 @@ struct jsf_region {
 	struct pent *win; /* fde_cap entries, indexed by slot */
 	uint64_t seq, compactions, dropped;
 	bool named;	    /* names given: every new block has a name area */
+	bool mapped;	    /* maps given: every new block's records have one */
 	uint32_t name_need; /* a rebuild's room for the name being added */
 	struct sf_resid res;
 };
@@ -239,7 +240,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 				total = sf_names_layout(
 				    log_off, (uint32_t)log_cap,
 				    sf_names_kept(r->base + r->sec_off, remap,
-						  ln) +
+						  ln, r->mapped) +
 					r->name_need,
 				    &nlay);
 			fits = total <= r->max_size;
@@ -304,7 +305,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		}
 		if (r->named)
 			sf_names_carry(blk, &nlay, r->base + r->sec_off, remap,
-				       ln);
+				       ln, r->mapped);
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
 		win = calloc(fde_cap, sizeof(*win));
@@ -490,7 +491,8 @@ fail:
 
 static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		      const struct jsf_row *rows, uint32_t nrows,
-		      const char *name, uint64_t now)
+		      const char *name, const void *map, uint32_t maplen,
+		      uint64_t now)
 {
 	if (start + size < start || size == 0)
 		return sf_fail(-EINVAL,
@@ -523,9 +525,12 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	uint8_t *blk = r->base + r->sec_off;
 	if (name)
 		r->named = true;
+	if (name && map)
+		r->mapped = true;
 	if (r->fre_cap - r->fre_used < len || r->log_n == r->log_cap ||
-	    r->n == r->fde_cap || (name && !sf_names_room(blk, name))) {
-		r->name_need = sf_name_rec_len(name);
+	    r->n == r->fde_cap ||
+	    (name && !sf_names_room(blk, name, maplen, r->mapped))) {
+		r->name_need = sf_name_rec_len(name, maplen, r->mapped);
 		err = rebuild(r, len, false);
 		if (err == -ENOSPC)
 			err = rebuild(r, len, true); /* last resort */
@@ -543,7 +548,7 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	/* 2. its name (docs/ABI.md 1.4), then the log entry, published with
 	 * release. */
 	if (r->named)
-		sf_names_put(r->base + r->sec_off, r->log_n, name);
+		sf_names_put(r->base + r->sec_off, r->log_n, name, map, maplen);
 	struct lent le = {
 	    .start = start, .add = now, .size = size, .new_attr = attr};
 	write_log_entry(r->log + (size_t)r->log_n * SF_LOG_ENTRY_SIZE, &le);
@@ -593,7 +598,7 @@ int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (!r)
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
-	int err = add_locked(r, start, size, rows, nrows, NULL,
+	int err = add_locked(r, start, size, rows, nrows, NULL, NULL, 0,
 			     now_ns ? now_ns : jsf_now_ns());
 	pthread_mutex_unlock(&r->mu);
 	return err;
@@ -606,8 +611,23 @@ int jsf_region_add_named(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (!r)
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
-	int err = add_locked(r, start, size, rows, nrows, name,
+	int err = add_locked(r, start, size, rows, nrows, name, NULL, 0,
 			     now_ns ? now_ns : jsf_now_ns());
+	pthread_mutex_unlock(&r->mu);
+	return err;
+}
+
+int jsf_region_add_mapped(struct jsf_region *r, uint64_t start, uint32_t size,
+			  const struct jsf_row *rows, uint32_t nrows,
+			  const char *name, const void *map, uint32_t maplen,
+			  uint64_t now_ns)
+{
+	if (!r || (map && (!name || maplen > SF_SRCMAP_MAX)))
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	int err =
+	    add_locked(r, start, size, rows, nrows, name, maplen ? map : NULL,
+		       map ? maplen : 0, now_ns ? now_ns : jsf_now_ns());
 	pthread_mutex_unlock(&r->mu);
 	return err;
 }

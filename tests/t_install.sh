@@ -12,7 +12,8 @@
 #  - the installed libjitsframe.so defines exactly the functions the
 #    installed header declares with JSF_API (parsed here, independently of
 #    the version script), each versioned JITSFRAME_1.N: the 1.1 calls
-#    (jsf_region_add_named, jsf_view_name) at JITSFRAME_1.1, the rest 1.0;
+#    (jsf_region_add_named, jsf_view_name, jsf_region_add_mapped,
+#    jsf_view_srcmap, jsf_srcmap_frames) at JITSFRAME_1.1, the rest 1.0;
 #  - the installed Lua module exports luaopen_jitsframe alone and loads in
 #    luajit from DESTDIR;
 #  - `make uninstall` leaves no file behind.
@@ -165,7 +166,7 @@ fi
 
 # which node each symbol is in: the calls added in 1.1 at @@JITSFRAME_1.1,
 # every other at @@JITSFRAME_1.0 (a symbol never moves between nodes)
-new11="jsf_region_add_named jsf_view_name"
+new11="jsf_region_add_named jsf_view_name jsf_region_add_mapped jsf_view_srcmap jsf_srcmap_frames"
 misplaced=$(awk -v n11=" $new11 " '$2 != "A" {
 	s = $3; sub(/@.*/, "", s); v = $3; sub(/^[^@]*@@?/, "", v)
 	want = index(n11, " " s " ") ? "JITSFRAME_1.1" : "JITSFRAME_1.0"

@@ -264,7 +264,9 @@ void vm_uninstall(lua_State *L, struct lstate *s)
 	luaL_unref(L, LUA_REGISTRYINDEX, s->disps_ref);
 	luaL_unref(L, LUA_REGISTRYINDEX, s->orig_ref);
 	luaL_unref(L, LUA_REGISTRYINDEX, s->starts_ref);
+	luaL_unref(L, LUA_REGISTRYINDEX, s->basefn_ref);
 	s->chains_ref = s->disps_ref = s->orig_ref = s->starts_ref = LUA_NOREF;
+	s->basefn_ref = LUA_NOREF;
 	for (uint32_t i = 0; i < s->used && s->t; i++)
 		s->t[i].pos_pending = 0; /* the table of starts is gone */
 	s->installed = 0;

@@ -135,7 +135,7 @@ static int l_start(lua_State *L)
 	/* Called by the interpreter: our return address is inside it. */
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
 	const char *path = NULL, *jitdump = NULL, *alog = NULL, *alevel = NULL;
-	int replace = 0, quiet = -1, perfmap = 0, no_mlock = 0;
+	int replace = 0, quiet = -1, perfmap = 0, no_mlock = 0, luamap = -1;
 	uint64_t amax = 64u << 20;
 	unsigned akeep = 3;
 	if (!lua_isnoneornil(L, 1)) {
@@ -166,7 +166,10 @@ static int l_start(lua_State *L)
 			akeep = (unsigned)lua_tonumber(L, -1);
 		lua_getfield(L, 1, "mlock");
 		no_mlock = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
-		lua_pop(L, 10);
+		lua_getfield(L, 1, "luamap");
+		if (lua_isboolean(L, -1))
+			luamap = lua_toboolean(L, -1);
+		lua_pop(L, 11);
 	}
 	const char *env;
 	if (!alog)
@@ -189,12 +192,16 @@ static int l_start(lua_State *L)
 		perfmap = *env == '1';
 	if (!no_mlock && (env = getenv(JSF_ENV_NO_MLOCK)))
 		no_mlock = *env == '1';
+	if (luamap < 0)
+		luamap = (env = getenv(JSF_ENV_LUAMAP)) && *env == '1';
 	if (!path || !*path)
 		path = getenv(JSF_ENV_REGION);
 	if (path && strlen(path) >= sizeof(m->base_path) - 16)
 		return fail(L, "jitsframe: region path too long");
 	pthread_mutex_lock(&m->mu);
-	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL; /* tests only */
+	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL;    /* tests only */
+	m->lm_shift = getenv(JSF_ENV_VM_LUAMAP_SHIFT) != NULL; /* tests only */
+	m->want_luamap = luamap;
 	if (quiet >= 0)
 		m->quiet = quiet;
 	if (m->layout == 0) {
@@ -320,6 +327,20 @@ static int l_stats(lua_State *L)
 	if (m->raw == VM_RAW_OFF) {
 		lua_pushstring(L, m->raw_why);
 		lua_setfield(L, -2, "raw_off");
+	}
+	/* the Lua frames of traces (luamap.c) */
+	static const char *const lm[] = {"checking", "on", "off"};
+	lua_pushstring(L, lm[m->lm]);
+	lua_setfield(L, -2, "luamap");
+	lua_pushnumber(L, (lua_Number)m->lm_traces);
+	lua_setfield(L, -2, "luamap_traces");
+	lua_pushnumber(L, (lua_Number)m->lm_bytes);
+	lua_setfield(L, -2, "luamap_bytes");
+	lua_pushnumber(L, (lua_Number)m->lm_ns);
+	lua_setfield(L, -2, "luamap_ns");
+	if (m->lm == VM_LM_OFF) {
+		lua_pushstring(L, m->lm_why);
+		lua_setfield(L, -2, "luamap_off");
 	}
 	if (m->region && m->pid == vm_self_pid()) {
 		/* resident pages (jitsframe.h): what is locked, what was

@@ -209,6 +209,53 @@ VM_HOT static uint32_t neighbours(uint64_t lo, uint64_t hi,
 	return n;
 }
 
+/* The jitdump's line table from trace ti's Lua frame map (docs/ABI.md
+ * 1.5): one entry per range (its innermost frame's line; a range the map
+ * is not sure of: the trace's own line), one for the last byte. NULL when
+ * there is no map (*n untouched). */
+VM_HOT static struct jd_line *map_lines(const struct tinfo *ti,
+					const char *file, uint32_t *n)
+{
+	if (!ti->lmap || ti->lmap_len < 16)
+		return NULL;
+	uint32_t nr = (uint32_t)ti->lmap[4] | (uint32_t)ti->lmap[5] << 8;
+	struct jd_line *l = calloc((size_t)nr + 1, sizeof(*l));
+	if (!l)
+		return NULL;
+	const uint8_t *rg = ti->lmap + 16;
+	uint32_t k = 0;
+	for (uint32_t r = 0; r < nr; r++) {
+		uint32_t lo = (uint32_t)rg[8 * r] |
+			      (uint32_t)rg[8 * r + 1] << 8 |
+			      (uint32_t)rg[8 * r + 2] << 16 |
+			      (uint32_t)rg[8 * r + 3] << 24;
+		struct jsf_srcframe f;
+		uint32_t fl;
+		int d =
+		    jsf_srcmap_frames(ti->lmap, ti->lmap_len, lo, &f, 1, &fl);
+		if (d > 0 && (fl & JSF_SRCMAP_EXACT))
+			l[k] = (struct jd_line){ti->start + lo, f.line, f.file};
+		else if (ti->line)
+			l[k] = (struct jd_line){ti->start + lo, ti->line, file};
+		else
+			continue;
+		if (k && l[k].line == l[k - 1].line &&
+		    !strcmp(l[k].file, l[k - 1].file))
+			continue; /* the same line on */
+		k++;
+	}
+	if (!k) {
+		free(l);
+		return NULL;
+	}
+	l[k] = l[k - 1];
+	l[k].addr = ti->start + ti->size - 1;
+	if (l[k].addr > l[k - 1].addr)
+		k++;
+	*n = k;
+	return l;
+}
+
 /* The perf sinks: code (read from the trace's own memory), rows, line. */
 VM_HOT static void publish_perf(struct vmod *m, struct lstate *s,
 				struct tinfo *ti, uint32_t tr, uint64_t now)
@@ -219,16 +266,24 @@ VM_HOT static void publish_perf(struct vmod *m, struct lstate *s,
 	trace_name(ti, tr, name, sizeof(name));
 	if (m->jd) {
 		/* perf's line table ends at the last entry: give the trace's
-		 * line to its first and its last byte. */
+		 * line to its first and its last byte; with a Lua frame map,
+		 * each range's innermost line from its start on (the guards'
+		 * lines), the last range's to the last byte too. */
 		const char *file = ti->file[0] ? ti->file : "?";
 		struct jd_placed placed;
-		struct jd_line line[2] = {
+		struct jd_line two[2] = {
 		    {ti->start, ti->line, file},
 		    {ti->start + ti->size - 1, ti->line, file}};
-		int err = jd_code(
-		    m->jd, ti->start, (const void *)(uintptr_t)ti->start,
-		    ti->size, name, ti->rows, ti->nrows, line, ti->line ? 2 : 0,
-		    now, neighbours, s, &placed);
+		struct jd_line *line = two;
+		uint32_t nl = ti->line ? 2 : 0;
+		struct jd_line *ml = map_lines(ti, file, &nl);
+		if (ml)
+			line = ml;
+		int err = jd_code(m->jd, ti->start,
+				  (const void *)(uintptr_t)ti->start, ti->size,
+				  name, ti->rows, ti->nrows, line, nl, now,
+				  neighbours, s, &placed);
+		free(ml);
 		ti->eh_lo = placed.eh_lo;
 		ti->map_hi = placed.map_hi;
 		if (err) {
@@ -253,8 +308,9 @@ VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
 	 * (jitsframe profile -p, report without a jitdump; docs/ABI.md 1.4) */
 	char name[160];
 	trace_name(ti, tr, name, sizeof(name));
-	int err = jsf_region_add_named(m->region, ti->start, ti->size, ti->rows,
-				       ti->nrows, name, now);
+	int err =
+	    jsf_region_add_mapped(m->region, ti->start, ti->size, ti->rows,
+				  ti->nrows, name, ti->lmap, ti->lmap_len, now);
 	if (err == 0) {
 		ti->live = 1;
 		m->published++;

@@ -261,6 +261,7 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	uint8_t pending = ti->pos_pending;
 	char file[sizeof(ti->file)];
 	memcpy(file, ti->file, sizeof(file));
+	free(ti->lmap);
 	memset(ti, 0, sizeof(*ti));
 	ti->line = line; /* from the "start" event */
 	ti->start_pc = start_pc;
@@ -294,6 +295,7 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	ti->nrows = (uint8_t)o.nrows;
 	memcpy(ti->rows, o.rows, sizeof(o.rows));
 	start_pos_pending(L, s, ti, tr, 1);
+	vm_luamap(m, L, s, tr, ti);
 	vm_publish(m, s, ti, tr, now);
 out:
 	start_pos_pending(L, s, ti, tr, 0);
@@ -389,6 +391,7 @@ VM_HOT void vm_on_flush(struct vmod *m, struct lstate *s)
 	uint64_t now = jsf_now_ns();
 	for (uint32_t i = 0; i < s->used; i++) {
 		vm_unpublish(m, &s->t[i], now);
+		free(s->t[i].lmap);
 		memset(&s->t[i], 0, sizeof(s->t[i]));
 	}
 }
@@ -412,8 +415,12 @@ VM_HOT static void handle(lua_State *L, struct lstate *s)
 			on_stop(m, L, s, (uint32_t)lua_tointeger(L, 2));
 		else if (flush)
 			vm_on_flush(m, s);
-		else /* start: names, for perf and the region */
+		else { /* start: names (perf, the region), the base frame */
+			if (m->want_luamap)
+				vm_luamap_start(L, s,
+						(uint32_t)lua_tointeger(L, 2));
 			on_start(m, L, s, (uint32_t)lua_tointeger(L, 2));
+		}
 	} else if (!m->failed) {
 		m->failed = 1;
 	}
@@ -454,6 +461,8 @@ static int state_gc(lua_State *L)
 	if (m->region && m->pid == vm_self_pid() && !m->failed)
 		vm_on_flush(m, s);
 	pthread_mutex_unlock(&m->mu);
+	for (uint32_t i = 0; i < s->cap; i++)
+		free(s->t[i].lmap);
 	free(s->t);
 	s->t = NULL;
 	s->cap = 0;
@@ -470,7 +479,7 @@ struct lstate *vm_new_state(struct vmod *m, lua_State *L)
 	memset(s, 0, sizeof(*s));
 	s->m = m;
 	s->chains_ref = s->orig_ref = s->disps_ref = s->util_ref = LUA_NOREF;
-	s->starts_ref = LUA_NOREF;
+	s->starts_ref = s->basefn_ref = LUA_NOREF;
 	lua_newtable(L);
 	lua_pushcfunction(L, state_gc);
 	lua_setfield(L, -2, "__gc");

@@ -36,6 +36,8 @@ struct tinfo {
 	uint8_t pos_pending;	/* file/line not looked up yet (see on_start) */
 	uint64_t eh_lo, map_hi; /* where its jitdump unwind data went */
 	char file[96];		/* its chunk name */
+	uint8_t *lmap;		/* its Lua frames (luamap.c), malloc'd */
+	uint32_t lmap_len;
 };
 
 /* The module's process state: one region (and jitdump, perf map,
@@ -66,6 +68,13 @@ struct vmod {
 	uint32_t raw_checked, raw_base_op;
 	uint64_t raw_stops, raw_traces, raw_checks;
 	char raw_why[160];
+	/* the Lua frames of each trace (luamap.c): VM_LM_*; only when
+	 * want_luamap (start{luamap=true}, JITSFRAME_LUAMAP=1) */
+	int want_luamap;
+	int lm, lm_shift; /* lm_shift: JSF_ENV_VM_LUAMAP_SHIFT, tests only */
+	uint32_t lm_checked;
+	uint64_t lm_stops, lm_traces, lm_bytes, lm_bad, lm_ns;
+	char lm_why[160];
 	struct vaudit audit;
 	/* strings */
 	char path[4200];      /* the region's path */
@@ -78,6 +87,7 @@ struct vmod {
 enum { VM_RAW_UNTRIED, VM_RAW_CHECKING, VM_RAW_ON, VM_RAW_OFF };
 #define VM_RAW_CHECK 4	  /* traces compared before raw reads alone */
 #define VM_RAW_RECHECK 64 /* then one trace in this many */
+enum { VM_LM_CHECKING, VM_LM_ON, VM_LM_OFF };
 
 /* The VM events we multiplex (a dispatcher's upvalue). */
 enum { VM_EV_TRACE, VM_EV_RECORD, VM_EV_TEXIT };
@@ -98,6 +108,7 @@ struct lstate {
 	 * until that trace stops (its name is looked up then, not per
 	 * attempt); LUA_NOREF until first needed */
 	int starts_ref;
+	int basefn_ref; /* trace number -> its base frame's function */
 };
 
 /* The code every trace event runs, from several files, placed together
@@ -132,6 +143,13 @@ void vm_on_flush(struct vmod *m, struct lstate *s);
  * offset) starting at idx. The stack is left as it was. */
 void vm_known_info(lua_State *L, int idx, struct ljt_known *k);
 void vm_known_mc(lua_State *L, int idx, struct ljt_known *k);
+
+/* luamap.c, with m->mu held: the Lua frames of stopped trace tr (ti,
+ * its rows known) into ti->lmap (docs/ABI.md 1.5), or none; on "start",
+ * what the map needs of the trace's start (the event's arguments). */
+void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s, uint32_t tr,
+	       struct tinfo *ti);
+void vm_luamap_start(lua_State *L, struct lstate *s, uint32_t tr);
 
 /* sinks.c, all with m->mu held */
 /* Make sure the region (and the perf sinks) belong to this process. */

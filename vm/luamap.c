@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Each trace's Lua frames by machine-code offset (vm.h; the map's bytes:
+ * docs/ABI.md 1.5). LuaJIT records, for every snapshot, the offset of the
+ * machine code that follows it (SnapShot.mcofs: the code of the IR
+ * instructions from the snapshot's ref up to the next snapshot's, so a
+ * guard's branch to its exit stub lies in its own snapshot's range), and
+ * in the snapshot map the frames the trace stands for there: one frame
+ * link per inlined call (FR2: the callee's function at slot s-1, its link,
+ * the return pc into its caller, at slot s with SNAP_FRAME) and the pc the
+ * interpreter resumes at (the 64-bit word after the entries). So range i,
+ * [mcofs_i, mcofs_i+1) (the last to the end of the code: the loop's tail
+ * or the exit to the interpreter), holds the frames of snapshot i.
+ *
+ * Read from the trace's own memory in the layout the trace facts were
+ * verified in (lj/ljtrace.h), the snapshots checked against
+ * jit.util.tracesnap on the first traces and one in 64; the functions and
+ * lines through jit.util (tracek, funcinfo, funcbc). Every frame is checked
+ * before it is published: its function a Lua function whose bytecode
+ * words agree with funcbc, its pc inside that bytecode, the innermost
+ * frame's base equal to the snapshot's own; anything else (a continuation
+ * or vararg frame, a function known only by its prototype, a pc outside)
+ * makes that range "start only" (no frames: the trace's name says where it
+ * started), never a guessed frame.
+ */
+#include "jitsframe.h"
+#include "lj.h"
+#include "vm.h"
+
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SNAP_FRAME 0x10000u
+#define SNAP_CONT 0x20000u
+#define LM_MAXFN 32    /* distinct functions per trace */
+#define LM_MAXDEPTH 64 /* frames per snapshot */
+#define LM_MAXFR 1024  /* distinct (function, pc) per trace */
+#define LM_CHECK 4     /* traces whose snapshots are checked in full */
+#define LM_RECHECK 64  /* then one in this many */
+
+struct lm_fn {
+	const void *gcf; /* the GCfunc */
+	uint64_t bc;	 /* its bytecode */
+	uint32_t nbc, first, str;
+	int ok;
+};
+
+struct lm_frame {
+	uint16_t fn;
+	uint32_t pc, line;
+};
+
+struct lm_build {
+	lua_State *L;
+	struct lstate *s;
+	uint32_t tr;
+	int base; /* stack index of the first function value */
+	struct lm_fn fn[LM_MAXFN];
+	uint32_t nfn;
+	struct lm_frame fr[LM_MAXFR];
+	uint32_t nfr;
+	char str[4096];
+	uint32_t strlen;
+};
+
+static int util(lua_State *L, struct lstate *s, const char *name, int nargs,
+		int nres)
+{
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->util_ref);
+	lua_getfield(L, -1, name);
+	lua_remove(L, -2);
+	lua_insert(L, -1 - nargs);
+	return lua_pcall(L, nargs, nres, 0);
+}
+
+static uint32_t intfield(lua_State *L, int idx, const char *k, int *has)
+{
+	lua_getfield(L, idx, k);
+	*has = lua_isnumber(L, -1);
+	uint32_t v = (uint32_t)lua_tointeger(L, -1);
+	lua_pop(L, 1);
+	return v;
+}
+
+static uint32_t add_str(struct lm_build *b, const char *src)
+{
+	if (*src == '@' || *src == '=')
+		src++;
+	size_t n = strlen(src);
+	if (n > 255) /* keep the end of long paths */
+		src += n - 255, n = 255;
+	for (uint32_t o = 0; o < b->strlen;) { /* the same chunk, again */
+		size_t l = strlen(b->str + o);
+		if (l == n && !memcmp(b->str + o, src, n))
+			return o;
+		o += (uint32_t)l + 1;
+	}
+	if (b->strlen + n + 1 > sizeof(b->str))
+		return UINT32_MAX;
+	memcpy(b->str + b->strlen, src, n + 1);
+	b->strlen += (uint32_t)n + 1;
+	return b->strlen - (uint32_t)n - 1;
+}
+
+/* The function value at stack top (popped): its index in b->fn, or -1 when
+ * it is not a Lua function we can vouch for. */
+static int add_fn(struct lm_build *b)
+{
+	lua_State *L = b->L;
+	const void *p = lua_topointer(L, -1);
+	if (!lua_isfunction(L, -1) || !p) {
+		lua_pop(L, 1);
+		return -1;
+	}
+	for (uint32_t i = 0; i < b->nfn; i++)
+		if (b->fn[i].gcf == p) {
+			lua_pop(L, 1);
+			return b->fn[i].ok ? (int)i : -1;
+		}
+	if (b->nfn == LM_MAXFN) {
+		lua_pop(L, 1);
+		return -1;
+	}
+	/* kept on the stack (b->base + i) for funcinfo of its pcs */
+	struct lm_fn *f = &b->fn[b->nfn++];
+	memset(f, 0, sizeof(*f));
+	f->gcf = p;
+	int top = lua_gettop(L), has;
+	lua_pushvalue(L, -1);
+	if (util(L, b->s, "funcinfo", 1, 1) || !lua_istable(L, -1))
+		goto out;
+	f->nbc = intfield(L, -1, "bytecodes", &has);
+	if (!has || !f->nbc)
+		goto out; /* a C function or a builtin */
+	f->first = intfield(L, -1, "linedefined", &has);
+	lua_getfield(L, -1, "source");
+	const char *src = lua_tostring(L, -1);
+	f->str = src ? add_str(b, src) : UINT32_MAX;
+	if (f->str == UINT32_MAX)
+		goto out;
+	/* GCfuncL (GC64): the bytecode pointer at 32 (lj_obj.h); believed
+	 * only when its first and last words are what funcbc reads */
+	f->bc = ljt_u64((const uint8_t *)p, 32);
+	if (!f->bc || f->bc % 4)
+		goto out;
+	uint32_t at[2] = {0, f->nbc - 1};
+	for (int k = 0; k < 2; k++) {
+		lua_settop(L, top);
+		lua_pushvalue(L, top);
+		lua_pushinteger(L, at[k]);
+		if (util(L, b->s, "funcbc", 2, 1) || !lua_isnumber(L, -1))
+			goto out;
+		uint32_t ins = (uint32_t)(int32_t)lua_tointeger(L, -1);
+		if (ins !=
+		    ljt_u32((const uint8_t *)(uintptr_t)f->bc, 4 * at[k]))
+			goto out;
+	}
+	f->ok = 1;
+out:
+	lua_settop(L, top); /* the function stays, at b->base + index */
+	return f->ok ? (int)(b->nfn - 1) : -1;
+}
+
+/* The constant at IR ref (biased) of trace b->tr, pushed (or nothing and
+ * -1). */
+static int push_k(struct lm_build *b, uint32_t ref)
+{
+	lua_pushinteger(b->L, b->tr);
+	lua_pushinteger(b->L, (lua_Integer)ref - (lua_Integer)LJT_REF_BIAS);
+	if (util(b->L, b->s, "tracek", 2, 1)) {
+		lua_pop(b->L, 1);
+		return -1;
+	}
+	return 0;
+}
+
+/* The frame (fn, pc): its index in b->fr, or -1. */
+static int add_frame(struct lm_build *b, int fn, uint32_t pc)
+{
+	for (uint32_t i = 0; i < b->nfr; i++)
+		if (b->fr[i].fn == fn && b->fr[i].pc == pc)
+			return (int)i;
+	if (b->nfr == LM_MAXFR)
+		return -1;
+	lua_State *L = b->L;
+	int top = lua_gettop(L), has;
+	lua_pushvalue(L, b->base + fn);
+	lua_pushinteger(L, pc);
+	if (util(L, b->s, "funcinfo", 2, 1) || !lua_istable(L, -1)) {
+		lua_settop(L, top);
+		return -1;
+	}
+	uint32_t line = intfield(L, -1, "currentline", &has);
+	lua_settop(L, top);
+	if (!has)
+		return -1;
+	b->fr[b->nfr] = (struct lm_frame){(uint16_t)fn, pc, line};
+	return (int)b->nfr++;
+}
+
+/* jit.util.tracesnap agrees with the raw snapshots of trace tr? */
+static int snaps_agree(struct lm_build *b, const uint8_t *snap,
+		       const uint8_t *map, uint32_t nsnap,
+		       const struct ljt_layout *lay)
+{
+	lua_State *L = b->L;
+	int top = lua_gettop(L), ok = 1;
+	for (uint32_t sn = 0; ok && sn <= nsnap; sn++) {
+		lua_settop(L, top);
+		lua_pushinteger(L, b->tr);
+		lua_pushinteger(L, sn);
+		if (util(L, b->s, "tracesnap", 2, 1))
+			return 0;
+		if (sn == nsnap) { /* one past the last: nothing */
+			ok = lua_isnil(L, -1);
+			break;
+		}
+		if (!lua_istable(L, -1))
+			return 0;
+		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
+		uint32_t mapofs =
+		    lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0);
+		uint32_t nent = S[lay->snap_nent];
+		lua_rawgeti(L, -1, 0);
+		lua_rawgeti(L, -2, 1);
+		ok = (uint32_t)lua_tointeger(L, -2) + LJT_REF_BIAS ==
+			 ljt_u16(S, lay->snap_ref) &&
+		     (uint32_t)lua_tointeger(L, -1) == S[lay->snap_nslots];
+		lua_pop(L, 2);
+		for (uint32_t e = 0; ok && e <= nent; e++) {
+			lua_rawgeti(L, -1, (int)e + 2);
+			uint32_t v = (uint32_t)(int32_t)lua_tointeger(L, -1);
+			lua_pop(L, 1);
+			ok = e == nent ? v == 0xff000000u /* SNAP(255,0,0) */
+				       : v == ljt_u32(map, 4 * (mapofs + e));
+		}
+	}
+	lua_settop(L, top);
+	return ok;
+}
+
+/* The frames of one snapshot, outermost first, into st (indexes of
+ * b->fr): how many, or 0 when not sure. */
+static uint32_t snap_frames(struct lm_build *b, const uint8_t *S,
+			    const uint8_t *map, const struct ljt_layout *lay,
+			    int basefn, uint16_t *st)
+{
+	uint32_t mapofs = lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0);
+	uint32_t nent = S[lay->snap_nent];
+	const uint8_t *ent = map + 4 * (size_t)mapofs;
+	/* FR2: the 64-bit (pc << 8 | baseslot - 2) after the entries */
+	uint64_t pcbase =
+	    ljt_u32(ent, 4 * nent) | (uint64_t)ljt_u32(ent, 4 * nent + 4) << 32;
+	uint64_t pc = pcbase >> 8;
+	uint32_t baseslot = (uint32_t)(pcbase & 0xff) + 2;
+	int fns[LM_MAXDEPTH];
+	uint64_t links[LM_MAXDEPTH];
+	uint32_t n = 0, lastframe = 1;
+	fns[0] = basefn;
+	for (uint32_t e = 0; e < nent; e++) {
+		uint32_t sn = ljt_u32(ent, 4 * e), slot = sn >> 24,
+			 ref = sn & 0xffff;
+		if (slot == 1)
+			continue; /* FR2's slot 1: a tail call's marker */
+		if (sn & SNAP_CONT)
+			return 0; /* a continuation frame: not ours to say */
+		if (slot == 0) {
+			if (ref >= LJT_REF_BIAS || push_k(b, ref))
+				return 0; /* the function is not a constant */
+			fns[0] = add_fn(b);
+			continue;
+		}
+		if (!(sn & SNAP_FRAME))
+			continue;
+		/* slot s: a frame link; its function at s - 1 (the entry
+		 * just before, entries being sorted by slot) */
+		uint32_t pf = e ? ljt_u32(ent, 4 * (e - 1)) : 0;
+		if (!e || pf >> 24 != slot - 1 ||
+		    (pf & 0xffff) >= LJT_REF_BIAS || ref >= LJT_REF_BIAS ||
+		    ++n >= LM_MAXDEPTH)
+			return 0;
+		if (push_k(b, pf & 0xffff))
+			return 0;
+		fns[n] = add_fn(b);
+		if (push_k(b, ref))
+			return 0;
+		double d = lua_tonumber(b->L, -1);
+		int isnum = lua_type(b->L, -1) == LUA_TNUMBER;
+		lua_pop(b->L, 1);
+		if (!isnum)
+			return 0;
+		memcpy(&links[n], &d, 8);
+		lastframe = slot;
+	}
+	/* the innermost frame's base must be the snapshot's */
+	if (lastframe + 1 != baseslot)
+		return 0;
+	for (uint32_t k = 0; k <= n; k++) {
+		if (fns[k] < 0)
+			return 0;
+		const struct lm_fn *f = &b->fn[fns[k]];
+		uint64_t at = k == n ? pc : links[k + 1];
+		if ((at & 3) || at < f->bc || at > f->bc + 4 * (uint64_t)f->nbc)
+			return 0; /* not a Lua frame, or not in it */
+		uint64_t i = (at - f->bc) / 4;
+		if (k < n) { /* a return pc: the call before it */
+			if (i == 0)
+				return 0;
+			i--;
+		}
+		if (i >= f->nbc)
+			return 0;
+		int fr = add_frame(b, fns[k], (uint32_t)i);
+		if (fr < 0)
+			return 0;
+		st[k] = (uint16_t)fr;
+	}
+	return n + 1;
+}
+
+static void put16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v);
+	put16(p + 2, v >> 16);
+}
+
+VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
+		      uint32_t tr, struct tinfo *ti)
+{
+	if (!m->want_luamap || m->lm == VM_LM_OFF ||
+	    (m->raw != VM_RAW_ON && m->raw != VM_RAW_CHECKING))
+		return;
+	uint64_t t0 = jsf_now_ns();
+	const struct ljt_layout *lay = &ljt_layouts[__builtin_ctz(m->raw_mask)];
+	const uint8_t *T = ljt_trace(L, tr, lay);
+	if (!lay->snap_mcofs) {
+		m->lm = VM_LM_OFF;
+		snprintf(m->lm_why, sizeof(m->lm_why),
+			 "layout %s has no snapshot offsets", lay->name);
+		return;
+	}
+	if (!T || (uint64_t)(uintptr_t)ljt_u64(T, lay->mcode) != ti->start)
+		return;
+	uint32_t nsnap = ljt_u16(T, lay->nsnap),
+		 szmc = ljt_u32(T, lay->szmcode);
+	const uint8_t *snap = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
+	const uint8_t *map =
+	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
+	if (!nsnap || !snap || !map || szmc != ti->size)
+		return;
+	struct lm_build *b = calloc(1, sizeof(*b));
+	if (!b)
+		return;
+	b->L = L;
+	b->s = s;
+	b->tr = tr;
+	int top = lua_gettop(L);
+	uint8_t *out = NULL;
+	uint16_t(*stk)[LM_MAXDEPTH] = NULL;
+	uint32_t *lo = NULL, *depth = NULL;
+	if (m->lm != VM_LM_ON || ++m->lm_stops % LM_RECHECK == 0) {
+		if (!snaps_agree(b, snap, map, nsnap, lay)) {
+			m->lm = VM_LM_OFF;
+			snprintf(m->lm_why, sizeof(m->lm_why),
+				 "trace %u: its snapshots and "
+				 "jit.util.tracesnap disagree",
+				 tr);
+			goto out;
+		}
+		m->lm_checked++;
+		if (m->lm_checked >= LM_CHECK)
+			m->lm = VM_LM_ON;
+	}
+	/* the function the trace's base frame runs (its start event) */
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->basefn_ref);
+	if (lua_istable(L, -1))
+		lua_rawgeti(L, -1, (int)tr);
+	else
+		lua_pushnil(L);
+	lua_remove(L, -2);
+	b->base = lua_gettop(L);
+	int basefn = add_fn(b); /* (a nil is popped: b->base stays right) */
+	stk = malloc((size_t)nsnap * sizeof(*stk));
+	lo = malloc((size_t)nsnap * sizeof(*lo));
+	depth = malloc((size_t)nsnap * sizeof(*depth));
+	if (!stk || !lo || !depth)
+		goto out;
+	uint32_t prev = 0;
+	for (uint32_t i = 0; i < nsnap; i++) {
+		const uint8_t *S = snap + (size_t)i * lay->snap_size;
+		lo[i] = ljt_u16(S, lay->snap_mcofs);
+		if ((i == 0 && lo[i] != 0) || lo[i] < prev || lo[i] >= szmc) {
+			m->lm_bad++;
+			goto out; /* offsets we do not understand: no map */
+		}
+		prev = lo[i];
+		depth[i] = snap_frames(b, S, map, lay, basefn, stk[i]);
+	}
+	if (m->lm_shift) /* tests only: every range one snapshot late */
+		for (uint32_t i = nsnap; i-- > 1;) {
+			depth[i] = depth[i - 1];
+			memcpy(stk[i], stk[i - 1], sizeof(stk[i]));
+		}
+	/* ranges: non-empty, a change of frames each */
+	uint32_t nr = 0, nst = 0;
+	for (uint32_t i = 0; i < nsnap; i++) {
+		uint32_t hi = i + 1 < nsnap ? lo[i + 1] : szmc;
+		if (hi == lo[i])
+			continue;
+		if (nr && depth[nr - 1] == depth[i] &&
+		    !memcmp(stk[nr - 1], stk[i], depth[i] * 2))
+			continue;
+		lo[nr] = lo[i];
+		depth[nr] = depth[i];
+		memmove(stk[nr], stk[i], sizeof(stk[i]));
+		nst += depth[i];
+		nr++;
+	}
+	uint32_t len = 16 + 8 * nr + 20 * b->nfr + 2 * nst + b->strlen;
+	len = (len + 3) & ~3u;
+	if (nr > 0xffff || b->nfr > 0xffff || !(out = calloc(1, len)))
+		goto out;
+	uint8_t *p = out;
+	put16(p, 1); /* version */
+	put16(p + 2, 0);
+	put16(p + 4, nr);
+	put16(p + 6, b->nfr);
+	put32(p + 8, nst);
+	put32(p + 12, b->strlen);
+	p += 16;
+	uint32_t so = 0;
+	for (uint32_t r = 0; r < nr; r++, p += 8) {
+		put32(p, lo[r]);
+		put16(p + 4, so);
+		p[6] = (uint8_t)depth[r];
+		p[7] = depth[r] ? 1 : 0; /* exact */
+		so += depth[r];
+	}
+	for (uint32_t k = 0; k < b->nfr; k++, p += 20) {
+		const struct lm_fn *f = &b->fn[b->fr[k].fn];
+		put32(p, f->str);
+		put32(p + 4, UINT32_MAX); /* names: not known */
+		put32(p + 8, b->fr[k].line);
+		put32(p + 12, f->first);
+		put32(p + 16, b->fr[k].pc);
+	}
+	for (uint32_t r = 0; r < nr; r++)
+		for (uint32_t k = 0; k < depth[r]; k++, p += 2)
+			put16(p, stk[r][k]);
+	memcpy(p, b->str, b->strlen);
+	free(ti->lmap);
+	ti->lmap = out;
+	ti->lmap_len = len;
+	out = NULL;
+	m->lm_traces++;
+	m->lm_bytes += len;
+out:
+	free(out);
+	free(stk);
+	free(lo);
+	free(depth);
+	free(b);
+	lua_settop(L, top);
+	m->lm_ns += jsf_now_ns() - t0;
+}
+
+/* "start": remember the function the trace's base frame runs: the start
+ * event's for a root or stitched trace, its parent's for a side trace. */
+VM_HOT void vm_luamap_start(lua_State *L, struct lstate *s, uint32_t tr)
+{
+	if (s->basefn_ref == LUA_NOREF) {
+		lua_newtable(L);
+		s->basefn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
+	int top = lua_gettop(L);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, s->basefn_ref);
+	lua_Integer parent = lua_tointeger(L, 5), exitno = lua_tointeger(L, 6);
+	if (parent > 0 && exitno >= 0 && !lua_isnil(L, 5))
+		lua_rawgeti(L, -1, (int)parent);
+	else
+		lua_pushvalue(L, 3);
+	lua_rawseti(L, -2, (int)tr);
+	lua_settop(L, top);
+}
