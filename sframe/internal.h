@@ -55,6 +55,11 @@
 #define RH_SEQ 72	    /* u64, atomic: the generation counter */
 #define RH_SEC_OFF 80	    /* u64, atomic: current section block */
 #define RH_CLOSE_NS 88	    /* u64, atomic */
+#define RH_FEATURES 96	    /* u32, atomic: header features (RT) */
+#define RH_RT_LEN 100	    /* u32: bytes of the runtime area */
+#define RH_RT_OFF 1024	    /* the runtime area (docs/ABI.md 1.6) */
+#define RH_RT_MAX 3072
+#define RH_F_RUNTIME 1u
 
 /* Section block header at sec_off. The SFrame section follows at +64. */
 #define SB_MAGIC 0    /* char[8] */

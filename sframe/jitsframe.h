@@ -213,6 +213,18 @@ JSF_API int jsf_region_add_mapped(struct jsf_region *r, uint64_t start,
 				  const void *map, uint32_t maplen,
 				  uint64_t now_ns);
 
+/*
+ * (1.1, JITSFRAME_1.1) The producer's runtime area (docs/ABI.md 1.6): up to
+ * 3072 bytes that tell out-of-process readers where the producer's own
+ * state is (the LuaJIT module: the VM's global state and the field offsets
+ * a Lua stack walk needs, each checked against the running VM), copied
+ * into the region's header page (resident for the region's life) and
+ * flagged by header feature bit 0. Set once: -EEXIST after that;
+ * -EINVAL for no data or more than 3072 bytes.
+ */
+JSF_API int jsf_region_set_runtime(struct jsf_region *r, const void *data,
+				   uint32_t len);
+
 /* Tombstone the live function starting at `start` (-ENOENT if none).
  * now_ns 0: jsf_now_ns(). */
 JSF_API int jsf_region_remove(struct jsf_region *r, uint64_t start,

@@ -632,6 +632,26 @@ int jsf_region_add_mapped(struct jsf_region *r, uint64_t start, uint32_t size,
 	return err;
 }
 
+int jsf_region_set_runtime(struct jsf_region *r, const void *data, uint32_t len)
+{
+	if (!r || !data || !len || len > RH_RT_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	uint8_t *h = r->base;
+	int err = 0;
+	if (LD32(h + RH_FEATURES) & RH_F_RUNTIME) {
+		err = -EEXIST;
+	} else {
+		/* the area, its length, then the bit (release): a reader that
+		 * sees the bit sees the area whole */
+		copy_out(h + RH_RT_OFF, (const uint8_t *)data, len);
+		ST32(h + RH_RT_LEN, len);
+		ST32(h + RH_FEATURES, RH_F_RUNTIME);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return err;
+}
+
 int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 {
 	if (!r)

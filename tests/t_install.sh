@@ -166,7 +166,7 @@ fi
 
 # which node each symbol is in: the calls added in 1.1 at @@JITSFRAME_1.1,
 # every other at @@JITSFRAME_1.0 (a symbol never moves between nodes)
-new11="jsf_region_add_named jsf_view_name jsf_region_add_mapped jsf_view_srcmap jsf_srcmap_frames"
+new11="jsf_region_add_named jsf_view_name jsf_region_add_mapped jsf_view_srcmap jsf_srcmap_frames jsf_region_set_runtime"
 misplaced=$(awk -v n11=" $new11 " '$2 != "A" {
 	s = $3; sub(/@.*/, "", s); v = $3; sub(/^[^@]*@@?/, "", v)
 	want = index(n11, " " s " ") ? "JITSFRAME_1.1" : "JITSFRAME_1.0"

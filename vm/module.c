@@ -204,8 +204,10 @@ static int l_start(lua_State *L)
 	m->want_luamap = luamap;
 	if (quiet >= 0)
 		m->quiet = quiet;
+	struct lj_layout lay;
+	int fresh = 0;
 	if (m->layout == 0) {
-		struct lj_layout lay;
+		fresh = 1;
 		const char *why = check_vm_kind(L);
 		if (!why && lj_check_layout(ra, &lay, &why) == 0 &&
 		    lay.cfa_jit != LJ_CFRAME_JIT)
@@ -239,7 +241,11 @@ static int l_start(lua_State *L)
 		m->want_perfmap = perfmap;
 		m->no_mlock = no_mlock;
 	}
+	if (fresh && m->layout > 0)
+		vm_luavm_check(m, L, &lay);
 	int err = vm_ensure_region(m);
+	if (!err)
+		vm_luavm_publish(m);
 	pthread_mutex_unlock(&m->mu);
 	if (err)
 		return fail(L, "jitsframe: cannot create the region %s: %s",
@@ -312,6 +318,13 @@ static int l_stats(lua_State *L)
 	if (m->layout < 0) {
 		lua_pushstring(L, m->refusal);
 		lua_setfield(L, -2, "refused");
+	}
+	static const char *const lv[] = {"off", "unchecked", "on"};
+	lua_pushstring(L, lv[m->lv_state + 1]);
+	lua_setfield(L, -2, "luastack");
+	if (m->lv_state < 0) {
+		lua_pushstring(L, m->lv_why);
+		lua_setfield(L, -2, "luastack_off");
 	}
 	if (m->last_skip[0]) {
 		lua_pushstring(L, m->last_skip);

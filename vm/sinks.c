@@ -144,6 +144,7 @@ static int open_region(struct vmod *m)
 		return err;
 	m->pid = getpid();
 	m->epoch++;
+	vm_luavm_publish(m);
 	if (m->jd_dir[0])
 		open_jitdump(m);
 	if (m->want_perfmap) {

@@ -40,6 +40,16 @@ struct tinfo {
 	uint32_t lmap_len;
 };
 
+/* What a Lua stack walk from outside reads (luavm.c; docs/ABI.md 1.6). */
+struct lv_layout {
+	uint64_t g, vm_start, vm_end;
+	uint16_t g_vmstate, g_cur_L, g_jit_base, L_base, L_stack, L_cframe,
+	    cf_pc, fn_ffid, fn_pc, pt_size, pt_sizebc, pt_chunkname,
+	    pt_firstline, pt_numline, pt_lineinfo, str_len, str_data;
+	int fr2_gc64;
+};
+#define LV_AREA_SIZE 72
+
 /* The module's process state: one region (and jitdump, perf map,
  * auditlog) per process, shared by every Lua state in it. mu guards it
  * all (and the auditlog). */
@@ -75,6 +85,13 @@ struct vmod {
 	uint32_t lm_checked;
 	uint64_t lm_stops, lm_traces, lm_bytes, lm_bad, lm_ns;
 	char lm_why[160];
+	/* the Lua stack's layout for out-of-process readers (luavm.c):
+	 * lv_state 0 unchecked, 1 verified (published in every region of
+	 * the process, lv_epoch), -1 refused (lv_why, said once) */
+	int lv_state;
+	unsigned lv_epoch;
+	struct lv_layout lv;
+	char lv_why[160];
 	struct vaudit audit;
 	/* strings */
 	char path[4200];      /* the region's path */
@@ -150,6 +167,13 @@ void vm_known_mc(lua_State *L, int idx, struct ljt_known *k);
 void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s, uint32_t tr,
 	       struct tinfo *ti);
 void vm_luamap_start(lua_State *L, struct lstate *s, uint32_t tr);
+
+/* luavm.c, with m->mu held: check the Lua stack's layout on the running VM
+ * (once; L is the caller of start(), vl the verified frame layout), and
+ * publish it in the region (once per region). */
+struct lj_layout;
+void vm_luavm_check(struct vmod *m, lua_State *L, const struct lj_layout *vl);
+void vm_luavm_publish(struct vmod *m);
 
 /* sinks.c, all with m->mu held */
 /* Make sure the region (and the perf sinks) belong to this process. */
