@@ -88,7 +88,14 @@ struct kept {
 	uint64_t time;
 	uint16_t nframes, nk;
 	uint16_t stop;
-	uint16_t pad;
+	uint16_t nl; /* Lua frames (struct klua) after the kernel pcs */
+};
+/* A Lua frame kept: its label ("chunk:firstline_[l]", interned), line,
+ * and the native frame it goes beside (smp_luaframe.at, trace or not). */
+struct klua {
+	const char *label;
+	uint32_t line, at;
+	uint32_t trace_at; /* 1: `at` is a trace frame (Lua frames rootward) */
 };
 
 /* What is known of a sampled process on this side. */
@@ -125,7 +132,32 @@ struct pctx {
 	char diffs[5][480];
 	size_t ndiffs;
 	int err;
+	/* Lua frames: interned labels */
+	char **labels;
+	size_t nlabels, caplabels;
+	uint64_t lua_samples, lua_frames;
 };
+
+static const char *intern(struct pctx *c, const char *chunk, uint32_t first)
+{
+	char b[600];
+	snprintf(b, sizeof(b), "%s:%u_[l]", chunk, first);
+	for (size_t i = c->nlabels; i-- > 0;)
+		if (!strcmp(c->labels[i], b))
+			return c->labels[i];
+	if (c->nlabels == c->caplabels) {
+		size_t cap = c->caplabels ? 2 * c->caplabels : 256;
+		char **n = realloc(c->labels, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		c->labels = n;
+		c->caplabels = cap;
+	}
+	char *d = strdup(b);
+	if (d)
+		c->labels[c->nlabels++] = d;
+	return d;
+}
 
 static struct pinfo *pinfo_of(struct pctx *c, uint32_t pid)
 {
@@ -398,9 +430,32 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			c->fallback++;
 		}
 	}
+	/* its Lua frames, resolved now (the process may be gone later) */
+	static struct smp_luaframe lf[SMP_MAX_LFRAMES];
+	static struct klua kl[SMP_MAX_LFRAMES];
+	uint16_t nl = 0;
+	int nlf = e->lua ? smp_lua_frames(c->s, e, lf, SMP_MAX_LFRAMES) : 0;
+	for (int i = 0; i < nlf; i++) {
+		/* C functions are their native frames; a trace's own
+		 * function is its trace frame */
+		if (!lf[i].chunk || (lf[i].flags & SMP_LF_TRACE))
+			continue;
+		const char *lab = intern(c, lf[i].chunk, lf[i].firstline);
+		if (!lab)
+			continue;
+		uint32_t at = lf[i].at;
+		kl[nl++] =
+		    (struct klua){lab, lf[i].line, at,
+				  at < nf && s->frames[at].fn_start != 0};
+	}
+	if (nl) {
+		c->lua_samples++;
+		c->lua_frames += nl;
+	}
 	/* keep it */
 	uint32_t nk = e->nkframes < KMAX ? e->nkframes : KMAX;
-	size_t need = sizeof(struct kept) + 16 * (size_t)nf + 8 * (size_t)nk;
+	size_t need = sizeof(struct kept) + 16 * (size_t)nf + 8 * (size_t)nk +
+		      sizeof(struct klua) * (size_t)nl;
 	if (c->alen + need > c->acap) {
 		size_t cap = c->acap ? 2 * c->acap : 1 << 20;
 		while (cap < c->alen + need)
@@ -418,7 +473,8 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			 .time = s->time_ns,
 			 .nframes = nf,
 			 .nk = (uint16_t)nk,
-			 .stop = stop};
+			 .stop = stop,
+			 .nl = nl};
 	unsigned char *p = c->a + c->alen;
 	memcpy(p, &k, sizeof(k));
 	p += sizeof(k);
@@ -428,6 +484,8 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	}
 	if (nk)
 		memcpy(p, e->kframes, 8 * (size_t)nk);
+	if (nl)
+		memcpy(p + 8 * (size_t)nk, kl, sizeof(struct klua) * nl);
 	c->alen += need;
 	c->nkept++;
 	return 0;
@@ -461,19 +519,32 @@ static void count_exe(struct sumr *m, const char *path)
 	m->exe[k].n++;
 }
 
+static void lua_pframe(const struct klua *l, struct pframe *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = l->label;
+	p->line = l->line;
+	p->kind = PF_UNKNOWN;
+}
+
 /* Every kept sample symbolized (now that the jitdumps are complete) into
  * the profile, counted into the summary. */
 static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 {
 	static struct uframe fr[SMP_MAX_FRAMES];
-	static struct pframe all[KMAX + SMP_MAX_FRAMES];
+	static struct pframe all[KMAX + SMP_MAX_FRAMES + SMP_MAX_LFRAMES];
+	static struct pframe nat[SMP_MAX_FRAMES];
 	static char tname[SMP_MAX_FRAMES][32];
 	size_t off = 0;
 	while (off < c->alen) {
 		struct kept k;
 		memcpy(&k, c->a + off, sizeof(k));
 		const unsigned char *p = c->a + off + sizeof(k);
-		off += sizeof(k) + 16 * (size_t)k.nframes + 8 * (size_t)k.nk;
+		off += sizeof(k) + 16 * (size_t)k.nframes + 8 * (size_t)k.nk +
+		       sizeof(struct klua) * (size_t)k.nl;
+		const struct klua *kl =
+		    (const struct klua *)(p + 16 * (size_t)k.nframes +
+					  8 * (size_t)k.nk);
 		m->samples++;
 		bool trace = false, main_ = false, anon = false;
 		unsigned stop =
@@ -511,7 +582,26 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 			anon |= f->jit_area && !f->is_trace;
 			if (!f->is_trace && f->name && !strcmp(f->name, "main"))
 				main_ = true;
-			cli_pframe(f, i, &all[k.nk + i]);
+			cli_pframe(f, i, k.nl ? &nat[i] : &all[k.nk + i]);
+		}
+		uint32_t nu = k.nframes;
+		if (k.nl) {
+			/* the native frames with each VM entry's Lua frames
+			 * beside the frame it runs in: leafward of an
+			 * interpreter frame, rootward of a trace's */
+			uint32_t o = k.nk, j = 0;
+			for (uint16_t i = 0; i < k.nframes; i++) {
+				while (j < k.nl && kl[j].at == i &&
+				       !kl[j].trace_at)
+					lua_pframe(&kl[j++], &all[o++]);
+				all[o++] = nat[i];
+				while (j < k.nl && kl[j].at == i &&
+				       kl[j].trace_at)
+					lua_pframe(&kl[j++], &all[o++]);
+			}
+			while (j < k.nl) /* beyond the native walk */
+				lua_pframe(&kl[j++], &all[o++]);
+			nu = o - k.nk;
 		}
 		if (k.nframes)
 			count_exe(m, uw_exe(c->u, k.pid));
@@ -529,7 +619,7 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 				m->stop_through[stop]++;
 		}
 		const char *comm = uw_comm(c->u, k.pid);
-		uint32_t n = k.nk + k.nframes;
+		uint32_t n = k.nk + nu;
 		if (n && prof_add(prof, all, n, 1, comm ? comm : "[unknown]"))
 			return -ENOMEM;
 	}

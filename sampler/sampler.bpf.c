@@ -78,6 +78,28 @@ struct {
 	__type(value, struct smp_counters);
 } counters SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct smp_luavm);
+} luavms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct smp_vmkey);
+	__type(value, struct smp_vmval);
+} vmprof SEC(".maps");
+
+/* per thread: the trace it last ran (interpreter time is charged to it) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} lasttr SEC(".maps");
+
 /* A row as the walk applies it. */
 struct xrow {
 	__s32 cfa_off, fp_off, ra_off;
@@ -102,9 +124,17 @@ struct frescan {
 	struct xrow x;
 };
 
+/* The Lua walk's state. */
+struct lwalk {
+	__u64 f, stack, pc;
+	__u32 seg, skip, inner, flags, stop;
+};
+
 /* The walk's state, per CPU (too big for the 512-byte stack). */
 struct walk {
 	struct smp_sample s;
+	struct smp_lua lua;
+	struct lwalk lw;
 	__u64 pc, sp, bp;
 	__u32 stop, max;
 	struct rsearch rs;
@@ -508,6 +538,215 @@ static long step(__u32 i, void *vctx)
 	return 0;
 }
 
+/* ---- Lua frames (docs/ABI.md 1.6): one per step, innermost first */
+#define GCVMASK ((1ull << 47) - 1)
+struct lctx {
+	struct walk *w;
+	struct smp_luavm *v;
+};
+static long lstep(__u32 i, void *vctx)
+{
+	struct lctx *lc = vctx;
+	struct walk *w = lc->w;
+	struct smp_luavm *v = lc->v;
+	if (!w || !v)
+		return 1;
+	struct lwalk *lw = &w->lw;
+	__u32 n = w->lua.nlframes;
+	__u64 f = lw->f;
+	if (f <= lw->stack + 8) {
+		lw->stop = SMP_LSTOP_BOTTOM;
+		return 1;
+	}
+	if (n >= SMP_MAX_LFRAMES) {
+		lw->stop = SMP_LSTOP_DEPTH;
+		return 1;
+	}
+	__u64 fr[2];
+	if (bpf_probe_read_user(fr, 16, (void *)(f - 8))) {
+		lw->stop = SMP_LSTOP_READ;
+		return 1;
+	}
+	__u64 tv = fr[0], link = fr[1];
+	if ((__s64)tv >> 47 != -9) {
+		lw->stop = SMP_LSTOP_BAD_FUNC;
+		return 1;
+	}
+	__u64 fn = tv & GCVMASK;
+	if (!lw->skip) {
+		struct smp_lframe *o = &w->lua.lf[n & (SMP_MAX_LFRAMES - 1)];
+		__u8 ffid;
+		if (bpf_probe_read_user(&ffid, 1, (void *)(fn + v->fn_ffid))) {
+			lw->stop = SMP_LSTOP_READ;
+			return 1;
+		}
+		o->seg = lw->seg;
+		o->flags = (__u8)lw->flags;
+		o->ffid = ffid;
+		o->pad = 0;
+		if (!ffid) {
+			__u64 bc;
+			__u32 sizebc;
+			if (bpf_probe_read_user(&bc, 8,
+						(void *)(fn + v->fn_pc))) {
+				lw->stop = SMP_LSTOP_READ;
+				return 1;
+			}
+			__u64 pt = bc - v->pt_size, pc = lw->pc;
+			if (bpf_probe_read_user(&sizebc, 4,
+						(void *)(pt + v->pt_sizebc))) {
+				lw->stop = SMP_LSTOP_READ;
+				return 1;
+			}
+			if (pc && (pc < bc + 4 || pc > bc + 4ull * sizebc ||
+				   (pc & 3))) {
+				if (!lw->inner) {
+					lw->stop = SMP_LSTOP_BAD_LINK;
+					return 1;
+				}
+				pc = 0; /* the interpreter between states */
+			}
+			o->pt = pt;
+			o->pc = pc;
+		} else {
+			o->pt = 0;
+			o->pc = fn;
+		}
+		w->lua.nlframes = n + 1;
+	}
+	lw->skip = 0;
+	lw->inner = 0;
+	lw->flags = 0;
+	__u64 nf;
+	if ((link & 3) == 0) { /* a Lua frame: the return pc in its caller */
+		__u32 ins;
+		if (bpf_probe_read_user(&ins, 4, (void *)(link - 4))) {
+			lw->stop = SMP_LSTOP_BAD_LINK;
+			return 1;
+		}
+		nf = f - 8 * (2 + ((ins >> 8) & 0xff));
+		lw->pc = link;
+	} else {
+		nf = f - (link & ~7ull);
+		lw->pc = 0;
+		if ((link & 7) == 3)
+			lw->skip = 1; /* vararg: the same call below */
+		else if ((link & 3) == 1)
+			lw->seg++; /* C or CP: entered from C */
+	}
+	if (nf >= f) {
+		lw->stop = SMP_LSTOP_BAD_LINK;
+		return 1;
+	}
+	lw->f = nf;
+	return 0;
+}
+
+static __always_inline void vm_count(__u32 tgid, __u32 tid, __s32 vms,
+				     int in_trace)
+{
+	__u32 tr, slot;
+	if (vms > 0) {
+		tr = (__u32)vms;
+		slot = in_trace ? SMP_VM_TRACE : SMP_VM_FFI;
+		bpf_map_update_elem(&lasttr, &tid, &tr, BPF_ANY);
+	} else {
+		__u32 *lt = bpf_map_lookup_elem(&lasttr, &tid);
+		if (!lt)
+			return;
+		tr = *lt;
+		slot = vms == -1   ? SMP_VM_INTERP
+		       : vms == -2 ? SMP_VM_C
+		       : vms == -3 ? SMP_VM_GC
+		       : vms == -4 ? SMP_VM_EXIT
+				   : SMP_VM_JIT;
+	}
+	struct smp_vmkey k = {.pid = tgid, .trace = tr};
+	struct smp_vmval *val = bpf_map_lookup_elem(&vmprof, &k);
+	if (!val) {
+		struct smp_vmval z = {};
+		bpf_map_update_elem(&vmprof, &k, &z, BPF_NOEXIST);
+		val = bpf_map_lookup_elem(&vmprof, &k);
+		if (!val)
+			return;
+	}
+	if (slot < SMP_VM__N)
+		__sync_fetch_and_add(&val->n[slot], 1);
+}
+
+/* The VM state and the Lua frames of a process whose region published
+ * its VM's layout: 1 when a record was made. */
+static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
+				    __u32 tgid)
+{
+	struct smp_luavm *v = bpf_map_lookup_elem(&luavms, &tgid);
+	if (!v)
+		return 0;
+	struct smp_lua *o = &w->lua;
+	o->kind = SMP_REC_LUA;
+	o->cpu = w->s.cpu;
+	o->id = w->s.id;
+	o->nlframes = 0;
+	o->lstop = SMP_LSTOP_NO_STATE;
+	o->L = 0;
+	__s32 vms = 0;
+	__u64 L = 0, g = v->g;
+	if (bpf_probe_read_user(&vms, 4, (void *)(g + v->g_vmstate)) ||
+	    bpf_probe_read_user(&L, 8, (void *)(g + v->g_cur_L))) {
+		o->lstop = SMP_LSTOP_READ;
+		return 1;
+	}
+	o->vmstate = vms;
+	o->L = L;
+	vm_count(tgid, w->s.tid, vms, w->s.nframes && w->s.frames[0].fn_start);
+	if (!L)
+		return 1;
+	struct lwalk *lw = &w->lw;
+	__u64 st[2] = {}; /* base .. (L_base), stack (L_stack) */
+	__u64 base = 0, pc = 0, ip = regs->ip;
+	if (bpf_probe_read_user(&st[0], 8, (void *)(L + v->L_base)) ||
+	    bpf_probe_read_user(&st[1], 8, (void *)(L + v->L_stack))) {
+		o->lstop = SMP_LSTOP_READ;
+		return 1;
+	}
+	lw->flags = 0;
+	if (vms > 0) { /* in a trace: its frame's base */
+		if (bpf_probe_read_user(&base, 8, (void *)(g + v->g_jit_base)))
+			base = 0;
+		if (!base)
+			base = st[0];
+		lw->flags = SMP_LF_TRACE;
+	} else if (vms == -1 && ip >= v->vm_start && ip < v->vm_end) {
+		base = regs->dx; /* BASE and PC: the interpreter's registers */
+		pc = regs->bx;
+	} else {
+		base = st[0];
+		if (vms != -2) { /* a helper, GC, the compiler: SAVE_PC */
+			__u64 cf = 0;
+			bpf_probe_read_user(&cf, 8, (void *)(L + v->L_cframe));
+			cf &= ~3ull;
+			if (!cf || bpf_probe_read_user(&pc, 8,
+						       (void *)(cf + v->cf_pc)))
+				pc = 0;
+		}
+	}
+	if (!base) {
+		o->lstop = SMP_LSTOP_NO_STATE;
+		return 1;
+	}
+	lw->f = base - 8;
+	lw->stack = st[1];
+	lw->pc = pc;
+	lw->seg = 0;
+	lw->skip = 0;
+	lw->inner = 1;
+	lw->stop = SMP_LSTOP_DEPTH;
+	struct lctx lc = {.w = w, .v = v};
+	bpf_loop(SMP_MAX_LFRAMES + 1, lstep, &lc, 0);
+	o->lstop = (__u16)lw->stop;
+	return 1;
+}
+
 static __always_inline void raw_copy(struct walk *w, struct pt_regs *regs,
 				     struct smp_counters *c)
 {
@@ -651,6 +890,17 @@ int smp_on_sample(struct bpf_perf_event_data *ctx)
 		if (want)
 			raw_copy(w, regs, c);
 	}
+	if (regs && p && lua_walk(w, regs, tgid)) {
+		__u32 nl = w->lua.nlframes;
+		if (nl > SMP_MAX_LFRAMES)
+			nl = SMP_MAX_LFRAMES;
+		__u64 ll = sizeof(w->lua) - sizeof(w->lua.lf) +
+			   (__u64)nl * sizeof(struct smp_lframe);
+		if (!bpf_ringbuf_output(&rb, &w->lua, ll, BPF_RB_NO_WAKEUP))
+			w->s.flags |= SMP_F_LUA;
+		else
+			c->lost++;
+	}
 	__u32 nf = w->s.nframes;
 	if (nf > SMP_MAX_FRAMES)
 		nf = SMP_MAX_FRAMES;
@@ -704,6 +954,7 @@ int BPF_PROG(smp_on_exec, struct task_struct *t, pid_t old_pid,
 	struct smp_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
 		return 0;
+	bpf_map_delete_elem(&luavms, &tgid); /* the old image's VM */
 	p->nmaps = 0;
 	p->region_base = 0;
 	p->region_size = 0;
@@ -722,6 +973,7 @@ int BPF_PROG(smp_on_exit, struct task_struct *t, bool group_dead)
 	if (!group_dead)
 		return 0;
 	__u32 tgid = t->tgid;
+	bpf_map_delete_elem(&luavms, &tgid);
 	if (bpf_map_delete_elem(&procs, &tgid))
 		return 0; /* not watched */
 	struct smp_counters *c = counters_of();

@@ -59,7 +59,20 @@ struct wproc {
 	uint64_t start_ticks; /* with pid, the process */
 	uint64_t gap_ns, maps_sig;
 	int has_region;
+	int has_lv; /* its region publishes the VM's layout (lv) */
+	struct smp_luavm lv;
 };
+
+/* A prototype read through /proc/PID/mem (smp_lua_frames). */
+struct lproto {
+	int pid;
+	uint64_t pt;
+	char *chunk;
+	uint32_t firstline, numline, sizebc;
+	uint64_t lineinfo;
+};
+#define LPROTO_BITS 12
+#define LUAQ 32
 
 struct smp {
 	struct sampler_bpf *skel;
@@ -73,6 +86,10 @@ struct smp {
 	size_t nprocs, capprocs;
 	struct smp_raw *rawq[RAWQ];
 	uint32_t rawhead;
+	struct smp_lua *luaq[LUAQ];
+	uint32_t luahead;
+	struct lproto *lp[1u << LPROTO_BITS];
+	uint64_t lua_samples, lua_stop[SMP_LSTOP__N];
 	struct smp_opts op;
 	/* lifecycle and opts.all */
 	uint64_t procs_full, auto_watched, next_sweep, auto_tokens_ns;
@@ -385,6 +402,13 @@ void smp_close(struct smp *s)
 	free(s->procs);
 	for (int i = 0; i < RAWQ; i++)
 		free(s->rawq[i]);
+	for (int i = 0; i < LUAQ; i++)
+		free(s->luaq[i]);
+	for (uint32_t i = 0; i < (1u << LPROTO_BITS); i++)
+		if (s->lp[i]) {
+			free(s->lp[i]->chunk);
+			free(s->lp[i]);
+		}
 	free(s->tmp);
 	free(s);
 }
@@ -549,8 +573,50 @@ static struct wproc *find_proc(struct smp *s, int pid)
 
 /* The region's producer address and size, from its header (docs/ABI.md
  * §1.1), once jsf_view_open has checked it is pid's. */
+/* The header page's runtime area (docs/ABI.md 1.6): the LuaJIT layout. */
+static int parse_lv(const uint8_t *h, struct smp_luavm *lv)
+{
+	uint32_t feat, len;
+	memcpy(&feat, h + 96, 4);
+	memcpy(&len, h + 100, 4);
+	const uint8_t *a = h + 1024;
+	uint16_t ver, sz;
+	memcpy(&ver, a + 4, 2);
+	memcpy(&sz, a + 6, 2);
+	if (!(feat & 1) || len < 72 || len > 3072 || memcmp(a, "LJVM", 4) ||
+	    ver != 1 || sz < 72 || sz > len)
+		return -1;
+	memset(lv, 0, sizeof(*lv));
+	memcpy(&lv->g, a + 8, 8);
+	memcpy(&lv->vm_start, a + 16, 8);
+	memcpy(&lv->vm_end, a + 24, 8);
+	uint16_t o[18];
+	memcpy(o, a + 32, sizeof(o));
+	lv->g_vmstate = o[0];
+	lv->g_cur_L = o[1];
+	lv->g_jit_base = o[2];
+	lv->L_base = o[3];
+	lv->L_stack = o[4];
+	lv->L_cframe = o[5];
+	lv->cf_pc = o[6];
+	lv->fn_ffid = o[7];
+	lv->fn_pc = o[8];
+	lv->pt_size = o[9];
+	lv->pt_sizebc = o[10];
+	lv->pt_chunkname = o[11];
+	lv->pt_firstline = o[12];
+	lv->pt_numline = o[13];
+	lv->pt_lineinfo = o[14];
+	lv->str_len = o[15];
+	lv->str_data = o[16];
+	lv->flags = o[17];
+	/* the walk knows two-slot frames of GC64 values only */
+	return (lv->flags & 3) == 3 && lv->g ? 0 : -1;
+}
+
 static int region_of(int pid, const char *given, uint64_t *base, uint64_t *size,
-		     char *msg, size_t msglen)
+		     struct smp_luavm *lv, int *has_lv, char *msg,
+		     size_t msglen)
 {
 	char path[4096];
 	int err;
@@ -577,11 +643,12 @@ static int region_of(int pid, const char *given, uint64_t *base, uint64_t *size,
 		return -ESRCH;
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	uint64_t h[6];
+	uint64_t h[512];
 	ssize_t r = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
 	if (fd >= 0)
 		close(fd);
-	if (r != (ssize_t)sizeof(h) || memcmp(h, "JSFREGN", 8)) {
+	*has_lv = r == (ssize_t)sizeof(h) && !parse_lv((const uint8_t *)h, lv);
+	if (r < 48 || memcmp(h, "JSFREGN", 8)) {
 		msgf(msg, msglen, "region %s: unreadable header", path);
 		return -EINVAL;
 	}
@@ -708,9 +775,15 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	}
 	uint64_t base = 0, size = 0;
 	char rmsg[512] = "";
-	int rerr = region_of(pid, region, &base, &size, rmsg, sizeof(rmsg));
+	struct smp_luavm lv;
+	int has_lv = 0;
+	int rerr = region_of(pid, region, &base, &size, &lv, &has_lv, rmsg,
+			     sizeof(rmsg));
 	if (rerr && region) /* the given one gone: discovery */
-		rerr = region_of(pid, NULL, &base, &size, rmsg, sizeof(rmsg));
+		rerr = region_of(pid, NULL, &base, &size, &lv, &has_lv, rmsg,
+				 sizeof(rmsg));
+	if (rerr)
+		has_lv = 0;
 	if (!rerr) {
 		pr->region_base = base;
 		pr->region_size = size;
@@ -740,6 +813,14 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 		w->gap_ns = GAP_MIN;
 	}
 	w->maps_sig = sig;
+	int lfd = bpf_map__fd(s->skel->maps.luavms);
+	if (has_lv && !bpf_map_update_elem(lfd, &pid, &lv, BPF_ANY)) {
+		w->has_lv = 1;
+		w->lv = lv;
+	} else {
+		bpf_map_delete_elem(lfd, &pid);
+		w->has_lv = 0;
+	}
 	if (region != w->region) {
 		free(w->region);
 		w->region = region ? strdup(region) : NULL;
@@ -765,6 +846,7 @@ void smp_unwatch(struct smp *s, int pid)
 	if (!s)
 		return;
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &pid);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.luavms), &pid);
 	struct wproc *w = find_proc(s, pid);
 	if (w)
 		drop_proc(s, w);
@@ -902,6 +984,25 @@ static int on_rec(void *ctx, void *data, size_t size)
 		memcpy(s->rawq[k], data, sizeof(struct smp_raw));
 		return 0;
 	}
+	if (kind == SMP_REC_LUA) {
+		if (size < offsetof(struct smp_lua, lf))
+			return 0;
+		uint32_t k = s->luahead++ % LUAQ;
+		if (!s->luaq[k] &&
+		    !(s->luaq[k] = malloc(sizeof(struct smp_lua))))
+			return 0;
+		size_t n = size < sizeof(struct smp_lua)
+			       ? size
+			       : sizeof(struct smp_lua);
+		memset(s->luaq[k], 0, sizeof(struct smp_lua));
+		memcpy(s->luaq[k], data, n);
+		struct smp_lua *l = s->luaq[k];
+		size_t have = (n - offsetof(struct smp_lua, lf)) /
+			      sizeof(struct smp_lframe);
+		if (l->nlframes > have)
+			l->nlframes = (uint16_t)have;
+		return 0;
+	}
 	if (kind != SMP_REC_SAMPLE ||
 	    size < offsetof(struct smp_sample, frames))
 		return 0;
@@ -926,6 +1027,22 @@ static int on_rec(void *ctx, void *data, size_t size)
 	if (!raw)
 		sm->flags &= ~(uint32_t)SMP_F_RAW;
 	e.raw = raw;
+	struct smp_lua *lua = NULL;
+	if (sm->flags & SMP_F_LUA)
+		for (uint32_t i = 0; i < LUAQ; i++)
+			if (s->luaq[i] && s->luaq[i]->id == sm->id &&
+			    s->luaq[i]->kind == SMP_REC_LUA) {
+				lua = s->luaq[i];
+				break;
+			}
+	if (!lua)
+		sm->flags &= ~(uint32_t)SMP_F_LUA;
+	e.lua = lua;
+	if (lua) {
+		s->lua_samples++;
+		if (lua->lstop < SMP_LSTOP__N)
+			s->lua_stop[lua->lstop]++;
+	}
 	if (sm->kstack >= 0) {
 		uint32_t id = (uint32_t)sm->kstack;
 		memset(s->kbuf, 0, sizeof(s->kbuf));
@@ -943,6 +1060,8 @@ static int on_rec(void *ctx, void *data, size_t size)
 	int rc = s->fn ? s->fn(&e, s->ctx) : 0;
 	if (raw)
 		raw->kind = 0; /* used */
+	if (lua)
+		lua->kind = 0;
 	uint64_t now = now_ns();
 	struct wproc *w = find_proc(s, (int)sm->pid);
 	if (sm->flags & SMP_F_UNWATCHED) {
@@ -1051,4 +1170,165 @@ void smp_stats(const struct smp *s, struct smp_stats *st)
 	     k = &key, n++)
 		key = next;
 	st->kprocs = n;
+	st->lua_samples = s->lua_samples;
+	memcpy(st->lua_stop, s->lua_stop, sizeof(st->lua_stop));
+	for (size_t i = 0; i < s->nprocs; i++)
+		st->lua_procs += s->procs[i].has_lv != 0;
+}
+
+/* ---- Lua frames: prototypes read through /proc/PID/mem */
+
+static int mem_read(int pid, uint64_t a, void *buf, size_t n)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t r = pread(fd, buf, n, (off_t)a);
+	close(fd);
+	return r == (ssize_t)n ? 0 : -EIO;
+}
+
+static struct lproto *get_proto(struct smp *s, const struct wproc *w,
+				uint64_t pt)
+{
+	uint32_t h = (uint32_t)(((pt >> 3) ^ (uint64_t)w->pid) * 2654435761u) >>
+		     (32 - LPROTO_BITS);
+	for (uint32_t k = 0; k < 8; k++) {
+		struct lproto *q = s->lp[(h + k) & ((1u << LPROTO_BITS) - 1)];
+		if (q && q->pt == pt && q->pid == w->pid)
+			return q;
+	}
+	const struct smp_luavm *lv = &w->lv;
+	uint8_t b[256];
+	if (lv->pt_size > sizeof(b) || mem_read(w->pid, pt, b, lv->pt_size))
+		return NULL;
+	struct lproto *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->pid = w->pid;
+	q->pt = pt;
+	uint64_t cn = 0;
+	memcpy(&q->sizebc, b + lv->pt_sizebc, 4);
+	memcpy(&q->firstline, b + lv->pt_firstline, 4);
+	memcpy(&q->numline, b + lv->pt_numline, 4);
+	memcpy(&q->lineinfo, b + lv->pt_lineinfo, 8);
+	memcpy(&cn, b + lv->pt_chunkname, 8);
+	cn &= (1ull << 47) - 1;
+	uint32_t len = 0;
+	char name[512];
+	if (cn && !mem_read(w->pid, cn + lv->str_len, &len, 4)) {
+		uint32_t n = len < sizeof(name) - 1 ? len : sizeof(name) - 1;
+		if (!mem_read(w->pid, cn + lv->str_data, name, n)) {
+			name[n] = 0;
+			const char *c = name;
+			if (*c == '@' || *c == '=')
+				c++;
+			q->chunk = strdup(c);
+		}
+	}
+	if (!q->chunk)
+		q->chunk = strdup("?");
+	uint32_t slot = h;
+	for (uint32_t k = 0; k < 8; k++)
+		if (!s->lp[(h + k) & ((1u << LPROTO_BITS) - 1)]) {
+			slot = h + k;
+			break;
+		}
+	slot &= (1u << LPROTO_BITS) - 1;
+	if (s->lp[slot]) {
+		free(s->lp[slot]->chunk);
+		free(s->lp[slot]);
+	}
+	s->lp[slot] = q;
+	return q;
+}
+
+/* lj_debug_line: the line of bytecode position pos */
+static uint32_t proto_line(const struct wproc *w, const struct lproto *q,
+			   uint32_t pos)
+{
+	if (pos > q->sizebc || !q->lineinfo)
+		return 0;
+	if (pos == q->sizebc)
+		return q->firstline + q->numline;
+	if (pos == 0)
+		return q->firstline;
+	pos--;
+	uint32_t v = 0;
+	size_t wd = q->numline < 256 ? 1 : q->numline < 65536 ? 2 : 4;
+	if (mem_read(w->pid, q->lineinfo + wd * pos, &v, wd))
+		return 0;
+	return q->firstline + v;
+}
+
+int smp_lua_frames(struct smp *s, const struct smp_event *e,
+		   struct smp_luaframe *out, int max)
+{
+	if (!s || !e || !e->lua)
+		return 0;
+	struct wproc *w = find_proc(s, (int)e->s->pid);
+	if (!w || !w->has_lv)
+		return -ENOENT;
+	const struct smp_lua *l = e->lua;
+	/* the native frames VM entries run in, leaf first */
+	uint32_t ent[SMP_MAX_FRAMES], nent = 0;
+	for (uint32_t i = 0; i < e->s->nframes && i < SMP_MAX_FRAMES; i++) {
+		const struct smp_frame *sf = &e->s->frames[i];
+		uint64_t look = i ? sf->pc - 1 : sf->pc;
+		if (sf->fn_start ||
+		    (look >= w->lv.vm_start && look < w->lv.vm_end))
+			ent[nent++] = i;
+	}
+	int n = 0;
+	for (uint32_t i = 0; i < l->nlframes && i < SMP_MAX_LFRAMES && n < max;
+	     i++) {
+		const struct smp_lframe *f = &l->lf[i];
+		struct smp_luaframe *o = &out[n++];
+		memset(o, 0, sizeof(*o));
+		o->seg = f->seg;
+		o->flags = f->flags;
+		o->ffid = f->ffid;
+		o->at = f->seg < nent ? ent[f->seg] : UINT32_MAX;
+		if (!f->pt) {
+			o->pt = f->pc;
+			continue;
+		}
+		o->pt = f->pt;
+		struct lproto *q = get_proto(s, w, f->pt);
+		if (!q) {
+			o->chunk = "?";
+			continue;
+		}
+		o->chunk = q->chunk;
+		o->firstline = q->firstline;
+		uint64_t bc = f->pt + w->lv.pt_size;
+		if (f->pc > bc && f->pc <= bc + 4ull * q->sizebc)
+			o->line =
+			    proto_line(w, q, (uint32_t)((f->pc - bc) / 4 - 1));
+	}
+	return n;
+}
+
+int smp_vmprof(const struct smp *s, int pid, struct smp_vmrow *rows, int max)
+{
+	if (!s)
+		return -EINVAL;
+	int fd = bpf_map__fd(s->skel->maps.vmprof);
+	struct smp_vmkey k, next, *pk = NULL;
+	struct smp_vmval v;
+	int n = 0;
+	while (!bpf_map_get_next_key(fd, pk, &next)) {
+		k = next;
+		pk = &k;
+		if ((int)k.pid != pid || bpf_map_lookup_elem(fd, &k, &v))
+			continue;
+		if (n < max) {
+			rows[n].trace = k.trace;
+			memcpy(rows[n].n, v.n, sizeof(v.n));
+		}
+		n++;
+	}
+	return n;
 }

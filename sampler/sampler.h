@@ -81,12 +81,45 @@ struct smp_event {
 	const struct smp_raw *raw;
 	const uint64_t *kframes; /* kernel pcs, leaf first */
 	uint32_t nkframes;
+	/* appended: the VM state and Lua frames (SMP_F_LUA; NULL otherwise),
+	 * for a process whose region publishes its VM's layout */
+	const struct smp_lua *lua;
 };
 typedef int (*smp_event_fn)(const struct smp_event *e, void *ctx);
 
 /* Deliver what has arrived (waiting up to timeout_ms): how many samples,
  * or a negative errno. A nonzero return from fn stops and is returned. */
 int smp_poll(struct smp *s, int timeout_ms, smp_event_fn fn, void *ctx);
+
+/* The Lua frames of an event (e->lua), innermost first, resolved through
+ * /proc/PID/mem with the layout the region published (each prototype read
+ * once): how many were written to out (up to max), or a negative errno.
+ * Strings stay valid until smp_close. */
+struct smp_luaframe {
+	const char *chunk;  /* the chunk name ("@" and "=" stripped); NULL: a
+			       C function or builtin */
+	uint32_t line;	    /* the line at the frame's pc, 0 unknown */
+	uint32_t firstline; /* the function's first line (0: a main chunk) */
+	uint32_t seg;	    /* VM entry, 0 innermost (smp_lframe.seg) */
+	uint32_t flags;	    /* SMP_LF_* */
+	uint8_t ffid;	    /* C: the builtin id (0: a C function) */
+	uint64_t pt;	    /* the prototype (Lua), or the GCfunc (C) */
+	uint32_t at; /* the index in e->s->frames of the native frame its VM
+			entry runs in (in the interpreter, or a trace: the
+			frame goes leafward of an interpreter frame, rootward
+			of a trace's), UINT32_MAX: not in the native walk */
+};
+int smp_lua_frames(struct smp *s, const struct smp_event *e,
+		   struct smp_luaframe *out, int max);
+
+/* The per-trace VM-state counts of pid (smp_abi.h's smp_vmval by
+ * smp_vmslot), for every trace seen: up to max rows, how many there are
+ * (or a negative errno). */
+struct smp_vmrow {
+	uint32_t trace;
+	uint64_t n[SMP_VM__N];
+};
+int smp_vmprof(const struct smp *s, int pid, struct smp_vmrow *rows, int max);
 
 /* Counters of the program and the user side. */
 struct smp_stats {
@@ -111,6 +144,9 @@ struct smp_stats {
 					 opts.follow */
 	uint64_t refreshes;	      /* mappings re-read by the user side */
 	uint32_t procs, kprocs;	      /* watched: user side, kernel table */
+	uint64_t lua_samples;	      /* samples with a Lua record */
+	uint64_t lua_stop[SMP_LSTOP__N]; /* their Lua walks, per reason */
+	uint32_t lua_procs; /* processes whose VM layout was given */
 };
 void smp_stats(const struct smp *s, struct smp_stats *st);
 

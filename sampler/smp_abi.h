@@ -43,6 +43,10 @@ enum smp_kind {
 			       sample whose walk met an unknown mapping) */
 	SMP_REC_PROC = 3,   /* struct smp_proc_ev: a watched process
 			       exec'd, exited or forked */
+	SMP_REC_LUA = 4,    /* struct smp_lua + nlframes struct smp_lframe:
+			       the VM state and Lua frames of the sample with
+			       the same id (a process whose region publishes
+			       the LuaJIT layout, docs/ABI.md 1.6) */
 };
 
 /* One user frame. fn_start != 0: pc is in trace code, in the region
@@ -76,6 +80,78 @@ struct smp_sample {
 	     table was last written (a NO_MAPPING walk: re-read at once) */
 #define SMP_F_UNWATCHED \
 	8 /* an unwatched process's sample (opts.all): the leaf alone */
+#define SMP_F_LUA                                                        \
+	16 /* a SMP_REC_LUA record of this id goes with it (written just \
+	      before the sample) */
+
+/* ---- Lua frames (LuaJIT: the region's LJVM area, docs/ABI.md 1.6) */
+#define SMP_MAX_LFRAMES 64
+/* Why a Lua walk ended. */
+enum smp_lstop {
+	SMP_LSTOP_BOTTOM = 0, /* clean: the thread's first frame */
+	SMP_LSTOP_NO_STATE,   /* no current thread (cur_L 0), or no base */
+	SMP_LSTOP_READ,	      /* a read faulted */
+	SMP_LSTOP_BAD_FUNC,   /* a frame's function slot is no function */
+	SMP_LSTOP_BAD_LINK,   /* a link that does not go down the stack, or
+				 a return pc outside its caller's bytecode */
+	SMP_LSTOP_DEPTH,      /* SMP_MAX_LFRAMES reached */
+	SMP_LSTOP__N
+};
+/* One Lua frame, innermost first. pt != 0: a Lua function's prototype
+ * (GCproto address) and pc the bytecode address the frame is at (the
+ * interpreter's PC or a callee's return pc: the instruction after the
+ * one running), 0 when not known (inside a trace, a frame reached through
+ * a pcall/C/continuation link, an unverified innermost pc); pt == 0: a C
+ * function or builtin (pc: its GCfunc, ffid its builtin id, 0: C). seg:
+ * which VM entry the frame runs in, 0 the innermost: segment k belongs
+ * above the k-th native frame in the interpreter or a trace. */
+struct smp_lframe {
+	__u64 pt, pc;
+	__u32 seg;
+	__u8 ffid, flags; /* SMP_LF_* */
+	__u16 pad;
+};
+#define SMP_LF_TRACE 1 /* the frame a trace runs in (g->jit_base) */
+/* The VM state (g->vmstate: < 0 ~LJ_VMST_*: -1 interpreted, -2 C, -3 GC,
+ * -4 trace exit, -5 recording, -6 optimizing, -7 assembling; > 0 the
+ * trace running) and the Lua frames. */
+struct smp_lua {
+	__u32 kind; /* SMP_REC_LUA */
+	__u32 cpu;
+	__u64 id;
+	__s32 vmstate;
+	__u16 nlframes, lstop; /* enum smp_lstop */
+	__u64 L;	       /* the current lua_State */
+	struct smp_lframe lf[SMP_MAX_LFRAMES];
+};
+/* The layout of a process's VM (map luavms, key tgid), from its region. */
+struct smp_luavm {
+	__u64 g, vm_start, vm_end;
+	__u16 g_vmstate, g_cur_L, g_jit_base, L_base, L_stack, L_cframe, cf_pc,
+	    fn_ffid, fn_pc, pt_size, pt_sizebc, pt_chunkname, pt_firstline,
+	    pt_numline, pt_lineinfo, str_len, str_data, flags;
+};
+/* Per trace and VM state (map vmprof, key {tgid, trace}): samples whose
+ * vmstate was the trace (head/loop split by the pc against the trace's
+ * loop offset is the user side's: the kernel counts in-trace vs. FFI),
+ * and the interpreter/C/GC samples after it last ran on that thread. */
+struct smp_vmkey {
+	__u32 pid, trace;
+};
+enum smp_vmslot {
+	SMP_VM_TRACE = 0, /* the pc in trace code (the region's function) */
+	SMP_VM_FFI,	  /* vmstate the trace, the pc outside it: C called
+			     from the trace */
+	SMP_VM_INTERP,	  /* interpreted, charged to the last trace */
+	SMP_VM_C,	  /* C functions, charged to the last trace */
+	SMP_VM_GC,	  /* GC (the trace's own or after it) */
+	SMP_VM_EXIT,	  /* trace exit handling */
+	SMP_VM_JIT,	  /* recording/optimizing/assembling */
+	SMP_VM__N
+};
+struct smp_vmval {
+	__u64 n[SMP_VM__N];
+};
 
 /* Process lifecycle (tracepoints sched_process_exec/exit/fork): written
  * for watched processes only (fork: with cfg_follow or cfg_all, and only
