@@ -19,11 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Producer-private mirror of one FDE slot. */
+/* Producer-private mirror of one FDE slot: its start, and its second word
+ * as stored (func_size | func_start_fre_off << 32). 16 bytes, so that a
+ * shift moves the least memory. Which log entry it is follows from attr_off
+ * (lattr). */
 struct pent {
 	uint64_t start;
 	uint32_t size;
-	uint32_t log_idx;
 	uint32_t attr_off;
 };
 
@@ -44,6 +46,11 @@ struct jsf_region {
 	uint32_t lo, n; /* live window: slots [lo, lo+n) */
 	uint32_t fre_used, num_fres, log_n;
 	struct pent *win; /* fde_cap entries, indexed by slot */
+	/* log_cap entries: each log entry's attribute record offset. Records
+	 * are bump-allocated in log order (and a rebuild keeps that order), so
+	 * these ascend: they give a record's log entry by binary search and its
+	 * length as the distance to the next. */
+	uint32_t *lattr;
 	uint64_t seq, compactions, dropped;
 };
 
@@ -65,14 +72,23 @@ static void seq_end(struct jsf_region *r)
 	ST64R(r->base + RH_SEQ, r->seq); /* even: table consistent */
 }
 
-static void write_fde(struct jsf_region *r, uint32_t slot)
+/* Write count shared FDE slots from slot `slot` on from the mirror. */
+static void write_fdes(struct jsf_region *r, uint32_t slot, uint32_t count)
 {
 	uint8_t *p = r->fde0 + (size_t)slot * SFRAME_V3_FDE_SIZE;
-	const struct pent *e = &r->win[slot];
-	/* FDE_FUNC_START_PCREL: start = address of this field + value. */
-	ST64(p, e->start - (uint64_t)(uintptr_t)p);
-	/* func_size and func_start_fre_off in one aligned store */
-	ST64(p + 8, (uint64_t)e->size | (uint64_t)e->attr_off << 32);
+	const struct pent *e = &r->win[slot], *end = e + count;
+	for (; e < end; e++, p += SFRAME_V3_FDE_SIZE) {
+		/* FDE_FUNC_START_PCREL: start = address of this field + value
+		 */
+		ST64(p, e->start - (uint64_t)(uintptr_t)p);
+		/* func_size and func_start_fre_off in one aligned store */
+		ST64(p + 8, (uint64_t)e->size | (uint64_t)e->attr_off << 32);
+	}
+}
+
+static void write_fde(struct jsf_region *r, uint32_t slot)
+{
+	write_fdes(r, slot, 1);
 }
 
 /* Move count slots from `from` to `to` (inside a rewrite): the private
@@ -84,8 +100,21 @@ static void move_range(struct jsf_region *r, uint32_t from, uint32_t to,
 	if (!count || from == to)
 		return;
 	memmove(&r->win[to], &r->win[from], count * sizeof(*r->win));
-	for (uint32_t i = 0; i < count; i++)
-		write_fde(r, to + i);
+	write_fdes(r, to, count);
+}
+
+/* The log entry whose record is at attr (it exists: attr is a live one). */
+static uint32_t log_of(const struct jsf_region *r, uint32_t attr)
+{
+	uint32_t a = 0, b = r->log_n;
+	while (a < b) {
+		uint32_t m = a + (b - a) / 2;
+		if (r->lattr[m] < attr)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
 }
 
 static void publish_window(struct jsf_region *r)
@@ -179,6 +208,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 	struct lent *ents = calloc(ln ? ln : 1, sizeof(*ents));
 	uint32_t *remap = calloc(ln ? ln : 1, sizeof(*remap));
 	struct pent *win = NULL;
+	uint32_t *lattr = NULL;
 	int err = -ENOMEM;
 	if (!ents || !remap)
 		goto out;
@@ -189,12 +219,10 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		e->add = LD64(p + LE_ADD);
 		e->remove = LD64(p + LE_REMOVE);
 		e->size = LD32(p + LE_SIZE);
-		e->attr = LD32(p + LE_ATTR);
-		e->len = sf_func_len(r->fre, r->fre_used, e->attr);
-		if (!e->len) {
-			err = -EIO; /* our own data is corrupt: stop */
-			goto out;
-		}
+		/* The record's place and length come from the private
+		 * offsets (contiguous in log order), not from decoding it. */
+		e->attr = r->lattr[i];
+		e->len = (i + 1 < ln ? r->lattr[i + 1] : r->fre_used) - e->attr;
 		if (e->remove)
 			nhist++;
 		else
@@ -291,15 +319,18 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
 		win = calloc(fde_cap, sizeof(*win));
-		if (!win) {
+		lattr = malloc(log_cap * sizeof(*lattr));
+		if (!win || !lattr) {
 			err = -ENOMEM;
 			goto out;
 		}
+		for (uint32_t i = 0; i < ln; i++)
+			if (remap[i] != UINT32_MAX)
+				lattr[remap[i]] = ents[i].new_attr;
 		uint32_t lo = (uint32_t)(fde_cap - nlive) / 2;
 		for (uint32_t i = 0; i < r->n; i++) {
 			struct pent e = r->win[r->lo + i];
-			e.log_idx = remap[e.log_idx];
-			e.attr_off = ents[r->win[r->lo + i].log_idx].new_attr;
+			e.attr_off = ents[log_of(r, e.attr_off)].new_attr;
 			win[lo + i] = e;
 		}
 		uint8_t *sf = blk + SF_SHDR_SIZE;
@@ -317,14 +348,16 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		free(r->win);
 		r->win = win;
 		win = NULL;
+		free(r->lattr);
+		r->lattr = lattr;
+		lattr = NULL;
 		set_section(r, off, (uint32_t)fde_cap, (uint32_t)fre_cap,
 			    (uint32_t)log_cap, log_off, total);
 		r->lo = lo;
 		r->fre_used = fre_used;
 		r->num_fres = num_fres;
 		r->log_n = kept;
-		for (uint32_t i = 0; i < r->n; i++)
-			write_fde(r, lo + i);
+		write_fdes(r, lo, r->n);
 		publish_window(r);
 		seq_begin(r);
 		ST64(r->base + RH_SEC_OFF, off);
@@ -338,6 +371,7 @@ out:
 	free(ents);
 	free(remap);
 	free(win);
+	free(lattr);
 	return err;
 }
 
@@ -511,10 +545,11 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	struct lent le = {
 	    .start = start, .add = now, .size = size, .new_attr = attr};
 	write_log_entry(r->log + (size_t)r->log_n * SF_LOG_ENTRY_SIZE, &le);
+	r->lattr[r->log_n] = attr;
 	r->log_n++;
 	ST32R(r->base + r->sec_off + SB_LOG_N, r->log_n);
 	/* 3. the FDE: append with a release count, or rewrite in a seqlock. */
-	struct pent e = {start, size, r->log_n - 1, attr};
+	struct pent e = {start, size, attr};
 	uint32_t right_free = r->fde_cap - r->lo - r->n;
 	if (k == r->n && right_free) {
 		r->win[r->lo + r->n] = e;
@@ -574,7 +609,8 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 	if (k < r->n && r->win[r->lo + k].start == start) {
 		const struct pent *e = &r->win[r->lo + k];
 		/* The tombstone: the log entry gets its removal time... */
-		ST64R(r->log + (size_t)e->log_idx * SF_LOG_ENTRY_SIZE +
+		ST64R(r->log +
+			  (size_t)log_of(r, e->attr_off) * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
 		/* ...and the FDE leaves the index (close the smaller side). */
@@ -602,7 +638,7 @@ int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
 	uint64_t now = now_ns ? now_ns : jsf_now_ns();
 	for (uint32_t i = 0; i < r->n; i++)
 		ST64R(r->log +
-			  (size_t)r->win[r->lo + i].log_idx *
+			  (size_t)log_of(r, r->win[r->lo + i].attr_off) *
 			      SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
@@ -670,6 +706,7 @@ void jsf_region_destroy(struct jsf_region *r)
 	munmap(r->base, r->max_size);
 	close(r->fd); /* releases the producer lock */
 	free(r->win);
+	free(r->lattr);
 	free(r->path);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
@@ -683,6 +720,7 @@ void jsf_region_detach(struct jsf_region *r)
 	munmap(r->base, r->max_size);
 	close(r->fd);
 	free(r->win);
+	free(r->lattr);
 	free(r->path);
 	free(r);
 }
