@@ -19,10 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Producer-private mirror of one FDE slot: its start, and its second word
- * as stored (func_size | func_start_fre_off << 32). 16 bytes, so that a
- * shift moves the least memory. Which log entry it is follows from attr_off
- * (lattr). */
+/* Producer-private mirror of one FDE slot (16 bytes, so that a shift moves
+ * little memory; its log entry is in the parallel wlog). */
 struct pent {
 	uint64_t start;
 	uint32_t size;
@@ -48,9 +46,10 @@ struct jsf_region {
 	struct pent *win; /* fde_cap entries, indexed by slot */
 	/* log_cap entries: each log entry's attribute record offset. Records
 	 * are bump-allocated in log order (and a rebuild keeps that order), so
-	 * these ascend: they give a record's log entry by binary search and its
-	 * length as the distance to the next. */
+	 * these ascend and give each record's length as the distance to the
+	 * next: a rebuild never decodes FREs to find it. */
 	uint32_t *lattr;
+	uint32_t *wlog; /* fde_cap entries: each slot's log entry */
 	uint64_t seq, compactions, dropped;
 };
 
@@ -100,21 +99,8 @@ static void move_range(struct jsf_region *r, uint32_t from, uint32_t to,
 	if (!count || from == to)
 		return;
 	memmove(&r->win[to], &r->win[from], count * sizeof(*r->win));
+	memmove(&r->wlog[to], &r->wlog[from], count * sizeof(*r->wlog));
 	write_fdes(r, to, count);
-}
-
-/* The log entry whose record is at attr (it exists: attr is a live one). */
-static uint32_t log_of(const struct jsf_region *r, uint32_t attr)
-{
-	uint32_t a = 0, b = r->log_n;
-	while (a < b) {
-		uint32_t m = a + (b - a) / 2;
-		if (r->lattr[m] < attr)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a;
 }
 
 static void publish_window(struct jsf_region *r)
@@ -200,49 +186,59 @@ static void write_log_entry(uint8_t *p, const struct lent *e)
 /*
  * Build a new section holding every live function and the newest retained
  * history, with room for `need_fre` more FRE bytes, then switch readers to
- * it. On failure the current section is untouched.
+ * it. On failure the current section is untouched. When every log entry is
+ * kept (the usual growth), the FRE area and the log move as two blocks and
+ * every offset stays; only when history is dropped are the log entries read
+ * one by one (their record lengths from lattr, never by decoding FREs).
  */
 static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 {
-	uint32_t ln = r->log_n, nlive = 0, nhist = 0;
-	struct lent *ents = calloc(ln ? ln : 1, sizeof(*ents));
-	uint32_t *remap = calloc(ln ? ln : 1, sizeof(*remap));
+	uint32_t ln = r->log_n, nlive = r->n, nhist = ln - r->n;
+	struct lent *ents = NULL;
+	uint32_t *remap = NULL, *lattr = NULL, *wlog = NULL;
 	struct pent *win = NULL;
-	uint32_t *lattr = NULL;
 	int err = -ENOMEM;
-	if (!ents || !remap)
-		goto out;
-	for (uint32_t i = 0; i < ln; i++) {
-		const uint8_t *p = r->log + (size_t)i * SF_LOG_ENTRY_SIZE;
-		struct lent *e = &ents[i];
-		e->start = LD64(p + LE_START);
-		e->add = LD64(p + LE_ADD);
-		e->remove = LD64(p + LE_REMOVE);
-		e->size = LD32(p + LE_SIZE);
-		/* The record's place and length come from the private
-		 * offsets (contiguous in log order), not from decoding it. */
-		e->attr = r->lattr[i];
-		e->len = (i + 1 < ln ? r->lattr[i + 1] : r->fre_used) - e->attr;
-		if (e->remove)
-			nhist++;
-		else
-			nlive++;
-	}
 	/* Drop the oldest history beyond history_max (and all if forced). */
 	uint32_t keep_hist = nhist > r->history_max ? r->history_max : nhist;
 	if (force_drop)
 		keep_hist = 0;
 	for (;;) {
-		uint32_t skip = nhist - keep_hist, kept = 0;
-		uint64_t fre_bytes = 0;
-		for (uint32_t i = 0; i < ln; i++) {
-			if (ents[i].remove && skip) {
-				skip--;
-				remap[i] = UINT32_MAX;
-				continue;
+		bool whole = keep_hist == nhist;
+		uint32_t kept = ln;
+		uint64_t fre_bytes = r->fre_used;
+		if (!whole && !ents) {
+			ents = calloc(ln ? ln : 1, sizeof(*ents));
+			remap = calloc(ln ? ln : 1, sizeof(*remap));
+			if (!ents || !remap)
+				goto out;
+			for (uint32_t i = 0; i < ln; i++) {
+				const uint8_t *p =
+				    r->log + (size_t)i * SF_LOG_ENTRY_SIZE;
+				struct lent *e = &ents[i];
+				e->start = LD64(p + LE_START);
+				e->add = LD64(p + LE_ADD);
+				e->remove = LD64(p + LE_REMOVE);
+				e->size = LD32(p + LE_SIZE);
+				/* Records are contiguous in log order. */
+				e->attr = r->lattr[i];
+				e->len = (i + 1 < ln ? r->lattr[i + 1]
+						     : r->fre_used) -
+					 e->attr;
 			}
-			remap[i] = kept++;
-			fre_bytes += ents[i].len;
+		}
+		if (!whole) {
+			uint32_t skip = nhist - keep_hist;
+			kept = 0;
+			fre_bytes = 0;
+			for (uint32_t i = 0; i < ln; i++) {
+				if (ents[i].remove && skip) {
+					skip--;
+					remap[i] = UINT32_MAX;
+					continue;
+				}
+				remap[i] = kept++;
+				fre_bytes += ents[i].len;
+			}
 		}
 		uint64_t fde_cap = 2 * (uint64_t)nlive + 16;
 		if (fde_cap < r->initial)
@@ -274,6 +270,12 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		err = ensure_file(r, off + total);
 		if (err)
 			goto out;
+		err = -ENOMEM;
+		win = calloc(fde_cap, sizeof(*win));
+		wlog = malloc(fde_cap * sizeof(*wlog));
+		lattr = malloc(log_cap * sizeof(*lattr));
+		if (!win || !wlog || !lattr)
+			goto out;
 		/* Write the whole new block; no reader can reach it yet. */
 		uint8_t *blk = r->base + off;
 		const uint8_t *old_fre = r->fre;
@@ -291,47 +293,52 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint8_t *new_fre = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
 				   fde_cap * SFRAME_V3_FDE_SIZE;
 		uint8_t *new_log = blk + log_off;
-		/* Records are bump-allocated in log order, so when nothing is
-		 * dropped the used FRE area moves as one block, word by word
-		 * (both areas are 8-aligned), and every offset stays. */
-		bool whole = kept == ln;
 		if (whole) {
+			/* Records are bump-allocated in log order, so the used
+			 * FRE area moves as one block, word by word (both areas
+			 * are 8-aligned), and so does the log: every offset and
+			 * index stays. */
 			for (uint32_t b = 0; b + 8 <= r->fre_used; b += 8)
 				ST64(new_fre + b, LD64(old_fre + b));
 			for (uint32_t b = r->fre_used & ~7u; b < r->fre_used;
 			     b++)
 				ST8(new_fre + b, LD8(old_fre + b));
-		}
-		for (uint32_t i = 0; i < ln; i++) {
-			struct lent *e = &ents[i];
-			if (remap[i] == UINT32_MAX)
-				continue;
-			e->new_attr = whole ? e->attr : fre_used;
-			if (!whole)
+			for (size_t b = 0; b < (size_t)ln * SF_LOG_ENTRY_SIZE;
+			     b += 8)
+				ST64(new_log + b, LD64(r->log + b));
+			fre_used = r->fre_used;
+			num_fres = r->num_fres;
+			if (ln)
+				memcpy(lattr, r->lattr, ln * sizeof(*lattr));
+		} else {
+			for (uint32_t i = 0; i < ln; i++) {
+				struct lent *e = &ents[i];
+				if (remap[i] == UINT32_MAX)
+					continue;
+				e->new_attr = fre_used;
 				for (uint32_t b = 0; b < e->len; b++)
 					ST8(new_fre + fre_used + b,
 					    LD8(old_fre + e->attr + b));
-			fre_used = whole ? r->fre_used : fre_used + e->len;
-			num_fres += ldu(old_fre + e->attr, 2);
-			write_log_entry(
-			    new_log + (size_t)remap[i] * SF_LOG_ENTRY_SIZE, e);
+				fre_used += e->len;
+				num_fres += ldu(old_fre + e->attr, 2);
+				write_log_entry(new_log + (size_t)remap[i] *
+							      SF_LOG_ENTRY_SIZE,
+						e);
+				lattr[remap[i]] = e->new_attr;
+			}
 		}
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
-		win = calloc(fde_cap, sizeof(*win));
-		lattr = malloc(log_cap * sizeof(*lattr));
-		if (!win || !lattr) {
-			err = -ENOMEM;
-			goto out;
-		}
-		for (uint32_t i = 0; i < ln; i++)
-			if (remap[i] != UINT32_MAX)
-				lattr[remap[i]] = ents[i].new_attr;
 		uint32_t lo = (uint32_t)(fde_cap - nlive) / 2;
 		for (uint32_t i = 0; i < r->n; i++) {
 			struct pent e = r->win[r->lo + i];
-			e.attr_off = ents[log_of(r, e.attr_off)].new_attr;
+			uint32_t li = r->wlog[r->lo + i];
+			if (!whole) {
+				e.attr_off = ents[li].new_attr;
+				li = remap[li];
+			}
 			win[lo + i] = e;
+			wlog[lo + i] = li;
 		}
 		uint8_t *sf = blk + SF_SHDR_SIZE;
 		ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
@@ -348,6 +355,9 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		free(r->win);
 		r->win = win;
 		win = NULL;
+		free(r->wlog);
+		r->wlog = wlog;
+		wlog = NULL;
 		free(r->lattr);
 		r->lattr = lattr;
 		lattr = NULL;
@@ -371,6 +381,7 @@ out:
 	free(ents);
 	free(remap);
 	free(win);
+	free(wlog);
 	free(lattr);
 	return err;
 }
@@ -553,6 +564,7 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	uint32_t right_free = r->fde_cap - r->lo - r->n;
 	if (k == r->n && right_free) {
 		r->win[r->lo + r->n] = e;
+		r->wlog[r->lo + r->n] = r->log_n - 1;
 		write_fde(r, r->lo + r->n);
 		r->n++;
 		ST32R(r->sf + SH_NUM_FDES, r->n); /* the publishing store */
@@ -576,6 +588,7 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		move_range(r, r->lo + k, r->lo + k + 1, r->n - k);
 	}
 	r->win[r->lo + k] = e;
+	r->wlog[r->lo + k] = r->log_n - 1;
 	write_fde(r, r->lo + k);
 	r->n++;
 	publish_window(r);
@@ -607,10 +620,8 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 	uint32_t k = lower_bound(r, start);
 	int err = -ENOENT;
 	if (k < r->n && r->win[r->lo + k].start == start) {
-		const struct pent *e = &r->win[r->lo + k];
 		/* The tombstone: the log entry gets its removal time... */
-		ST64R(r->log +
-			  (size_t)log_of(r, e->attr_off) * SF_LOG_ENTRY_SIZE +
+		ST64R(r->log + (size_t)r->wlog[r->lo + k] * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
 		/* ...and the FDE leaves the index (close the smaller side). */
@@ -637,9 +648,7 @@ int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
 	pthread_mutex_lock(&r->mu);
 	uint64_t now = now_ns ? now_ns : jsf_now_ns();
 	for (uint32_t i = 0; i < r->n; i++)
-		ST64R(r->log +
-			  (size_t)log_of(r, r->win[r->lo + i].attr_off) *
-			      SF_LOG_ENTRY_SIZE +
+		ST64R(r->log + (size_t)r->wlog[r->lo + i] * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
 	seq_begin(r);
@@ -706,6 +715,7 @@ void jsf_region_destroy(struct jsf_region *r)
 	munmap(r->base, r->max_size);
 	close(r->fd); /* releases the producer lock */
 	free(r->win);
+	free(r->wlog);
 	free(r->lattr);
 	free(r->path);
 	pthread_mutex_destroy(&r->mu);
@@ -720,6 +730,7 @@ void jsf_region_detach(struct jsf_region *r)
 	munmap(r->base, r->max_size);
 	close(r->fd);
 	free(r->win);
+	free(r->wlog);
 	free(r->lattr);
 	free(r->path);
 	free(r);
