@@ -328,6 +328,10 @@ int sf_rhdr_parse(const uint8_t *hdr, uint64_t st_size, struct sf_rinfo *ri,
  */
 int sf_load(const char *path, struct sf_rinfo *ri, struct sf_snap *s,
 	    bool *live, bool *recovered, char *msg, size_t msglen);
+/* For tests: how often a live view's reader index was built and how many
+ * lookups it answered (0, 0 without one). Not AS-safe. */
+void sf_view_index_stats(const struct jsf_view *v, uint64_t *builds,
+			 uint64_t *answers);
 /* A view's snapshot: its own (post-mortem) or a fresh one in *tmp (live;
  * free it with sf_snap_free). */
 int sf_view_snap(const struct jsf_view *v, struct sf_snap *tmp,

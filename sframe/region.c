@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Producer-private mirror of one FDE slot. */
+/* Producer-private mirror of one FDE slot (16 bytes, so that a shift moves
+ * little memory; its log entry is in the parallel wlog). */
 struct pent {
 	uint64_t start;
 	uint32_t size;
-	uint32_t log_idx;
 	uint32_t attr_off;
 };
 
@@ -44,6 +44,12 @@ struct jsf_region {
 	uint32_t lo, n; /* live window: slots [lo, lo+n) */
 	uint32_t fre_used, num_fres, log_n;
 	struct pent *win; /* fde_cap entries, indexed by slot */
+	/* log_cap entries: each log entry's attribute record offset. Records
+	 * are bump-allocated in log order (and a rebuild keeps that order), so
+	 * these ascend and give each record's length as the distance to the
+	 * next: a rebuild never decodes FREs to find it. */
+	uint32_t *lattr;
+	uint32_t *wlog; /* fde_cap entries: each slot's log entry */
 	uint64_t seq, compactions, dropped;
 	bool named;	    /* names given: every new block has a name area */
 	bool mapped;	    /* maps given: every new block's records have one */
@@ -69,14 +75,23 @@ static void seq_end(struct jsf_region *r)
 	ST64R(r->base + RH_SEQ, r->seq); /* even: table consistent */
 }
 
-static void write_fde(struct jsf_region *r, uint32_t slot)
+/* Write count shared FDE slots from slot `slot` on from the mirror. */
+static void write_fdes(struct jsf_region *r, uint32_t slot, uint32_t count)
 {
 	uint8_t *p = r->fde0 + (size_t)slot * SFRAME_V3_FDE_SIZE;
-	const struct pent *e = &r->win[slot];
-	/* FDE_FUNC_START_PCREL: start = address of this field + value. */
-	ST64(p, e->start - (uint64_t)(uintptr_t)p);
-	/* func_size and func_start_fre_off in one aligned store */
-	ST64(p + 8, (uint64_t)e->size | (uint64_t)e->attr_off << 32);
+	const struct pent *e = &r->win[slot], *end = e + count;
+	for (; e < end; e++, p += SFRAME_V3_FDE_SIZE) {
+		/* FDE_FUNC_START_PCREL: start = address of this field + value
+		 */
+		ST64(p, e->start - (uint64_t)(uintptr_t)p);
+		/* func_size and func_start_fre_off in one aligned store */
+		ST64(p + 8, (uint64_t)e->size | (uint64_t)e->attr_off << 32);
+	}
+}
+
+static void write_fde(struct jsf_region *r, uint32_t slot)
+{
+	write_fdes(r, slot, 1);
 }
 
 /* Move count slots from `from` to `to` (inside a rewrite): the private
@@ -88,8 +103,8 @@ static void move_range(struct jsf_region *r, uint32_t from, uint32_t to,
 	if (!count || from == to)
 		return;
 	memmove(&r->win[to], &r->win[from], count * sizeof(*r->win));
-	for (uint32_t i = 0; i < count; i++)
-		write_fde(r, to + i);
+	memmove(&r->wlog[to], &r->wlog[from], count * sizeof(*r->wlog));
+	write_fdes(r, to, count);
 }
 
 static void publish_window(struct jsf_region *r)
@@ -175,50 +190,59 @@ static void write_log_entry(uint8_t *p, const struct lent *e)
 /*
  * Build a new section holding every live function and the newest retained
  * history, with room for `need_fre` more FRE bytes, then switch readers to
- * it. On failure the current section is untouched.
+ * it. On failure the current section is untouched. When every log entry is
+ * kept (the usual growth), the FRE area and the log move as two blocks and
+ * every offset stays; only when history is dropped are the log entries read
+ * one by one (their record lengths from lattr, never by decoding FREs).
  */
 static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 {
-	uint32_t ln = r->log_n, nlive = 0, nhist = 0;
-	struct lent *ents = calloc(ln ? ln : 1, sizeof(*ents));
-	uint32_t *remap = calloc(ln ? ln : 1, sizeof(*remap));
+	uint32_t ln = r->log_n, nlive = r->n, nhist = ln - r->n;
+	struct lent *ents = NULL;
+	uint32_t *remap = NULL, *lattr = NULL, *wlog = NULL;
 	struct pent *win = NULL;
 	int err = -ENOMEM;
-	if (!ents || !remap)
-		goto out;
-	for (uint32_t i = 0; i < ln; i++) {
-		const uint8_t *p = r->log + (size_t)i * SF_LOG_ENTRY_SIZE;
-		struct lent *e = &ents[i];
-		e->start = LD64(p + LE_START);
-		e->add = LD64(p + LE_ADD);
-		e->remove = LD64(p + LE_REMOVE);
-		e->size = LD32(p + LE_SIZE);
-		e->attr = LD32(p + LE_ATTR);
-		e->len = sf_func_len(r->fre, r->fre_used, e->attr);
-		if (!e->len) {
-			err = -EIO; /* our own data is corrupt: stop */
-			goto out;
-		}
-		if (e->remove)
-			nhist++;
-		else
-			nlive++;
-	}
 	/* Drop the oldest history beyond history_max (and all if forced). */
 	uint32_t keep_hist = nhist > r->history_max ? r->history_max : nhist;
 	if (force_drop)
 		keep_hist = 0;
 	for (;;) {
-		uint32_t skip = nhist - keep_hist, kept = 0;
-		uint64_t fre_bytes = 0;
-		for (uint32_t i = 0; i < ln; i++) {
-			if (ents[i].remove && skip) {
-				skip--;
-				remap[i] = UINT32_MAX;
-				continue;
+		bool whole = keep_hist == nhist;
+		uint32_t kept = ln;
+		uint64_t fre_bytes = r->fre_used;
+		if (!whole && !ents) {
+			ents = calloc(ln ? ln : 1, sizeof(*ents));
+			remap = calloc(ln ? ln : 1, sizeof(*remap));
+			if (!ents || !remap)
+				goto out;
+			for (uint32_t i = 0; i < ln; i++) {
+				const uint8_t *p =
+				    r->log + (size_t)i * SF_LOG_ENTRY_SIZE;
+				struct lent *e = &ents[i];
+				e->start = LD64(p + LE_START);
+				e->add = LD64(p + LE_ADD);
+				e->remove = LD64(p + LE_REMOVE);
+				e->size = LD32(p + LE_SIZE);
+				/* Records are contiguous in log order. */
+				e->attr = r->lattr[i];
+				e->len = (i + 1 < ln ? r->lattr[i + 1]
+						     : r->fre_used) -
+					 e->attr;
 			}
-			remap[i] = kept++;
-			fre_bytes += ents[i].len;
+		}
+		if (!whole) {
+			uint32_t skip = nhist - keep_hist;
+			kept = 0;
+			fre_bytes = 0;
+			for (uint32_t i = 0; i < ln; i++) {
+				if (ents[i].remove && skip) {
+					skip--;
+					remap[i] = UINT32_MAX;
+					continue;
+				}
+				remap[i] = kept++;
+				fre_bytes += ents[i].len;
+			}
 		}
 		uint64_t fde_cap = 2 * (uint64_t)nlive + 16;
 		if (fde_cap < r->initial)
@@ -261,6 +285,12 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		err = ensure_file(r, off + total);
 		if (err)
 			goto out;
+		err = -ENOMEM;
+		win = calloc(fde_cap, sizeof(*win));
+		wlog = malloc(fde_cap * sizeof(*wlog));
+		lattr = malloc(log_cap * sizeof(*lattr));
+		if (!win || !wlog || !lattr)
+			goto out;
 		/* Write the whole new block; no reader can reach it yet. */
 		uint8_t *blk = r->base + off;
 		const uint8_t *old_fre = r->fre;
@@ -278,47 +308,55 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint8_t *new_fre = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
 				   fde_cap * SFRAME_V3_FDE_SIZE;
 		uint8_t *new_log = blk + log_off;
-		/* Records are bump-allocated in log order, so when nothing is
-		 * dropped the used FRE area moves as one block, word by word
-		 * (both areas are 8-aligned), and every offset stays. */
-		bool whole = kept == ln;
 		if (whole) {
+			/* Records are bump-allocated in log order, so the used
+			 * FRE area moves as one block, word by word (both areas
+			 * are 8-aligned), and so does the log: every offset and
+			 * index stays. */
 			for (uint32_t b = 0; b + 8 <= r->fre_used; b += 8)
 				ST64(new_fre + b, LD64(old_fre + b));
 			for (uint32_t b = r->fre_used & ~7u; b < r->fre_used;
 			     b++)
 				ST8(new_fre + b, LD8(old_fre + b));
-		}
-		for (uint32_t i = 0; i < ln; i++) {
-			struct lent *e = &ents[i];
-			if (remap[i] == UINT32_MAX)
-				continue;
-			e->new_attr = whole ? e->attr : fre_used;
-			if (!whole)
+			for (size_t b = 0; b < (size_t)ln * SF_LOG_ENTRY_SIZE;
+			     b += 8)
+				ST64(new_log + b, LD64(r->log + b));
+			fre_used = r->fre_used;
+			num_fres = r->num_fres;
+			if (ln)
+				memcpy(lattr, r->lattr, ln * sizeof(*lattr));
+		} else {
+			for (uint32_t i = 0; i < ln; i++) {
+				struct lent *e = &ents[i];
+				if (remap[i] == UINT32_MAX)
+					continue;
+				e->new_attr = fre_used;
 				for (uint32_t b = 0; b < e->len; b++)
 					ST8(new_fre + fre_used + b,
 					    LD8(old_fre + e->attr + b));
-			fre_used = whole ? r->fre_used : fre_used + e->len;
-			num_fres += ldu(old_fre + e->attr, 2);
-			write_log_entry(
-			    new_log + (size_t)remap[i] * SF_LOG_ENTRY_SIZE, e);
+				fre_used += e->len;
+				num_fres += ldu(old_fre + e->attr, 2);
+				write_log_entry(new_log + (size_t)remap[i] *
+							      SF_LOG_ENTRY_SIZE,
+						e);
+				lattr[remap[i]] = e->new_attr;
+			}
 		}
 		if (r->named)
 			sf_names_carry(blk, &nlay, r->base + r->sec_off, remap,
 				       ln, r->mapped);
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
-		win = calloc(fde_cap, sizeof(*win));
-		if (!win) {
-			err = -ENOMEM;
-			goto out;
-		}
 		uint32_t lo = (uint32_t)(fde_cap - nlive) / 2;
 		for (uint32_t i = 0; i < r->n; i++) {
 			struct pent e = r->win[r->lo + i];
-			e.log_idx = remap[e.log_idx];
-			e.attr_off = ents[r->win[r->lo + i].log_idx].new_attr;
+			uint32_t li = r->wlog[r->lo + i];
+			if (!whole) {
+				e.attr_off = ents[li].new_attr;
+				li = remap[li];
+			}
 			win[lo + i] = e;
+			wlog[lo + i] = li;
 		}
 		uint8_t *sf = blk + SF_SHDR_SIZE;
 		ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
@@ -339,14 +377,19 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		free(r->win);
 		r->win = win;
 		win = NULL;
+		free(r->wlog);
+		r->wlog = wlog;
+		wlog = NULL;
+		free(r->lattr);
+		r->lattr = lattr;
+		lattr = NULL;
 		set_section(r, off, (uint32_t)fde_cap, (uint32_t)fre_cap,
 			    (uint32_t)log_cap, log_off, total);
 		r->lo = lo;
 		r->fre_used = fre_used;
 		r->num_fres = num_fres;
 		r->log_n = kept;
-		for (uint32_t i = 0; i < r->n; i++)
-			write_fde(r, lo + i);
+		write_fdes(r, lo, r->n);
 		publish_window(r);
 		seq_begin(r);
 		ST64(r->base + RH_SEC_OFF, off);
@@ -363,6 +406,8 @@ out:
 	free(ents);
 	free(remap);
 	free(win);
+	free(wlog);
+	free(lattr);
 	return err;
 }
 
@@ -552,13 +597,15 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	struct lent le = {
 	    .start = start, .add = now, .size = size, .new_attr = attr};
 	write_log_entry(r->log + (size_t)r->log_n * SF_LOG_ENTRY_SIZE, &le);
+	r->lattr[r->log_n] = attr;
 	r->log_n++;
 	ST32R(r->base + r->sec_off + SB_LOG_N, r->log_n);
 	/* 3. the FDE: append with a release count, or rewrite in a seqlock. */
-	struct pent e = {start, size, r->log_n - 1, attr};
+	struct pent e = {start, size, attr};
 	uint32_t right_free = r->fde_cap - r->lo - r->n;
 	if (k == r->n && right_free) {
 		r->win[r->lo + r->n] = e;
+		r->wlog[r->lo + r->n] = r->log_n - 1;
 		write_fde(r, r->lo + r->n);
 		r->n++;
 		ST32R(r->sf + SH_NUM_FDES, r->n); /* the publishing store */
@@ -582,6 +629,7 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		move_range(r, r->lo + k, r->lo + k + 1, r->n - k);
 	}
 	r->win[r->lo + k] = e;
+	r->wlog[r->lo + k] = r->log_n - 1;
 	write_fde(r, r->lo + k);
 	r->n++;
 	publish_window(r);
@@ -661,9 +709,8 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 	uint32_t k = lower_bound(r, start);
 	int err = -ENOENT;
 	if (k < r->n && r->win[r->lo + k].start == start) {
-		const struct pent *e = &r->win[r->lo + k];
 		/* The tombstone: the log entry gets its removal time... */
-		ST64R(r->log + (size_t)e->log_idx * SF_LOG_ENTRY_SIZE +
+		ST64R(r->log + (size_t)r->wlog[r->lo + k] * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
 		/* ...and the FDE leaves the index (close the smaller side). */
@@ -690,9 +737,7 @@ int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
 	pthread_mutex_lock(&r->mu);
 	uint64_t now = now_ns ? now_ns : jsf_now_ns();
 	for (uint32_t i = 0; i < r->n; i++)
-		ST64R(r->log +
-			  (size_t)r->win[r->lo + i].log_idx *
-			      SF_LOG_ENTRY_SIZE +
+		ST64R(r->log + (size_t)r->wlog[r->lo + i] * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
 	seq_begin(r);
@@ -762,6 +807,8 @@ void jsf_region_destroy(struct jsf_region *r)
 	munmap(r->base, r->max_size);
 	close(r->fd); /* releases the producer lock */
 	free(r->win);
+	free(r->wlog);
+	free(r->lattr);
 	free(r->path);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
@@ -775,6 +822,8 @@ void jsf_region_detach(struct jsf_region *r)
 	munmap(r->base, r->max_size);
 	close(r->fd);
 	free(r->win);
+	free(r->wlog);
+	free(r->lattr);
 	free(r->path);
 	free(r);
 }

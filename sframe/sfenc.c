@@ -262,6 +262,63 @@ size_t sf_decode_fre(const uint8_t *p, size_t avail, unsigned fre_type,
 	return len;
 }
 
+/*
+ * The lookup of sf_read_func: the same checks as its full walk, on each FRE
+ * up to the first past `off`, but only the answer is decoded (the others
+ * need their start and info byte alone), with the start-address width a
+ * constant in each of the three loops.
+ */
+static inline int find_row_w(const uint8_t *p, size_t avail, unsigned aw,
+			     uint32_t nfres, uint32_t func_size, uint32_t off,
+			     const uint8_t **lastp)
+{
+	const uint8_t *last = NULL;
+	uint32_t po = 0;
+	for (uint32_t i = 0; i < nfres; i++) {
+		if (avail < aw + 1)
+			return -EBADMSG;
+		unsigned fi = LD8(p + aw);
+		unsigned n = (fi >> 1) & 0xf, sc = (fi >> 5) & 3;
+		if (sc > 2 || n > 2 || (fi & 0x80))
+			return -EBADMSG;
+		size_t l = aw + 1 + ((size_t)n << sc);
+		if (l > avail)
+			return -EBADMSG;
+		uint32_t o = ldu(p, aw);
+		if (o >= func_size || (i && o <= po))
+			return -EBADMSG;
+		if (o > off)
+			break; /* rows are sorted: done */
+		last = p;
+		po = o;
+		p += l;
+		avail -= l;
+	}
+	*lastp = last;
+	return last ? (int)(avail + (size_t)(p - last)) : -EBADMSG;
+}
+
+static int find_row(const uint8_t *p, size_t avail, unsigned t, uint32_t nfres,
+		    uint32_t func_size, uint32_t off, struct jsf_row *row)
+{
+	const uint8_t *last = NULL;
+	int left;
+	switch (t) {
+	case 0:
+		left = find_row_w(p, avail, 1, nfres, func_size, off, &last);
+		break;
+	case 1:
+		left = find_row_w(p, avail, 2, nfres, func_size, off, &last);
+		break;
+	default:
+		left = find_row_w(p, avail, 4, nfres, func_size, off, &last);
+	}
+	/* No row at or before off: the first row is not at 0. */
+	if (left < 0 || !sf_decode_fre(last, (size_t)left, t, row))
+		return -EBADMSG;
+	return (int)nfres;
+}
+
 int sf_read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
 		 uint32_t func_size, uint32_t off, struct jsf_row *row,
 		 struct jsf_row *all, uint32_t allcap)
@@ -278,6 +335,9 @@ int sf_read_func(const uint8_t *fre_area, uint32_t fre_len, uint32_t attr_off,
 		return -EBADMSG;
 	const uint8_t *p = a + SFRAME_V3_ATTR_SIZE;
 	size_t avail = fre_len - attr_off - SFRAME_V3_ATTR_SIZE;
+	if (row && !all)
+		return find_row(p, fre_len - attr_off - SFRAME_V3_ATTR_SIZE, t,
+				nfres, func_size, off, row);
 	bool found = false;
 	uint32_t prev = 0;
 	for (uint32_t i = 0; i < nfres; i++) {

@@ -21,6 +21,10 @@
 #define LOOKUP_TRIES 4096 /* bounded retries of a live lookup */
 #define SNAP_TRIES 256	  /* bounded retries of a live snapshot */
 #define MAP_MAX (1ull << 40)
+#define VIDX_BYTES                                               \
+	((size_t)64 << 20) /* reader index: reserved, touched as \
+			      needed */
+#define VIDX_PAD 8	   /* readable slack after the index's row offsets */
 
 struct jsf_view {
 	int fd;
@@ -30,7 +34,10 @@ struct jsf_view {
 	uint64_t checked; /* live: bytes fstat() showed to exist (atomic) */
 	struct sf_rinfo ri;
 	struct sf_snap snap; /* post-mortem only */
+	struct vidx *ix;     /* live only: the reader's index, or NULL */
 };
+
+static struct vidx *vidx_new(void);
 
 static __thread char view_err[512];
 
@@ -285,6 +292,7 @@ static int view_open(struct jsf_view **out, const char *path)
 		}
 		v->map = m;
 		v->map_len = v->ri.max_size;
+		v->ix = vidx_new(); /* NULL: lookups read the table alone */
 	} else {
 		err = snap_from_file(v->fd, &v->ri, &v->snap, view_err,
 				     sizeof(view_err));
@@ -306,18 +314,21 @@ void jsf_view_close(struct jsf_view *v)
 		return;
 	if (v->map)
 		munmap((void *)v->map, v->map_len);
+	if (v->ix)
+		munmap(v->ix, VIDX_BYTES);
 	sf_snap_free(&v->snap);
 	close(v->fd);
 	free(v);
 }
 
-/*
- * One attempt at a live lookup, reading the shared mapping. Any
- * inconsistency returns -EBADMSG; the caller's seqlock check decides whether
- * it was a concurrent rewrite (retry) or real damage.
- */
-static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
-		     uint64_t *fs, uint32_t *fz, struct jsf_row *row)
+/* The current table of a live mapping, every offset bounds-checked. */
+struct ltab {
+	const uint8_t *blk, *sf, *fdes, *fre;
+	uint64_t off, total, fde_cap;
+	uint32_t nf, fdeoff, fre_len;
+};
+
+static int live_tab(const struct jsf_view *v, struct ltab *lt)
 {
 	const uint8_t *m = v->map;
 	uint64_t fsz = live_limit(v->fd, (uint64_t *)&v->checked, v->map_len,
@@ -339,27 +350,67 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 	if (freoff != 4 + fde_cap * 16 || fre_len > fre_cap ||
 	    fdeoff % 16 != 4 || fdeoff + (uint64_t)nf * 16 > freoff)
 		return -EBADMSG;
-	const uint8_t *fre = sf + SFRAME_HDR_SIZE + freoff;
+	*lt = (struct ltab){.blk = blk,
+			    .sf = sf,
+			    .fdes = sf + SFRAME_HDR_SIZE + fdeoff,
+			    .fre = sf + SFRAME_HDR_SIZE + freoff,
+			    .off = off,
+			    .total = total,
+			    .fde_cap = fde_cap,
+			    .nf = nf,
+			    .fdeoff = (uint32_t)fdeoff,
+			    .fre_len = fre_len};
+	return 0;
+}
+
+/*
+ * One attempt at a live lookup, reading the shared mapping. Any
+ * inconsistency returns -EBADMSG; the caller's seqlock check decides whether
+ * it was a concurrent rewrite (retry) or real damage.
+ */
+static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
+		     uint64_t *fs, uint32_t *fz, struct jsf_row *row)
+{
+	struct ltab lt;
+	int err = live_tab(v, &lt);
+	if (err)
+		return err;
+	const uint8_t *m = v->map, *blk = lt.blk, *fre = lt.fre;
+	uint64_t total = lt.total;
+	uint32_t nf = lt.nf, fre_len = lt.fre_len;
 	uint64_t start, attr;
 	uint32_t size;
 	if (t == 0) {
-		const uint8_t *fdes = sf + SFRAME_HDR_SIZE + fdeoff;
+		const uint8_t *fdes = lt.fdes;
 		/* PC-relative starts, decoded at the producer's addresses. */
 		uint64_t rebase = v->ri.producer_base - (uint64_t)(uintptr_t)m;
-		uint32_t a = 0, b = nf;
-		while (a < b) { /* first FDE with start > pc */
-			uint32_t i = a + (b - a) / 2;
-			const uint8_t *p = fdes + (size_t)i * 16;
-			if ((uint64_t)(uintptr_t)p + rebase + LD64(p) <= pc)
-				a = i + 1;
-			else
-				b = i;
-		}
-		if (!a)
+		if (!nf)
 			return -ENOENT;
-		const uint8_t *p = fdes + (size_t)(a - 1) * 16;
-		start = (uint64_t)(uintptr_t)p + rebase + LD64(p);
-		uint64_t sa = LD64(p + 8); /* func_size, func_start_fre_off */
+		/* The last FDE with start <= pc (or the first), branch-free
+		 * and 8-ary: each step loads 7 starts at once and counts those
+		 * <= pc, so the chain of dependent loads is log8(nf) long (5 at
+		 * 8,000 functions) and nothing mispredicts. */
+		uint64_t p = (uint64_t)(uintptr_t)fdes;
+		uint32_t len = nf;
+#define FDE_START(q) ((q) + rebase + LD64((const uint8_t *)(uintptr_t)(q)))
+		while (len >= 8) {
+			uint32_t step = len / 8, c = 0;
+			uint64_t st = (uint64_t)step * 16;
+			for (uint32_t j = 1; j < 8; j++)
+				c += FDE_START(p + j * st) <= pc;
+			p += c * st;
+			len = c < 7 ? step : len - 7 * step;
+		}
+		uint32_t c = 0;
+		for (uint32_t j = 1; j < len; j++)
+			c += FDE_START(p + j * 16) <= pc;
+		p += (uint64_t)c * 16;
+#undef FDE_START
+		start = p + rebase + LD64((const uint8_t *)p);
+		if (start > pc)
+			return -ENOENT;
+		/* func_size, func_start_fre_off */
+		uint64_t sa = LD64((const uint8_t *)p + 8);
 		size = (uint32_t)sa;
 		attr = sa >> 32;
 		if (pc - start >= size)
@@ -405,6 +456,236 @@ found:;
 	return 0;
 }
 
+/*
+ * The reader's index of a live table (docs/ABI.md, "Implementation notes"):
+ * private, dense copies of the live functions' starts and sizes and their
+ * rows decoded, so that a lookup of an unchanged table reads five shared
+ * words and then private memory alone. Its memory is reserved when the view
+ * opens (jsf_view_lookup allocates nothing); one thread at a time owns it
+ * through a flag it only tries to take (the others, and a signal handler
+ * that interrupts the owner, read the shared table as before). It is built
+ * from the shared table under the same seqlock check as a lookup, every
+ * offset bounds-checked and every row decoded and checked, and is used only
+ * while (seq, sec_off, num_fdes, fdeoff) are what it was built from: within
+ * one even seq a table changes only by appends, so that key names one table.
+ * Appends extend it; any other change waits for as many lookups as the table
+ * has functions before a rebuild (a rebuild costs about that many), so that a
+ * churning producer costs at most about twice the direct reads.
+ */
+
+struct vidx {
+	int busy;     /* atomic: owned by one lookup */
+	bool ok;      /* the arrays hold the table of the key */
+	uint64_t seq; /* key: seq, sec_off, n, fdeoff */
+	uint64_t off;
+	uint32_t n, fdeoff;
+	const uint8_t *sf; /* the key's SFrame header in the mapping */
+	uint64_t pend_seq, pend_off; /* a table not indexed yet ... */
+	uint32_t pend_n, pend_hits;  /* ... and its direct lookups */
+	uint32_t fcap, rcap, nrows;  /* capacity (functions, rows), rows used */
+	uint64_t builds, answers;    /* for tests: sf_view_index_stats */
+	uint64_t *start;
+	uint32_t *size, *row0; /* row0: fcap + 1 */
+	uint32_t *roff;	       /* rcap + VIDX_PAD row offsets */
+	struct jsf_row *rows;
+};
+
+static struct vidx *vidx_new(void)
+{
+	void *m = mmap(NULL, VIDX_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Lay the arrays out for fcap functions; false if they do not fit. */
+static bool vidx_carve(struct vidx *ix, uint64_t fcap)
+{
+	uint8_t *base = (uint8_t *)ix, *end = base + VIDX_BYTES;
+	uint8_t *p = base + ((sizeof(*ix) + 63) & ~(size_t)63);
+	uint64_t fbytes = fcap * (8 + 4) + (fcap + 1) * 4;
+	if (fbytes + 64 > (uint64_t)(end - p))
+		return false;
+	ix->start = (uint64_t *)p;
+	ix->size = (uint32_t *)(p + fcap * 8);
+	ix->row0 = ix->size + fcap;
+	p += (fbytes + 63) & ~(uint64_t)63;
+	uint64_t rcap = (uint64_t)(end - p) / (4 + sizeof(struct jsf_row));
+	if (rcap <= VIDX_PAD + 1)
+		return false;
+	rcap -= VIDX_PAD + 1;
+	ix->roff = (uint32_t *)p;
+	ix->rows = (struct jsf_row *)(p + ((rcap + VIDX_PAD) * 4 + 7) / 8 * 8);
+	ix->fcap = (uint32_t)fcap;
+	ix->rcap = (uint32_t)rcap;
+	return true;
+}
+
+/*
+ * Index the table as of seq s1 (even): from scratch, or only the functions
+ * appended since the index was built. Every function must be well formed
+ * (rows decodable and checked, starts sorted, no overlap), else nothing is
+ * indexed and lookups read the shared table (with its own answers for a
+ * damaged function). False if not indexed.
+ */
+static bool vidx_build(const struct jsf_view *v, struct vidx *ix, uint64_t s1)
+{
+	struct ltab lt;
+	if (live_tab(v, &lt))
+		goto fail;
+	uint32_t i0 = 0;
+	if (ix->ok && ix->seq == s1 && ix->off == lt.off &&
+	    ix->fdeoff == lt.fdeoff && lt.nf > ix->n) {
+		i0 = ix->n; /* appended: the first n FDEs did not change */
+	} else {
+		if (!vidx_carve(ix, lt.fde_cap))
+			goto fail;
+		ix->nrows = 0;
+		ix->row0[0] = 0;
+	}
+	ix->ok = false;
+	if (lt.nf > ix->fcap)
+		goto fail;
+	uint64_t rebase = v->ri.producer_base - (uint64_t)(uintptr_t)v->map;
+	for (uint32_t i = i0; i < lt.nf; i++) {
+		const uint8_t *p = lt.fdes + (size_t)i * 16;
+		uint64_t start = (uint64_t)(uintptr_t)p + rebase + LD64(p);
+		uint64_t sa = LD64(p + 8);
+		uint32_t size = (uint32_t)sa, attr = (uint32_t)(sa >> 32);
+		if (!size || start + size < start ||
+		    (i && start < ix->start[i - 1] + ix->size[i - 1]))
+			goto fail;
+		uint32_t room = ix->rcap - ix->nrows;
+		struct jsf_row *rows = ix->rows + ix->nrows;
+		int nr = sf_read_func(lt.fre, lt.fre_len, attr, size, 0, NULL,
+				      rows, room);
+		if (nr <= 0 || (uint32_t)nr > room || rows[0].offset != 0)
+			goto fail;
+		for (int k = 0; k < nr; k++)
+			ix->roff[ix->nrows + (uint32_t)k] = rows[k].offset;
+		ix->start[i] = start;
+		ix->size[i] = size;
+		ix->nrows += (uint32_t)nr;
+		ix->row0[i + 1] = ix->nrows;
+	}
+	if (LD64(v->map + RH_SEQ) != s1)
+		goto fail; /* rewritten under us: what we read is void */
+	ix->seq = s1;
+	ix->off = lt.off;
+	ix->n = lt.nf;
+	ix->fdeoff = lt.fdeoff;
+	ix->sf = lt.sf;
+	ix->ok = true;
+	ix->builds++;
+	return true;
+fail:
+	ix->ok = false;
+	return false;
+}
+
+/* The function and row at pc in the index (the table's answer). */
+static int vidx_find(const struct vidx *ix, uint64_t pc, uint64_t *fs,
+		     uint32_t *fz, struct jsf_row *row)
+{
+	uint32_t n = ix->n;
+	if (!n)
+		return -ENOENT;
+	/* Last start <= pc (or the first): 8-ary and branch-free. */
+	const uint64_t *st = ix->start;
+	uint32_t b = 0, len = n;
+	while (len >= 8) {
+		uint32_t step = len / 8, c = 0;
+		for (uint32_t j = 1; j < 8; j++)
+			c += st[b + j * step] <= pc;
+		b += c * step;
+		len = c < 7 ? step : len - 7 * step;
+	}
+	uint32_t c = 0;
+	for (uint32_t j = 1; j < len; j++)
+		c += st[b + j] <= pc;
+	b += c;
+	uint64_t start = st[b];
+	uint32_t size = ix->size[b];
+	if (start > pc || pc - start >= size)
+		return -ENOENT;
+	uint32_t off = (uint32_t)(pc - start), r0 = ix->row0[b],
+		 nr = ix->row0[b + 1] - r0, k = 0;
+	const uint32_t *ro = ix->roff + r0;
+	if (nr <= VIDX_PAD) { /* a fixed count of compares, masked */
+		for (uint32_t j = 0; j < VIDX_PAD; j++)
+			k += (j < nr) & (ro[j] <= off);
+	} else {
+		while (k < nr && ro[k] <= off)
+			k++;
+	}
+	/* k >= 1: the first row is at 0 (checked when indexed) */
+	if (fs)
+		*fs = start;
+	if (fz)
+		*fz = size;
+	if (row)
+		*row = ix->rows[r0 + k - 1];
+	return 0;
+}
+
+/*
+ * A "now" lookup through the index, if this thread may own it and it
+ * describes the current table (or can be brought to): 1 answered (*rc),
+ * 0 not (read the shared table), -1 the table changed under us (retry).
+ */
+static int vidx_lookup(const struct jsf_view *v, uint64_t s1, uint64_t pc,
+		       uint64_t *fs, uint32_t *fz, struct jsf_row *row, int *rc)
+{
+	struct vidx *ix = v->ix;
+	if (!ix || __atomic_exchange_n(&ix->busy, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	int got = 0;
+	uint64_t off = LD64(v->map + RH_SEC_OFF);
+	if (ix->ok && ix->seq == s1 && ix->off == off) {
+		uint32_t nf = LD32A(ix->sf + SH_NUM_FDES);
+		uint32_t fdeoff = LD32(ix->sf + SH_FDEOFF);
+		if (LD64(v->map + RH_SEQ) != s1) {
+			got = -1;
+			goto out;
+		}
+		if (fdeoff == ix->fdeoff && nf == ix->n)
+			got = 1;
+		else if (fdeoff == ix->fdeoff && nf > ix->n)
+			got = vidx_build(v, ix, s1); /* appended */
+		if (got) {
+			*rc = vidx_find(ix, pc, fs, fz, row);
+			goto out;
+		}
+	}
+	/* Not indexed: count this table's direct lookups, index it once
+	 * they have cost about what indexing it costs. */
+	{
+		uint32_t nf = 0;
+		if (ix->pend_seq == s1 && ix->pend_off == off) {
+			ix->pend_hits++;
+			nf = ix->pend_n;
+		} else {
+			ix->pend_seq = s1;
+			ix->pend_off = off;
+			ix->pend_hits = 1;
+			struct ltab lt;
+			ix->pend_n = live_tab(v, &lt) ? UINT32_MAX : lt.nf;
+			nf = ix->pend_n;
+		}
+		if (nf != UINT32_MAX && ix->pend_hits > nf / 2 + 8) {
+			ix->pend_hits = 0;
+			ix->ok = false;
+			if (vidx_build(v, ix, s1)) {
+				*rc = vidx_find(ix, pc, fs, fz, row);
+				got = 1;
+			}
+		}
+	}
+out:
+	ix->answers += got > 0;
+	__atomic_store_n(&ix->busy, 0, __ATOMIC_RELEASE);
+	return got;
+}
+
 int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 		    uint64_t *func_start, uint32_t *func_size,
 		    struct jsf_row *row)
@@ -430,8 +711,17 @@ int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 				sched_yield();
 			continue;
 		}
-		uint64_t fs;
-		uint32_t fz;
+		if (at_ns == 0) {
+			int rc;
+			int got = vidx_lookup(v, s1, pc, func_start, func_size,
+					      row, &rc);
+			if (got > 0)
+				return rc;
+			if (got < 0)
+				continue;
+		}
+		uint64_t fs = 0;
+		uint32_t fz = 0;
 		struct jsf_row r;
 		int rc = live_once(v, pc, at_ns, &fs, &fz, &r);
 		if (LD64(v->map + RH_SEQ) != s1)
@@ -518,6 +808,20 @@ int jsf_view_foreach(const struct jsf_view *v, uint64_t at_ns,
 	}
 	sf_snap_free(&tmp);
 	return rc;
+}
+
+void sf_view_index_stats(const struct jsf_view *v, uint64_t *builds,
+			 uint64_t *answers)
+{
+	struct vidx *ix = v->ix;
+	*builds = *answers = 0;
+	if (!ix)
+		return;
+	while (__atomic_exchange_n(&ix->busy, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+	*builds = ix->builds;
+	*answers = ix->answers;
+	__atomic_store_n(&ix->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* For export.c and validate.c: the view's snapshot. */

@@ -18,6 +18,7 @@
  * be checked too: a function found at time t has add_ns <= t < remove_ns.
  */
 #include "harness.h"
+#include "internal.h" /* sf_view_index_stats */
 #include "jitsframe.h"
 
 #include <errno.h>
@@ -48,6 +49,11 @@ static _Atomic bool stop;
 static struct jsf_region *region;
 static const char *path;
 static uint64_t ops_target;
+/* The third case: producers that pause between operations (so that readers
+ * see stable tables and index them) and run ascending, not descending. */
+static unsigned pace_us;
+static bool ascending;
+static _Atomic uint64_t ix_builds, ix_answers;
 static _Atomic uint64_t bad, lookups, found, again, timeq;
 
 /* Rows: a pure function of the id, so readers can recompute them. */
@@ -136,8 +142,12 @@ static void *producer(void *arg)
 			continue;
 		}
 		/* Runs of descending slots (LuaJIT's order) and random ones. */
-		uint32_t s = dice < 500 ? (uint32_t)(SLOTS - 1 - op % SLOTS)
-					: (uint32_t)((seed >> 20) % SLOTS);
+		uint32_t run =
+		    (uint32_t)(ascending ? op % SLOTS : SLOTS - 1 - op % SLOTS);
+		uint32_t s =
+		    dice < 500 ? run : (uint32_t)((seed >> 20) % SLOTS);
+		if (pace_us)
+			usleep(pace_us);
 		pthread_mutex_lock(&P.mu);
 		uint32_t id = atomic_load(&slot_id[s]);
 		if (id) {
@@ -312,6 +322,10 @@ static void *reader(void *arg)
 	atomic_fetch_add(&found, nf);
 	atomic_fetch_add(&again, na);
 	atomic_fetch_add(&timeq, nt);
+	uint64_t b, a;
+	sf_view_index_stats(v, &b, &a);
+	atomic_fetch_add(&ix_builds, b);
+	atomic_fetch_add(&ix_answers, a);
 	jsf_view_close(v);
 	return NULL;
 }
@@ -404,6 +418,56 @@ int main(int argc, char **argv)
 		      (unsigned long long)atomic_load(&sig_calls),
 		      (unsigned long long)atomic_load(&sig_found));
 		jsf_view_close(sig_view);
+		jsf_region_destroy(region);
+	}
+	unlink(path);
+	CASE("readers through the view's index (paced ascending producers)")
+	{
+		memset(fns, 0, MAXF * sizeof(*fns));
+		memset(slot_id, 0, sizeof(slot_id));
+		atomic_store(&nfns, 0);
+		atomic_store(&stop, false);
+		atomic_store(&lookups, 0);
+		atomic_store(&found, 0);
+		atomic_store(&again, 0);
+		atomic_store(&timeq, 0);
+		atomic_store(&bad, 0); /* case 2 checks sig_bad alone */
+		atomic_store(&ix_builds, 0);
+		atomic_store(&ix_answers, 0);
+		pace_us = 200;
+		ascending = true;
+		uint64_t target = ops_target;
+		ops_target = 3000; /* ~1 s at the pace, under TSan too */
+		struct jsf_region_opts o = {
+		    .sz = sizeof(o), .initial_funcs = 16, .history_max = 5000};
+		CHECK_EQ(jsf_region_create(&region, path, &o), 0);
+		pthread_t pt[2], rt[2];
+		for (uintptr_t i = 0; i < 2; i++)
+			pthread_create(&rt[i], NULL, reader, (void *)(i + 1));
+		for (uintptr_t i = 0; i < 2; i++)
+			pthread_create(&pt[i], NULL, producer, (void *)(i + 1));
+		for (int i = 0; i < 2; i++)
+			pthread_join(pt[i], NULL);
+		atomic_store(&stop, true);
+		for (int i = 0; i < 2; i++)
+			pthread_join(rt[i], NULL);
+		ops_target = target;
+		pace_us = 0;
+		ascending = false;
+		printf("# %llu lookups (%llu found), %llu inconsistencies; the "
+		       "index was built %llu times and answered %llu\n",
+		       (unsigned long long)lookups, (unsigned long long)found,
+		       (unsigned long long)bad, (unsigned long long)ix_builds,
+		       (unsigned long long)ix_answers);
+		CHECK_EQ(atomic_load(&bad), 0);
+		CHECK(found >= 1000, "the readers found functions (%llu)",
+		      (unsigned long long)found);
+		CHECK(ix_builds >= 10 && ix_answers * 4 >= lookups,
+		      "the index was built and answered a quarter of the "
+		      "lookups (%llu builds, %llu of %llu)",
+		      (unsigned long long)ix_builds,
+		      (unsigned long long)ix_answers,
+		      (unsigned long long)lookups);
 		jsf_region_destroy(region);
 	}
 	unlink(path);
