@@ -80,10 +80,8 @@ static int rd_int(const uint8_t **pp, const uint8_t *end, int64_t *v)
 	uint8_t c = *p++;
 	size_t n = 0;
 	int sign = 0;
-	if (c <= 0x7f || c >= 0xe0) {
-		*v = (int8_t)c;
-		if (c <= 0x7f)
-			*v = c;
+	if (c <= 0x7f || c >= 0xe0) { /* positive / negative fixint */
+		*v = c <= 0x7f ? (int64_t)c : (int64_t)c - 256;
 		*pp = p;
 		return 0;
 	}
@@ -98,7 +96,7 @@ static int rd_int(const uint8_t **pp, const uint8_t *end, int64_t *v)
 	uint64_t u = 0;
 	for (size_t i = 0; i < n; i++)
 		u = u << 8 | p[i];
-	if (sign && n < 8 && (u >> (8 * n - 1)))
+	if (sign && n >= 1 && n < 8 && (u >> (8 * n - 1)))
 		u |= ~(uint64_t)0 << (8 * n);
 	*v = (int64_t)u;
 	*pp = p + n;
@@ -178,7 +176,7 @@ int alog_raw_expand(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 	if (!kv)
 		return bad(why, whylen, "out of memory");
 	int ret = -1;
-	const uint8_t *kp = rawk, *kend = rawk + rawklen;
+	const uint8_t *kp = rawk, *kend = rawk ? rawk + rawklen : NULL;
 	uint32_t nkv;
 	if (!rawk || rd_head(&kp, kend, 1, &nkv)) {
 		bad(why, whylen, "raw trace: rawk is not a map");

@@ -519,11 +519,11 @@ static int each_enumerator(Dwarf_Die *en, const char *type, rjd_enum_fn fn,
 	Dwarf_Word enc = 0;
 	/* an unsigned enum's values are unsigned (REF_BIAS = 0x8000 is a
 	 * data2 that dwarf_formsdata would sign-extend) */
-	if (dwarf_attr(en, DW_AT_encoding, &a))
-		dwarf_formudata(&a, &enc);
-	else if (dwarf_attr(en, DW_AT_type, &a) && dwarf_formref_die(&a, &bt) &&
-		 dwarf_attr(&bt, DW_AT_encoding, &a))
-		dwarf_formudata(&a, &enc);
+	Dwarf_Attribute *ea = dwarf_attr(en, DW_AT_encoding, &a);
+	if (!ea && dwarf_attr(en, DW_AT_type, &a) && dwarf_formref_die(&a, &bt))
+		ea = dwarf_attr(&bt, DW_AT_encoding, &a); /* the base type's */
+	if (ea)
+		dwarf_formudata(ea, &enc);
 	int uns = enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char;
 	if (dwarf_child(en, &e))
 		return 0;

@@ -186,6 +186,8 @@ int rj_log_to_region(const struct rj_log *log, uint32_t cframe_jit,
 			nlive = k;
 			continue;
 		}
+		if (!t)
+			break; /* (no flush either: the loop's condition) */
 		ti++;
 		st->traces++;
 		if (!t->mc || !t->szmcode) {

@@ -847,9 +847,10 @@ int cmd_profile(int argc, char **argv)
 	sigaction(SIGTERM, &sa, &old_term);
 	uint64_t t0 = jsf_now_ns(), next_kids = 0;
 	uint64_t end = duration ? t0 + duration * 1000000000ull : 0;
-	if (go >= 0) { /* CMD may run now */
-		if (write(go, "g", 1) != 1)
-			rc = EX_FAIL;
+	if (go >= 0) {			    /* CMD may run now */
+		if (write(go, "g", 1) != 1) /* it then exits at once */
+			fprintf(stderr, WHO ": cannot start the command: %s\n",
+				strerror(errno));
 		close(go);
 		go = -1;
 		/* its exec: then the sampler's tables of the program itself
@@ -983,7 +984,7 @@ int cmd_profile(int argc, char **argv)
 			printf("; %llu more undecided (the %u-byte copy ended "
 			       "before the kernel's walk)",
 			       (unsigned long long)cx->undecided,
-			       SMP_RAW_STACK);
+			       (unsigned)SMP_RAW_STACK);
 		if (cx->short_walks)
 			printf("; %llu more where the kernel's walk agreed up "
 			       "to a mapping or region it did not know yet "

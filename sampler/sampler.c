@@ -1273,7 +1273,7 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 		return -ENOENT;
 	const struct smp_lua *l = e->lua;
 	/* the native frames VM entries run in, leaf first */
-	uint32_t ent[SMP_MAX_FRAMES], nent = 0;
+	uint32_t ent[SMP_MAX_FRAMES] = {0}, nent = 0;
 	for (uint32_t i = 0; i < e->s->nframes && i < SMP_MAX_FRAMES; i++) {
 		const struct smp_frame *sf = &e->s->frames[i];
 		uint64_t look = i ? sf->pc - 1 : sf->pc;

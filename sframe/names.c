@@ -276,12 +276,14 @@ int sf_name_read(const uint8_t *blk, uint64_t avail, uint32_t log_n,
 
 int sf_names_check(const uint8_t *blk, uint64_t total, char *msg, size_t msglen)
 {
-	const uint8_t *nidx, *area;
-	uint32_t alen, log_n = LD32(blk + SB_LOG_N);
+	const uint8_t *nidx = NULL, *area = NULL;
+	uint32_t alen = 0, log_n = LD32(blk + SB_LOG_N);
 	uint32_t feat = LD32(blk + SB_FEATURES);
 	if (!(feat & SB_F_NAMES))
 		return 0; /* no name area (other bits: not ours to judge) */
 	int rc = area_of(blk, total, log_n, &nidx, &area, &alen);
+	if (rc == 0)
+		return 0;
 	if (rc < 0) {
 		sf_msg(msg, msglen,
 		       "name area: index at %u, area at %u (%u of %u bytes "

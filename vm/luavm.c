@@ -447,7 +447,9 @@ void vm_luavm_publish(struct vmod *m)
 		return;
 	const struct lv_layout *lv = &m->lv;
 	uint8_t b[LV_AREA_SIZE] = {0};
-	memcpy(b, "LJVM", 4);
+	static const uint8_t magic[4] = {'L', 'J', 'V', 'M'}; /* no NUL */
+	for (int i = 0; i < 4; i++)
+		b[i] = magic[i];
 	put16(b, 4, 1);
 	put16(b, 6, LV_AREA_SIZE);
 	put64(b, 8, lv->g);
