@@ -59,6 +59,12 @@ static const char usage[] =
     "                     own unwinder and compare them frame for frame with\n"
     "                     the kernel's walk; prints the agreement and the\n"
     "                     first differences\n"
+    "  --frames MODE      the profiles' stacks: mixed (default: every frame,\n"
+    "                     each trace frame with the Lua frames it stands\n"
+    "                     for above it, `chunk:line_[l]`, line the\n"
+    "                     function's first), lua (Lua frames alone, a trace\n"
+    "                     frame only where its code has none; no native or\n"
+    "                     kernel frames), native (no Lua frames)\n"
     "  -- CMD [ARGS...]   run CMD with the VM module started (as `jitsframe\n"
     "                     run` does; its region DIR/region, its jitdump\n"
     "                     DIR/jit-PID.dump) and sample it and its children\n"
@@ -108,6 +114,7 @@ struct pctx {
 	struct uwstate *u;
 	struct traces *t;
 	bool all;
+	int frames; /* --frames: enum cli_frames */
 	/* processes */
 	struct pinfo *p;
 	size_t np, capp;
@@ -466,7 +473,7 @@ static void count_exe(struct sumr *m, const char *path)
 static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 {
 	static struct uframe fr[SMP_MAX_FRAMES];
-	static struct pframe all[KMAX + SMP_MAX_FRAMES];
+	static struct pframe all[KMAX + 2 * SMP_MAX_FRAMES]; /* + Lua */
 	static char tname[SMP_MAX_FRAMES][32];
 	size_t off = 0;
 	while (off < c->alen) {
@@ -511,8 +518,12 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 			anon |= f->jit_area && !f->is_trace;
 			if (!f->is_trace && f->name && !strcmp(f->name, "main"))
 				main_ = true;
-			cli_pframe(f, i, &all[k.nk + i]);
 		}
+		/* --frames lua: no kernel frames */
+		uint32_t nk = c->frames == CLI_FRAMES_LUA ? 0 : k.nk;
+		uint32_t nu =
+		    cli_user_frames(c->u, k.pid, k.time, c->frames, fr,
+				    k.nframes, all + nk, 2 * SMP_MAX_FRAMES);
 		if (k.nframes)
 			count_exe(m, uw_exe(c->u, k.pid));
 		m->stop[stop]++;
@@ -529,8 +540,9 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 				m->stop_through[stop]++;
 		}
 		const char *comm = uw_comm(c->u, k.pid);
-		uint32_t n = k.nk + k.nframes;
-		if (n && prof_add(prof, all, n, 1, comm ? comm : "[unknown]"))
+		uint32_t n = nk + nu;
+		if ((n || k.nk + k.nframes) &&
+		    prof_add(prof, all, n, 1, comm ? comm : "[unknown]"))
 			return -ENOMEM;
 	}
 	return 0;
@@ -596,12 +608,13 @@ int cmd_profile(int argc, char **argv)
 	    {"pid", required_argument, 0, 'p'},
 	    {"all", no_argument, 0, 'a'},
 	    {"check", required_argument, 0, 'c'},
+	    {"frames", required_argument, 0, 'f'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	const char *dir = "jitsframe-profile";
 	uint64_t freq = 999, duration = 0, check = 0;
-	int pids[MAXPIDS], npids = 0, all = 0, c;
+	int pids[MAXPIDS], npids = 0, all = 0, c, frames = CLI_FRAMES_MIXED;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:F:d:p:ah", lo, NULL)) != -1) {
@@ -646,6 +659,15 @@ int cmd_profile(int argc, char **argv)
 				fprintf(stderr,
 					WHO ": --check wants N >= 1 (one "
 					    "sample in N), not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'f':
+			if ((frames = cli_frames_arg(optarg)) < 0) {
+				fprintf(stderr,
+					WHO ": --frames wants mixed, lua or "
+					    "native, not '%s'\n",
 					optarg);
 				return EX_USAGE;
 			}
@@ -711,6 +733,7 @@ int cmd_profile(int argc, char **argv)
 		return EX_INPUT;
 	}
 	cx->all = all;
+	cx->frames = frames;
 	cx->t = traces_new();
 	cx->u = cx->t ? uw_new(cx->t, NULL) : NULL;
 	if (!cx->u) {
