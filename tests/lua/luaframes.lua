@@ -35,8 +35,8 @@ end
 local rounds = tonumber(arg and arg[1]) or 20
 local s = 0
 for _ = 1, rounds do s = s + f(1000000) end
-for name, fn in pairs({f = f, g = g, h = h}) do
-  local d = debug.getinfo(fn, "S")
+for name, fn in pairs({f = f, g = g, h = h, main = 1}) do
+  local d = debug.getinfo(fn, "S") -- 1: this main chunk
   local src = d.source:gsub("^[@=]", "")
   print(string.format("FUNC %s %s %d %d", name, src, d.linedefined,
     d.lastlinedefined))
