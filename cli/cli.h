@@ -4,6 +4,8 @@
 #ifndef JSF_CLI_H
 #define JSF_CLI_H
 
+#include "profile.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -127,6 +129,7 @@ struct report_opts {
 	size_t nextra;
 	/* one more directory of jitdumps (jit-PID.dump) to name traces by */
 	const char *jitdump_dir;
+	int frames; /* enum cli_frames: which frames the profiles show */
 };
 int report_run(const struct report_opts *o);
 /* The profiles of `report` and `profile` (cli/profout.c): an unwound
@@ -141,6 +144,34 @@ struct prof;
 struct uwstate;
 void cli_pframe(const struct uframe *f, int i, struct pframe *p);
 void cli_kframe(struct uwstate *u, uint64_t ip, int i, struct pframe *k);
+/* --frames (report, profile): mixed (the default) every frame, each trace
+ * frame with the Lua frames it stands for above it; lua: the Lua frames
+ * alone (a trace frame only where its code has no exact Lua frames; no
+ * native or kernel frames); native: no Lua frames (the output before
+ * Lua frames). */
+enum cli_frames { CLI_FRAMES_MIXED = 0, CLI_FRAMES_LUA, CLI_FRAMES_NATIVE };
+/* The mode an argument names, or -1. */
+int cli_frames_arg(const char *arg);
+/* A sample's user frames fr[0..n) (leaf first) of process pid at ts as
+ * profile frames into out (room for max), by mode: Lua frames from each
+ * trace frame's source map (uw_lua_frames), innermost first, leaf side of
+ * their trace frame, named "chunk:first" (the function's first line, as
+ * `luajit -jp=F`). Their count. The names live until the next call. */
+/* Frames to insert among them (the sampler's Lua frames of the
+ * interpreter, profile_cmd.c): ex[i].f goes beside native frame ex[i].at,
+ * leafward of it (after = false: the Lua function an interpreter frame
+ * runs) or rootward (after = true: the Lua caller of a trace's VM entry);
+ * ex sorted by at; at >= n: after the last frame. --frames native drops
+ * them, lua keeps them. */
+struct cli_extra {
+	uint32_t at;
+	bool after;
+	struct pframe f;
+};
+uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
+			 const struct uframe *fr, int n,
+			 const struct cli_extra *ex, uint32_t nex,
+			 struct pframe *out, uint32_t max);
 int cli_write_profiles(const struct prof *prof, const char *dir,
 		       const char *who, char *wrote, size_t wlen);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */

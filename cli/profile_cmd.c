@@ -59,6 +59,12 @@ static const char usage[] =
     "                     own unwinder and compare them frame for frame with\n"
     "                     the kernel's walk; prints the agreement and the\n"
     "                     first differences\n"
+    "  --frames MODE      the profiles' stacks: mixed (default: every frame,\n"
+    "                     each trace frame with the Lua frames it stands\n"
+    "                     for above it, `chunk:line_[l]`, line the\n"
+    "                     function's first), lua (Lua frames alone, a trace\n"
+    "                     frame only where its code has none; no native or\n"
+    "                     kernel frames), native (no Lua frames)\n"
     "  -- CMD [ARGS...]   run CMD with the VM module started (as `jitsframe\n"
     "                     run` does; its region DIR/region, its jitdump\n"
     "                     DIR/jit-PID.dump) and sample it and its children\n"
@@ -90,8 +96,8 @@ struct kept {
 	uint16_t stop;
 	uint16_t nl; /* Lua frames (struct klua) after the kernel pcs */
 };
-/* A Lua frame kept: its label ("chunk:firstline_[l]", interned), line,
- * and the native frame it goes beside (smp_luaframe.at, trace or not). */
+/* A Lua frame kept: its label ("chunk:firstline" + NUL + chunk, interned),
+ * line, and the native frame it goes beside (smp_luaframe.at, trace or not). */
 struct klua {
 	const char *label;
 	uint32_t line, at;
@@ -115,6 +121,7 @@ struct pctx {
 	struct uwstate *u;
 	struct traces *t;
 	bool all;
+	int frames; /* --frames: enum cli_frames */
 	/* processes */
 	struct pinfo *p;
 	size_t np, capp;
@@ -138,10 +145,15 @@ struct pctx {
 	uint64_t lua_samples, lua_frames;
 };
 
+/* A Lua frame's label "chunk:first" (the function's first line, as
+ * luajit -jp=F names it; the profile writers add "_[l]"), with its chunk
+ * after the NUL (the frame's file), interned. */
 static const char *intern(struct pctx *c, const char *chunk, uint32_t first)
 {
 	char b[600];
-	snprintf(b, sizeof(b), "%s:%u_[l]", chunk, first);
+	int w = snprintf(b, sizeof(b), "%s:%u", chunk, first);
+	if (w < 0 || (size_t)w >= sizeof(b))
+		return NULL;
 	for (size_t i = c->nlabels; i-- > 0;)
 		if (!strcmp(c->labels[i], b))
 			return c->labels[i];
@@ -153,9 +165,13 @@ static const char *intern(struct pctx *c, const char *chunk, uint32_t first)
 		c->labels = n;
 		c->caplabels = cap;
 	}
-	char *d = strdup(b);
-	if (d)
+	size_t cl = strlen(chunk);
+	char *d = malloc((size_t)w + 1 + cl + 1);
+	if (d) {
+		memcpy(d, b, (size_t)w + 1);
+		memcpy(d + w + 1, chunk, cl + 1);
 		c->labels[c->nlabels++] = d;
+	}
 	return d;
 }
 
@@ -523,8 +539,9 @@ static void lua_pframe(const struct klua *l, struct pframe *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->name = l->label;
+	p->file = l->label + strlen(l->label) + 1; /* its chunk */
 	p->line = l->line;
-	p->kind = PF_UNKNOWN;
+	p->kind = PF_LUA;
 }
 
 /* Every kept sample symbolized (now that the jitdumps are complete) into
@@ -532,8 +549,9 @@ static void lua_pframe(const struct klua *l, struct pframe *p)
 static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 {
 	static struct uframe fr[SMP_MAX_FRAMES];
-	static struct pframe all[KMAX + SMP_MAX_FRAMES + SMP_MAX_LFRAMES];
-	static struct pframe nat[SMP_MAX_FRAMES];
+	/* kernel, then user frames with both kinds of Lua frames */
+	static struct pframe all[KMAX + 2 * SMP_MAX_FRAMES + SMP_MAX_LFRAMES];
+	static struct cli_extra ex[SMP_MAX_LFRAMES];
 	static char tname[SMP_MAX_FRAMES][32];
 	size_t off = 0;
 	while (off < c->alen) {
@@ -582,27 +600,22 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 			anon |= f->jit_area && !f->is_trace;
 			if (!f->is_trace && f->name && !strcmp(f->name, "main"))
 				main_ = true;
-			cli_pframe(f, i, k.nl ? &nat[i] : &all[k.nk + i]);
 		}
-		uint32_t nu = k.nframes;
-		if (k.nl) {
-			/* the native frames with each VM entry's Lua frames
-			 * beside the frame it runs in: leafward of an
-			 * interpreter frame, rootward of a trace's */
-			uint32_t o = k.nk, j = 0;
-			for (uint16_t i = 0; i < k.nframes; i++) {
-				while (j < k.nl && kl[j].at == i &&
-				       !kl[j].trace_at)
-					lua_pframe(&kl[j++], &all[o++]);
-				all[o++] = nat[i];
-				while (j < k.nl && kl[j].at == i &&
-				       kl[j].trace_at)
-					lua_pframe(&kl[j++], &all[o++]);
-			}
-			while (j < k.nl) /* beyond the native walk */
-				lua_pframe(&kl[j++], &all[o++]);
-			nu = o - k.nk;
+		/* the interpreter's Lua frames (the sampler's walk) beside the
+		 * native frame each VM entry runs in: leafward of an
+		 * interpreter frame, rootward of a trace's */
+		uint32_t nex = 0;
+		for (uint32_t j = 0; j < k.nl && nex < SMP_MAX_LFRAMES; j++) {
+			ex[nex].at = kl[j].at;
+			ex[nex].after = kl[j].trace_at != 0;
+			lua_pframe(&kl[j], &ex[nex].f);
+			nex++;
 		}
+		/* --frames lua: no kernel frames */
+		uint32_t nk = c->frames == CLI_FRAMES_LUA ? 0 : k.nk;
+		uint32_t nu = cli_user_frames(
+		    c->u, k.pid, k.time, c->frames, fr, k.nframes, ex, nex,
+		    all + nk, 2 * SMP_MAX_FRAMES + SMP_MAX_LFRAMES);
 		if (k.nframes)
 			count_exe(m, uw_exe(c->u, k.pid));
 		m->stop[stop]++;
@@ -619,8 +632,9 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 				m->stop_through[stop]++;
 		}
 		const char *comm = uw_comm(c->u, k.pid);
-		uint32_t n = k.nk + nu;
-		if (n && prof_add(prof, all, n, 1, comm ? comm : "[unknown]"))
+		uint32_t n = nk + nu;
+		if ((n || k.nk + k.nframes) &&
+		    prof_add(prof, all, n, 1, comm ? comm : "[unknown]"))
 			return -ENOMEM;
 	}
 	return 0;
@@ -686,12 +700,13 @@ int cmd_profile(int argc, char **argv)
 	    {"pid", required_argument, 0, 'p'},
 	    {"all", no_argument, 0, 'a'},
 	    {"check", required_argument, 0, 'c'},
+	    {"frames", required_argument, 0, 'f'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	const char *dir = "jitsframe-profile";
 	uint64_t freq = 999, duration = 0, check = 0;
-	int pids[MAXPIDS], npids = 0, all = 0, c;
+	int pids[MAXPIDS], npids = 0, all = 0, c, frames = CLI_FRAMES_MIXED;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:F:d:p:ah", lo, NULL)) != -1) {
@@ -736,6 +751,15 @@ int cmd_profile(int argc, char **argv)
 				fprintf(stderr,
 					WHO ": --check wants N >= 1 (one "
 					    "sample in N), not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'f':
+			if ((frames = cli_frames_arg(optarg)) < 0) {
+				fprintf(stderr,
+					WHO ": --frames wants mixed, lua or "
+					    "native, not '%s'\n",
 					optarg);
 				return EX_USAGE;
 			}
@@ -801,6 +825,7 @@ int cmd_profile(int argc, char **argv)
 		return EX_INPUT;
 	}
 	cx->all = all;
+	cx->frames = frames;
 	cx->t = traces_new();
 	cx->u = cx->t ? uw_new(cx->t, NULL) : NULL;
 	if (!cx->u) {

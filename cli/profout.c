@@ -32,6 +32,67 @@ void cli_pframe(const struct uframe *f, int i, struct pframe *p)
 	}
 }
 
+int cli_frames_arg(const char *arg)
+{
+	return !strcmp(arg, "mixed")	? CLI_FRAMES_MIXED
+	       : !strcmp(arg, "lua")	? CLI_FRAMES_LUA
+	       : !strcmp(arg, "native") ? CLI_FRAMES_NATIVE
+					: -1;
+}
+
+/* the names of one sample's Lua frames ("chunk:first") */
+static char lua_names[1 << 18];
+
+uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
+			 const struct uframe *fr, int n,
+			 const struct cli_extra *ex, uint32_t nex,
+			 struct pframe *out, uint32_t max)
+{
+	uint32_t k = 0, x = 0;
+	size_t used = 0;
+	if (mode == CLI_FRAMES_NATIVE)
+		nex = 0;
+	for (int i = 0; i < n && k < max; i++) {
+		const struct uframe *f = &fr[i];
+		while (x < nex && ex[x].at == (uint32_t)i && !ex[x].after &&
+		       k < max)
+			out[k++] = ex[x++].f;
+		struct uw_luaframe lf[64];
+		int nl = 0;
+		if (f->is_trace && mode != CLI_FRAMES_NATIVE)
+			nl = uw_lua_frames(u, pid, ts, f, lf, 64);
+		for (int j = 0; j < nl && k < max; j++) {
+			/* "chunk:first" (as luajit -jp=F names a function)
+			 * and "chunk": the map's strings go with the next
+			 * uw_lua_frames */
+			char *nm = lua_names + used;
+			size_t room = sizeof(lua_names) - used;
+			int w = snprintf(nm, room, "%s:%u%c%s", lf[j].file,
+					 lf[j].first, 0, lf[j].file);
+			if (w < 0 || (size_t)w >= room)
+				break;
+			used += (size_t)w + 1;
+			struct pframe *p = &out[k++];
+			memset(p, 0, sizeof(*p));
+			p->name = nm;
+			p->file = nm + strlen(nm) + 1;
+			p->line = lf[j].line;
+			p->kind = PF_LUA;
+		}
+		if (!(mode == CLI_FRAMES_LUA && (!f->is_trace || nl > 0)) &&
+		    k < max)
+			cli_pframe(f, i, &out[k++]);
+		while (x < nex && ex[x].at == (uint32_t)i && ex[x].after &&
+		       k < max)
+			out[k++] = ex[x++].f;
+		while (x < nex && ex[x].at == (uint32_t)i && k < max)
+			out[k++] = ex[x++].f; /* (unsorted: kept anyway) */
+	}
+	while (x < nex && k < max) /* beyond the native walk */
+		out[k++] = ex[x++].f;
+	return k;
+}
+
 void cli_kframe(struct uwstate *u, uint64_t ip, int i, struct pframe *k)
 {
 	memset(k, 0, sizeof(*k));

@@ -41,6 +41,12 @@ static const char usage[] =
     "                     repeat it for several processes\n"
     "  --dump FILE        write every sample's frames as text (for tests)\n"
     "  --no-write         unwind and summarise only\n"
+    "  --frames MODE      the profiles' stacks: mixed (default: every frame,\n"
+    "                     each trace frame with the Lua frames it stands\n"
+    "                     for above it, `chunk:line_[l]`, line the\n"
+    "                     function's first), lua (Lua frames alone, a trace\n"
+    "                     frame only where its code has none; no native or\n"
+    "                     kernel frames), native (no Lua frames)\n"
     "  --auditlog FILE    RaptorJIT's own log (raptorjit -a FILE; Snabb keeps\n"
     "                     one) of the recording's process that runs "
     "RaptorJIT:\n"
@@ -79,9 +85,10 @@ struct rep {
 		uint64_t n;
 	} exe[16];
 	size_t nexe;
+	int frames; /* enum cli_frames */
 	struct uframe fr[UW_MAX];
-	struct pframe pf[UW_MAX];
-	struct pframe all[KMAX + UW_MAX]; /* kernel frames, then pf */
+	struct pframe pf[2 * UW_MAX];	      /* with Lua frames */
+	struct pframe all[KMAX + 2 * UW_MAX]; /* kernel frames, then pf */
 	int err;
 };
 
@@ -120,7 +127,6 @@ static int on_event(const struct pd_event *e, void *ctx)
 		anon |= f->jit_area && !f->is_trace;
 		if (!f->is_trace && f->name && !strcmp(f->name, "main"))
 			main_ = true;
-		cli_pframe(f, i, &r->pf[i]);
 	}
 	if (n > 0) {
 		r->with_user++;
@@ -156,6 +162,9 @@ static int on_event(const struct pd_event *e, void *ctx)
 			r->why_through[why]++;
 	}
 	if (r->prof) {
+		uint32_t np = cli_user_frames(
+		    r->u, e->u.s.pid, e->time, r->frames, r->fr, n, NULL, 0,
+		    r->pf, sizeof(r->pf) / sizeof(r->pf[0]));
 		/* the kernel part of perf's callchain (leaf first), above the
 		 * user frames: entries after PERF_CONTEXT_KERNEL until another
 		 * context marker */
@@ -176,12 +185,16 @@ static int on_event(const struct pd_event *e, void *ctx)
 			nk++;
 		}
 		const struct pframe *fs = r->pf;
+		/* --frames lua: no kernel frames; a sample without Lua
+		 * frames counts for its comm alone */
+		bool any = nk + np > 0 || n > 0;
+		if (r->frames == CLI_FRAMES_LUA)
+			nk = 0;
 		if (nk) {
-			memcpy(r->all + nk, r->pf, (size_t)n * sizeof(*r->pf));
+			memcpy(r->all + nk, r->pf, (size_t)np * sizeof(*r->pf));
 			fs = r->all;
 		}
-		if (nk + (uint32_t)n > 0 &&
-		    prof_add(r->prof, fs, nk + (uint32_t)n, 1, comm) && !r->err)
+		if (any && prof_add(r->prof, fs, nk + np, 1, comm) && !r->err)
 			r->err = -ENOMEM;
 	}
 	if (r->dump) {
@@ -374,6 +387,7 @@ int report_run(const struct report_opts *opts)
 	if (r) {
 		r->u = uw_new(t, &uo);
 		r->pd = pd;
+		r->frames = o.frames;
 	}
 	if (!r || !r->u) {
 		fprintf(stderr, "jitsframe report: out of memory\n");
@@ -411,6 +425,7 @@ int report_run(const struct report_opts *opts)
 		}
 		r->u = uw_new(t, &uo);
 		r->pd = pd;
+		r->frames = o.frames;
 		if (!r->u) {
 			fprintf(stderr, "jitsframe report: out of memory\n");
 			rc = EX_INPUT;
@@ -660,6 +675,7 @@ int cmd_report(int argc, char **argv)
 	    {"no-write", no_argument, 0, 'n'},
 	    {"auditlog", required_argument, 0, 'a'},
 	    {"pid", required_argument, 0, 'p'},
+	    {"frames", required_argument, 0, 'f'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -697,6 +713,15 @@ int cmd_report(int argc, char **argv)
 				fprintf(stderr,
 					"jitsframe report: --pid wants a "
 					"process id, not '%s'\n",
+					optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'f':
+			if ((o.frames = cli_frames_arg(optarg)) < 0) {
+				fprintf(stderr,
+					"jitsframe report: --frames wants "
+					"mixed, lua or native, not '%s'\n",
 					optarg);
 				return EX_USAGE;
 			}

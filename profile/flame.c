@@ -3,7 +3,7 @@
  * A static SVG flame graph from folded stacks: root at the bottom, one row
  * per stack depth, widths proportional to sample counts, a <title> on every
  * frame (hover shows name and count). Trace frames (`_[j]`) are blue-green,
- * kernel frames (`_[k]`) orange, the rest warm.
+ * Lua frames (`_[l]`) violet, kernel frames (`_[k]`) orange, the rest warm.
  */
 #include "profint.h"
 
@@ -123,6 +123,10 @@ static void color(const char *name, unsigned *r, unsigned *g, unsigned *b)
 		*r = 50 + v;
 		*g = 170 + v;
 		*b = 170 + v / 2;
+	} else if (n > 4 && !strcmp(name + n - 4, "_[l]")) {
+		*r = 150 + v;
+		*g = 110 + v;
+		*b = 200 + v / 2;
 	} else if (n > 4 && !strcmp(name + n - 4, "_[k]")) {
 		*r = 230;
 		*g = 140 + v;

@@ -8,10 +8,13 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+/* the page's script, in two parts around the colour mapper (a profile with
+ * Lua frames gets the one that colours them too) */
 static const char html_script[] =
     "(function () {\n"
     "  var data = JSON.parse("
@@ -23,10 +26,17 @@ static const char html_script[] =
     "  }\n"
     "  var w = Math.max(600, (el.clientWidth || 1200) - 4);\n"
     "  var chart = flamegraph.default().width(w).cellHeight(18)\n"
-    "    .minFrameSize(1).sort(true)\n"
+    "    .minFrameSize(1).sort(true)\n";
+static const char html_colors[] =
     "    .setColorMapper(function (d, c) {\n"
     "      return d.highlight ? c : d.data.j ? '#3fb8af' : c;\n"
-    "    })\n"
+    "    })\n";
+static const char html_colors_lua[] =
+    "    .setColorMapper(function (d, c) {\n"
+    "      return d.highlight ? c : d.data.j ? '#3fb8af' :\n"
+    "        d.data.l ? '#a58fd8' : c;\n"
+    "    })\n";
+static const char html_script2[] =
     "    .setDetailsElement(document.getElementById('details'));\n"
     /* the first drawing is finished at once: d3-flame-graph animates
      * new frames in (rect widths, then labels), and printing or a
@@ -88,14 +98,18 @@ int prof_write_html(const struct prof *p, const char *path, const char *title)
 	    "</style>\n</head>\n<body>\n<h1>",
 	    o);
 	pf_markup_text(o, title, SIZE_MAX);
+	bool lua = false;
+	for (size_t i = 0; i < p->nframes && !lua; i++)
+		lua = p->frames[i].kind == PF_LUA;
 	fprintf(o,
 		"</h1>\n<div id=\"bar\">%llu samples; trace frames (suffix "
-		"_[j]) in teal; click a frame to zoom. "
+		"_[j]) in teal; %sclick a frame to zoom. "
 		"<input id=\"search\" placeholder=\"search\"> "
 		"<button id=\"reset\">reset</button></div>\n"
 		"<div id=\"chart\"></div>\n<div id=\"details\"></div>\n"
 		"<script>\n",
-		(unsigned long long)p->total);
+		(unsigned long long)p->total,
+		lua ? "Lua frames (suffix _[l]) in violet; " : "");
 	if (!err)
 		err = pf_inline_asset(o, dir, pf_viewer_files[PF_VIEWER_D3]);
 	fputs("\n</script>\n<script>\n", o);
@@ -108,6 +122,8 @@ int prof_write_html(const struct prof *p, const char *path, const char *title)
 		err = pf_write_tree_json(o, p);
 	fputs("</script>\n<script>\n", o);
 	fputs(html_script, o);
+	fputs(lua ? html_colors_lua : html_colors, o);
+	fputs(html_script2, o);
 	fputs("</script>\n</body>\n</html>\n", o);
 	if (!err && ferror(o))
 		err = -EIO;

@@ -164,7 +164,7 @@ int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	if (!p || (n && !frames))
 		return -EINVAL;
 	for (uint32_t i = 0; i < n; i++)
-		if ((unsigned)frames[i].kind > PF_UNKNOWN)
+		if ((unsigned)frames[i].kind > PF_LUA)
 			return -EINVAL;
 	if (!count)
 		return 0;

@@ -8,13 +8,15 @@
 
 /* A frame's name in folded stacks and flame graphs: the name with ';' and
  * control characters replaced by '_' (or "[0xADDR]" when unnamed), "_[j]"
- * appended for trace code. In buf when it fits, else malloc'ed; NULL when
- * out of memory. */
+ * appended for trace code, "_[l]" for Lua frames. In buf when it fits, else
+ * malloc'ed; NULL when out of memory. */
 static char *display_name(const struct prof *p, const struct pfrec *f,
 			  char *buf, size_t size)
 {
 	const char *name = p->str.s[f->name];
-	const char *suffix = f->kind == PF_JIT ? "_[j]" : "";
+	const char *suffix = f->kind == PF_JIT	 ? "_[j]"
+			     : f->kind == PF_LUA ? "_[l]"
+						 : "";
 	char addr[32];
 	if (!*name) {
 		snprintf(addr, sizeof(addr), "[0x%llx]",

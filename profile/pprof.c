@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A function: (name, file) in the output string table. */
+/* A function: (name, file) in the output string table, and its first
+ * line (Lua frames; 0 for the others). */
 struct pfunc {
-	uint32_t name, file;
+	uint32_t name, file, start;
 };
 
 static int func_eq(const void *ctx, uint32_t idx, const void *key)
@@ -53,6 +54,21 @@ static const char *trace_source(const char *name, char *buf, size_t size,
 	buf[n] = 0;
 	*line = (uint32_t)v;
 	return buf;
+}
+
+/* A Lua frame's "chunk:first" -> first (0: none) */
+static uint32_t lua_first(const char *name)
+{
+	const char *colon = strrchr(name, ':');
+	unsigned long v = 0;
+	if (!colon || !colon[1])
+		return 0;
+	for (const char *d = colon + 1; *d; d++) {
+		if (*d < '0' || *d > '9' || v > UINT32_MAX / 10)
+			return 0;
+		v = v * 10 + (unsigned long)(*d - '0');
+	}
+	return (uint32_t)v;
 }
 
 int prof_write_pprof(const struct prof *p, const char *path)
@@ -151,8 +167,9 @@ int prof_write_pprof(const struct prof *p, const char *path)
 			err = -ENOMEM;
 			goto out;
 		}
-		struct pfunc k = {(uint32_t)a, (uint32_t)b};
-		uint64_t h = pf_mix(k.name, k.file);
+		struct pfunc k = {(uint32_t)a, (uint32_t)b,
+				  f->kind == PF_LUA ? lua_first(name) : 0};
+		uint64_t h = pf_mix(pf_mix(k.name, k.file), k.start);
 		struct slot *sl = pf_itab_find(&fix, h, func_eq, funcs, &k);
 		if (!sl) {
 			err = -ENOMEM;
@@ -193,6 +210,7 @@ int prof_write_pprof(const struct prof *p, const char *path)
 		fn[i].name = funcs[i].name;
 		fn[i].system_name = funcs[i].name;
 		fn[i].filename = funcs[i].file;
+		fn[i].start_line = funcs[i].start;
 		fnp[i] = &fn[i];
 	}
 	/* the main binary's mappings first, the others in their order:

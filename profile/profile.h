@@ -10,7 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum pframe_kind { PF_ELF = 0, PF_JIT = 1, PF_UNKNOWN = 2 };
+/* PF_LUA: a Lua function a trace stands for, named "chunk:first" (first:
+ * the function's first line, 0 for a main chunk; pprof's
+ * Function.start_line), file the chunk, line the current line, no
+ * mapping; "_[l]" in folded stacks. */
+enum pframe_kind { PF_ELF = 0, PF_JIT = 1, PF_UNKNOWN = 2, PF_LUA = 3 };
 
 struct pframe {
 	const char *name; /* symbol, "TRACE_n::chunk:line", or NULL -> [addr] */
@@ -30,7 +34,8 @@ struct prof *prof_new(uint64_t period_ns);
  * the root (e.g. main / _start). Strings are copied. 0 or -errno. */
 int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	     uint64_t count, const char *comm);
-/* Folded stacks: "comm;root;...;leaf count", trace frames suffixed "_[j]". */
+/* Folded stacks: "comm;root;...;leaf count", trace frames suffixed "_[j]",
+ * Lua frames "_[l]". */
 int prof_write_folded(const struct prof *p, const char *path);
 int prof_write_svg(const struct prof *p, const char *path, const char *title);
 /* The HTML flame graph, d3-flame-graph inlined with the profile (works

@@ -126,7 +126,7 @@ int pf_af_close(struct afile *a, const char *path, int err, unsigned flags);
 
 /* The display name of every frame (folded stacks, flame graphs: ';' and
  * control characters as '_', "[0xADDR]" when unnamed, "_[j]" for trace
- * code), interned in t: (*ids)[frame]. 0 or -ENOMEM. */
+ * code, "_[l]" for Lua frames), interned in t: (*ids)[frame]. 0 or -ENOMEM. */
 int pf_frame_names(const struct prof *p, struct strtab *t, uint32_t **ids);
 /* The comm as the root frame (';' and control characters as '_');
  * malloc'ed, NULL when out of memory. */

@@ -12,7 +12,7 @@ struct tnode {
 	uint32_t name;	      /* in the tree's own string table */
 	uint32_t first, next; /* children: index + 1, 0 none */
 	uint64_t value;
-	int jit;
+	int jit; /* 1: a trace frame, 2: a Lua frame */
 };
 struct tree {
 	struct strtab names;
@@ -104,9 +104,11 @@ static int build_tree(const struct prof *p, struct tree *t)
 			if (!j)
 				break;
 			uint32_t fid = p->fids[s->off + j - 1];
-			node =
-			    tree_child(t, &parent, &pcap, (uint32_t)node,
-				       ids[fid], p->frames[fid].kind == PF_JIT);
+			node = tree_child(t, &parent, &pcap, (uint32_t)node,
+					  ids[fid],
+					  p->frames[fid].kind == PF_JIT	  ? 1
+					  : p->frames[fid].kind == PF_LUA ? 2
+									  : 0);
 		}
 	}
 	free(parent);
@@ -200,8 +202,10 @@ static int write_tree_json(FILE *o, const struct tree *t)
 		fputs("{\"name\":", o);
 		json_html(o, names->s[n->name]);
 		fprintf(o, ",\"value\":%llu", (unsigned long long)n->value);
-		if (n->jit)
+		if (n->jit == 1)
 			fputs(",\"j\":1", o);
+		else if (n->jit == 2)
+			fputs(",\"l\":1", o);
 		if (first[cur]) {
 			fputs(",\"children\":[", o);
 			stack[sp++] = cur;

@@ -294,6 +294,8 @@ struct uwstate {
 	uint64_t need_max, need_last, copy_max; /* struct uw_stats */
 	uint32_t line[UW_LINES]; /* uw_stack_lines, of the last walk */
 	size_t nline;
+	void *srcmap; /* uw_lua_frames: the last map read */
+	size_t srcmap_cap;
 };
 
 struct uwstate *uw_new(struct traces *t, const struct uw_opts *o)
@@ -401,6 +403,7 @@ void uw_free(struct uwstate *u)
 	elfcache_free(&u->elfs);
 	ksyms_free(u->ksyms);
 	free(u->kpath);
+	free(u->srcmap);
 	free(u);
 }
 
@@ -936,6 +939,48 @@ int uw_unwind_regs(struct uwstate *u, uint32_t pid, uint32_t tid, uint64_t ts,
 	    .stack = stack,
 	};
 	return unwind(u, proc_get(u, pid, false), &s, ts, fr, why);
+}
+
+int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
+		  const struct uframe *f, struct uw_luaframe *out, int max)
+{
+	if (!f->is_trace || max <= 0)
+		return 0;
+	const struct jsf_view *v = region_of(u->t, pid, ts);
+	if (!v)
+		return 0;
+	/* the address the frame's lookup used (callers: pc - 1) */
+	uint64_t look = f->map_start + f->symoff, fstart = 0;
+	int len;
+	for (;;) {
+		len = jsf_view_srcmap(v, look, ts, u->srcmap, u->srcmap_cap,
+				      &fstart);
+		if (len <= 0)
+			return 0;
+		if ((size_t)len <= u->srcmap_cap)
+			break;
+		void *n = realloc(u->srcmap, (size_t)len);
+		if (!n)
+			return 0;
+		u->srcmap = n;
+		u->srcmap_cap = (size_t)len;
+	}
+	if (fstart != f->map_start || look - fstart > UINT32_MAX)
+		return 0; /* not the function the walk found */
+	struct jsf_srcframe sf[64];
+	uint32_t flags = 0;
+	int n = jsf_srcmap_frames(u->srcmap, (size_t)len,
+				  (uint32_t)(look - fstart), sf, 64, &flags);
+	if (n <= 0 || !(flags & JSF_SRCMAP_EXACT))
+		return 0;
+	if (n > 64)
+		n = 64;
+	if (n > max)
+		n = max;
+	for (int i = 0; i < n; i++)
+		out[i] = (struct uw_luaframe){sf[i].file, sf[i].name,
+					      sf[i].line, sf[i].first};
+	return n;
 }
 
 const char *uw_comm(struct uwstate *u, uint32_t pid)

@@ -173,6 +173,22 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps);
  * otherwise (STOP_NO_TRACE and STOP_NO_ELF still describe the mapping). */
 bool uw_frame_at(struct uwstate *u, uint32_t pid, uint64_t pc, bool caller,
 		 uint64_t ts, struct uframe *f, enum stop_reason *why);
+/* The Lua frames a trace frame of process pid stands for at ts (f: a
+ * frame uw_event, uw_unwind_regs or uw_frame_at gave, f->is_trace): from
+ * the source map the producer published with the region function that
+ * covered the frame's pc then (docs/ABI.md 1.5), at the frame's code
+ * offset; INNERMOST first, at most max into out. Only frames the map marks
+ * exact: 0 for a range without them, a function without a map, a region
+ * without maps, a frame that is not a trace's. The strings live until the
+ * next call with u. */
+struct uw_luaframe {
+	const char *file; /* the chunk ("@" or "=" dropped) */
+	const char *name; /* the function's name, NULL unknown */
+	uint32_t line;	  /* the line at this point (a caller: its call) */
+	uint32_t first;	  /* the function's first line (0: a main chunk) */
+};
+int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
+		  const struct uframe *f, struct uw_luaframe *out, int max);
 /* Walk a stack from raw user registers and a copy of the stack from sp
  * (len bytes), as uw_event walks a perf sample of process pid at ts
  * (mappings from uw_proc_maps or perf's events): frames (fr: UW_MAX of
