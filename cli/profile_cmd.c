@@ -368,6 +368,13 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			break;
 		}
 	}
+	if (e->raw &&
+	    (s->stop == SMP_STOP_NO_REGION || s->stop == SMP_STOP_NO_MAPPING)) {
+		/* a copy this side unwinds below: its pc may be JIT code
+		 * that only the region knows; look for it now */
+		q->next_find = 0;
+		jit = true;
+	}
 	if (jit)
 		find_region(c, q, now);
 	if (s->stop == SMP_STOP_NO_MAPPING && now >= q->next_watch) {
@@ -391,10 +398,12 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	if (e->raw &&
 	    (s->stop == SMP_STOP_NO_MAPPING || s->stop == SMP_STOP_NO_ROWS ||
 	     (s->stop == SMP_STOP_NO_REGION && q->region))) {
-		uint16_t n = user_walk(c, e, uf, &stop);
-		if (n > nf) {
+		uint16_t ustop = stop;
+		uint16_t n = user_walk(c, e, uf, &ustop);
+		if (n > nf || (n == nf && ustop == SMP_STOP_OUTERMOST)) {
 			frames = uf;
 			nf = n;
+			stop = ustop;
 			c->fallback++;
 		}
 	}
@@ -571,6 +580,34 @@ static pid_t spawn_cmd(char **argv, const char *adir, int *go)
 	return pid;
 }
 
+/* CMD's objects' rows loaded before it runs: its program as execvp finds
+ * it, what that needs, and the VM module. Read at its exec instead, its
+ * samples would meet an empty table meanwhile (libc's rows alone take
+ * ~200 ms to read here). */
+static void preload_cmd(struct smp *s, const char *prog)
+{
+	char p[PATH_MAX];
+	if (strchr(prog, '/')) {
+		smp_preload(s, prog, 1);
+	} else {
+		const char *path = getenv("PATH");
+		for (const char *d = path ? path : "/usr/bin:/bin"; *d;) {
+			size_t n = strcspn(d, ":");
+			snprintf(p, sizeof(p), "%.*s/%s", (int)n, d, prog);
+			if (n && access(p, X_OK) == 0) {
+				smp_preload(s, p, 1);
+				break;
+			}
+			d += n + (d[n] == ':');
+		}
+	}
+	if (cli_lua_dir(p, sizeof(p), "jitsframe.so") == 0) {
+		size_t l = strlen(p);
+		snprintf(p + l, sizeof(p) - l, "/jitsframe.so");
+		smp_preload(s, p, 1);
+	}
+}
+
 static int parse_pids(const char *list, int *out, int max)
 {
 	int n = 0;
@@ -722,6 +759,8 @@ int cmd_profile(int argc, char **argv)
 	}
 	pid_t child = -1;
 	int go = -1;
+	if (ncmd)
+		preload_cmd(cx->s, argv[optind]);
 	if (ncmd) {
 		char jd[PATH_MAX + 32];
 		snprintf(jd, sizeof(jd), "%s/region", adir);
@@ -779,7 +818,13 @@ int cmd_profile(int argc, char **argv)
 	int st = 0;
 	bool exited = false;
 	while (!stop_now && !cx->err) {
-		int pr = smp_poll(cx->s, 100, on_sample, cx);
+		/* the first 2 s drained every 10 ms (a new image's mappings,
+		 * its region, a library mapped late: the samples that tell
+		 * this side are read soon, and the sampler's tables made
+		 * current for the next ones), then every 100 ms */
+		int pr = smp_poll(cx->s,
+				  jsf_now_ns() - t0 < 2000000000ull ? 10 : 100,
+				  on_sample, cx);
 		if (pr < 0 && pr != -EINTR) {
 			fprintf(stderr, WHO ": %s\n", strerror(-pr));
 			break;
