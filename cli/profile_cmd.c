@@ -54,6 +54,10 @@ static const char usage[] =
     "                     found as docs/ABI.md 8 says: its mappings,\n"
     "                     ${TMPDIR:-/tmp}/jitsframe-UID/PID.region)\n"
     "  -a, --all          sample every process\n"
+    "  --dump FILE        every sample's user frames as symbolized, one\n"
+    "                     'S TIME PID TID STOP N main|-' line and N\n"
+    "                     'F PC START KIND NAME MAPPING' lines (KIND j\n"
+    "                     trace, e ELF, u unknown; STOP the sampler's)\n"
     "  --check N          the oracle: copy the registers and stack of one\n"
     "                     sample in N, unwind the copies with jitsframe's\n"
     "                     own unwinder and compare them frame for frame with\n"
@@ -124,6 +128,7 @@ struct pctx {
 	uint64_t short_walks; /* raw copies whose kernel walk stopped short */
 	char diffs[5][480];
 	size_t ndiffs;
+	FILE *dump; /* --dump: every sample's user frames as symbolized */
 	int err;
 };
 
@@ -522,6 +527,24 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 				main_ = true;
 			cli_pframe(f, i, &all[k.nk + i]);
 		}
+		if (c->dump) {
+			fprintf(c->dump, "S %llu %u %u %u %u %s\n",
+				(unsigned long long)k.time, k.pid, k.tid, stop,
+				k.nframes, main_ ? "main" : "-");
+			for (uint16_t i = 0; i < k.nframes; i++) {
+				const struct uframe *f = &fr[i];
+				fprintf(c->dump, "F %llx %llx %c %s %s\n",
+					(unsigned long long)f->pc,
+					(unsigned long long)(f->is_trace
+								 ? f->map_start
+								 : f->pc),
+					f->is_trace ? 'j'
+					: f->elf    ? 'e'
+						    : 'u',
+					f->name ? f->name : "-",
+					f->map_name ? f->map_name : "-");
+			}
+		}
 		if (k.nframes)
 			count_exe(m, uw_exe(c->u, k.pid));
 		m->stop[stop]++;
@@ -633,10 +656,11 @@ int cmd_profile(int argc, char **argv)
 	    {"pid", required_argument, 0, 'p'},
 	    {"all", no_argument, 0, 'a'},
 	    {"check", required_argument, 0, 'c'},
+	    {"dump", required_argument, 0, 'D'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
-	const char *dir = "jitsframe-profile";
+	const char *dir = "jitsframe-profile", *dumpf = NULL;
 	uint64_t freq = 999, duration = 0, check = 0;
 	int pids[MAXPIDS], npids = 0, all = 0, c;
 	optind = 1;
@@ -676,6 +700,9 @@ int cmd_profile(int argc, char **argv)
 			break;
 		case 'a':
 			all = 1;
+			break;
+		case 'D':
+			dumpf = optarg;
 			break;
 		case 'c':
 			if (!cli_u64(optarg, &check) || !check ||
@@ -878,6 +905,9 @@ int cmd_profile(int argc, char **argv)
 		if (!realpath(cx->jdirs[i], a) || strcmp(a, adir))
 			traces_add_jitdumps(cx->t, cx->jdirs[i]);
 	}
+	if (dumpf && !(cx->dump = fopen(dumpf, "w")))
+		fprintf(stderr, WHO ": cannot write %s: %s\n", dumpf,
+			strerror(errno));
 	struct prof *prof = prof_new(1000000000ull / freq);
 	struct sumr *m = calloc(1, sizeof(*m));
 	if (!prof || !m || symbolize_all(cx, prof, m)) {
@@ -949,6 +979,9 @@ int cmd_profile(int argc, char **argv)
 			printf(WHO ": check: differs: %s\n", cx->diffs[i]);
 	}
 	fflush(stdout);
+	if (cx->dump && fclose(cx->dump) && rc == EX_OK)
+		rc = EX_FAIL;
+	cx->dump = NULL;
 	for (size_t k = 0; k < m->nexe; k++)
 		free(m->exe[k].path);
 	free(m);
@@ -973,6 +1006,8 @@ out:
 	}
 	if (cx->s)
 		smp_close(cx->s);
+	if (cx->dump)
+		fclose(cx->dump);
 	uw_free(cx->u);
 	traces_free(cx->t);
 	free(cx->p);
