@@ -54,6 +54,10 @@ static const char usage[] =
     "                     found as docs/ABI.md 8 says: its mappings,\n"
     "                     ${TMPDIR:-/tmp}/jitsframe-UID/PID.region)\n"
     "  -a, --all          sample every process\n"
+    "  --dump FILE        every sample's user frames as symbolized, one\n"
+    "                     'S TIME PID TID STOP N main|-' line and N\n"
+    "                     'F PC START KIND NAME MAPPING' lines (KIND j\n"
+    "                     trace, e ELF, u unknown; STOP the sampler's)\n"
     "  --check N          the oracle: copy the registers and stack of one\n"
     "                     sample in N, unwind the copies with jitsframe's\n"
     "                     own unwinder and compare them frame for frame with\n"
@@ -138,6 +142,7 @@ struct pctx {
 	uint64_t short_walks; /* raw copies whose kernel walk stopped short */
 	char diffs[5][480];
 	size_t ndiffs;
+	FILE *dump; /* --dump: every sample's user frames as symbolized */
 	int err;
 	/* Lua frames: interned labels */
 	char **labels;
@@ -416,6 +421,13 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			break;
 		}
 	}
+	if (e->raw &&
+	    (s->stop == SMP_STOP_NO_REGION || s->stop == SMP_STOP_NO_MAPPING)) {
+		/* a copy this side unwinds below: its pc may be JIT code
+		 * that only the region knows; look for it now */
+		q->next_find = 0;
+		jit = true;
+	}
 	if (jit)
 		find_region(c, q, now);
 	if (s->stop == SMP_STOP_NO_MAPPING && now >= q->next_watch) {
@@ -439,10 +451,12 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	if (e->raw &&
 	    (s->stop == SMP_STOP_NO_MAPPING || s->stop == SMP_STOP_NO_ROWS ||
 	     (s->stop == SMP_STOP_NO_REGION && q->region))) {
-		uint16_t n = user_walk(c, e, uf, &stop);
-		if (n > nf) {
+		uint16_t ustop = stop;
+		uint16_t n = user_walk(c, e, uf, &ustop);
+		if (n > nf || (n == nf && ustop == SMP_STOP_OUTERMOST)) {
 			frames = uf;
 			nf = n;
+			stop = ustop;
 			c->fallback++;
 		}
 	}
@@ -601,6 +615,24 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 			if (!f->is_trace && f->name && !strcmp(f->name, "main"))
 				main_ = true;
 		}
+		if (c->dump) {
+			fprintf(c->dump, "S %llu %u %u %u %u %s\n",
+				(unsigned long long)k.time, k.pid, k.tid, stop,
+				k.nframes, main_ ? "main" : "-");
+			for (uint16_t i = 0; i < k.nframes; i++) {
+				const struct uframe *f = &fr[i];
+				fprintf(c->dump, "F %llx %llx %c %s %s\n",
+					(unsigned long long)f->pc,
+					(unsigned long long)(f->is_trace
+								 ? f->map_start
+								 : f->pc),
+					f->is_trace ? 'j'
+					: f->elf    ? 'e'
+						    : 'u',
+					f->name ? f->name : "-",
+					f->map_name ? f->map_name : "-");
+			}
+		}
 		/* the interpreter's Lua frames (the sampler's walk) beside the
 		 * native frame each VM entry runs in: leafward of an
 		 * interpreter frame, rootward of a trace's */
@@ -675,6 +707,34 @@ static pid_t spawn_cmd(char **argv, const char *adir, int *go)
 	return pid;
 }
 
+/* CMD's objects' rows loaded before it runs: its program as execvp finds
+ * it, what that needs, and the VM module. Read at its exec instead, its
+ * samples would meet an empty table meanwhile (libc's rows alone take
+ * ~200 ms to read here). */
+static void preload_cmd(struct smp *s, const char *prog)
+{
+	char p[PATH_MAX];
+	if (strchr(prog, '/')) {
+		smp_preload(s, prog, 1);
+	} else {
+		const char *path = getenv("PATH");
+		for (const char *d = path ? path : "/usr/bin:/bin"; *d;) {
+			size_t n = strcspn(d, ":");
+			snprintf(p, sizeof(p), "%.*s/%s", (int)n, d, prog);
+			if (n && access(p, X_OK) == 0) {
+				smp_preload(s, p, 1);
+				break;
+			}
+			d += n + (d[n] == ':');
+		}
+	}
+	if (cli_lua_dir(p, sizeof(p), "jitsframe.so") == 0) {
+		size_t l = strlen(p);
+		snprintf(p + l, sizeof(p) - l, "/jitsframe.so");
+		smp_preload(s, p, 1);
+	}
+}
+
 static int parse_pids(const char *list, int *out, int max)
 {
 	int n = 0;
@@ -701,10 +761,11 @@ int cmd_profile(int argc, char **argv)
 	    {"all", no_argument, 0, 'a'},
 	    {"check", required_argument, 0, 'c'},
 	    {"frames", required_argument, 0, 'f'},
+	    {"dump", required_argument, 0, 'D'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
-	const char *dir = "jitsframe-profile";
+	const char *dir = "jitsframe-profile", *dumpf = NULL;
 	uint64_t freq = 999, duration = 0, check = 0;
 	int pids[MAXPIDS], npids = 0, all = 0, c, frames = CLI_FRAMES_MIXED;
 	optind = 1;
@@ -744,6 +805,9 @@ int cmd_profile(int argc, char **argv)
 			break;
 		case 'a':
 			all = 1;
+			break;
+		case 'D':
+			dumpf = optarg;
 			break;
 		case 'c':
 			if (!cli_u64(optarg, &check) || !check ||
@@ -837,6 +901,8 @@ int cmd_profile(int argc, char **argv)
 	}
 	pid_t child = -1;
 	int go = -1;
+	if (ncmd)
+		preload_cmd(cx->s, argv[optind]);
 	if (ncmd) {
 		char jd[PATH_MAX + 32];
 		snprintf(jd, sizeof(jd), "%s/region", adir);
@@ -895,7 +961,13 @@ int cmd_profile(int argc, char **argv)
 	int st = 0;
 	bool exited = false;
 	while (!stop_now && !cx->err) {
-		int pr = smp_poll(cx->s, 100, on_sample, cx);
+		/* the first 2 s drained every 10 ms (a new image's mappings,
+		 * its region, a library mapped late: the samples that tell
+		 * this side are read soon, and the sampler's tables made
+		 * current for the next ones), then every 100 ms */
+		int pr = smp_poll(cx->s,
+				  jsf_now_ns() - t0 < 2000000000ull ? 10 : 100,
+				  on_sample, cx);
 		if (pr < 0 && pr != -EINTR) {
 			fprintf(stderr, WHO ": %s\n", strerror(-pr));
 			break;
@@ -949,6 +1021,9 @@ int cmd_profile(int argc, char **argv)
 		if (!realpath(cx->jdirs[i], a) || strcmp(a, adir))
 			traces_add_jitdumps(cx->t, cx->jdirs[i]);
 	}
+	if (dumpf && !(cx->dump = fopen(dumpf, "w")))
+		fprintf(stderr, WHO ": cannot write %s: %s\n", dumpf,
+			strerror(errno));
 	struct prof *prof = prof_new(1000000000ull / freq);
 	struct sumr *m = calloc(1, sizeof(*m));
 	if (!prof || !m || symbolize_all(cx, prof, m)) {
@@ -1020,6 +1095,9 @@ int cmd_profile(int argc, char **argv)
 			printf(WHO ": check: differs: %s\n", cx->diffs[i]);
 	}
 	fflush(stdout);
+	if (cx->dump && fclose(cx->dump) && rc == EX_OK)
+		rc = EX_FAIL;
+	cx->dump = NULL;
 	for (size_t k = 0; k < m->nexe; k++)
 		free(m->exe[k].path);
 	free(m);
@@ -1044,6 +1122,8 @@ out:
 	}
 	if (cx->s)
 		smp_close(cx->s);
+	if (cx->dump)
+		fclose(cx->dump);
 	uw_free(cx->u);
 	traces_free(cx->t);
 	free(cx->p);

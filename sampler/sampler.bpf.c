@@ -33,6 +33,10 @@ const volatile __u32 cfg_follow = 0;
 #define RAW_GAP_NS                                                       \
 	2000000ull /* at most one unknown-mapping copy per 2 ms and CPU: \
 		      the user side unwinds those samples from the copy */
+#define RAW_BURST                                                         \
+	64 /* ... after a burst of 64 (a token bucket): a command's first \
+	      samples, taken before the user side has read its mappings   \
+	      and found its region, are all copied */
 #define REGION_TRIES 3
 #define WAKE_BYTES (256 << 10)
 #define FRE_BUF 256 /* bytes of one function's FREs read at once */
@@ -883,9 +887,18 @@ int smp_on_sample(struct bpf_perf_event_data *ctx)
 		else if ((stop == SMP_STOP_NO_MAPPING ||
 			  stop == SMP_STOP_NO_ROWS ||
 			  stop == SMP_STOP_NO_REGION) &&
-			 w->s.time_ns - c->last_raw_ns > RAW_GAP_NS) {
-			want = 1;
-			c->last_raw_ns = w->s.time_ns;
+			 w->s.time_ns >= RAW_GAP_NS) {
+			/* last_raw_ns: when the bucket would be full */
+			__u64 now = w->s.time_ns;
+			__u64 floor = now - RAW_BURST * RAW_GAP_NS;
+			if (now < RAW_BURST * RAW_GAP_NS)
+				floor = 0;
+			if (c->last_raw_ns < floor)
+				c->last_raw_ns = floor;
+			if (c->last_raw_ns + RAW_GAP_NS <= now) {
+				want = 1;
+				c->last_raw_ns += RAW_GAP_NS;
+			}
 		}
 		if (want)
 			raw_copy(w, regs, c);
@@ -936,7 +949,11 @@ static __always_inline void emit_ev(__u32 ev, __u32 pid, __u32 ppid,
 	e->time_ns = bpf_ktime_get_ns();
 	e->start_ticks = start_ticks(t);
 	bpf_probe_read_kernel(e->comm, sizeof(e->comm), &t->comm);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	/* an exec cleared the process's tables: until the reader reads the
+	 * new image's mappings every sample of it stops "no mapping", so it
+	 * is woken now (one irq_work per exec), not at its poll's timeout */
+	bpf_ringbuf_submit(e, ev == SMP_EV_EXEC ? BPF_RB_FORCE_WAKEUP
+						: BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline struct smp_counters *counters_of(void)

@@ -19,12 +19,17 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libgen.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -839,6 +844,123 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 		msgf(msg, msglen, "pid %d: %u mappings, %s", pid, pr->nmaps,
 		     rerr ? "no region" : "region");
 	return 0;
+}
+
+/* ---- rows ahead of time */
+
+/* One library name as the loader would find it: dirs (':'-separated,
+ * $ORIGIN the needing object's directory), then the system's. */
+static int find_lib(const char *name, const char *dirs, const char *origin,
+		    char *out, size_t outlen)
+{
+	static const char sys[] = "/lib/x86_64-linux-gnu:/usr/lib/"
+				  "x86_64-linux-gnu:/lib64:/usr/lib64:/lib:"
+				  "/usr/lib";
+	const char *lists[2] = {dirs ? dirs : "", sys};
+	for (int l = 0; l < 2; l++) {
+		const char *p = lists[l];
+		while (*p) {
+			size_t n = strcspn(p, ":");
+			char d[PATH_MAX];
+			if (n >= 7 && !strncmp(p, "$ORIGIN", 7))
+				snprintf(d, sizeof(d), "%s%.*s", origin,
+					 (int)(n - 7), p + 7);
+			else
+				snprintf(d, sizeof(d), "%.*s", (int)n, p);
+			int w = snprintf(out, outlen, "%s/%s", d, name);
+			if (n && w > 0 && (size_t)w < outlen &&
+			    access(out, R_OK) == 0)
+				return 0;
+			p += n + (p[n] == ':');
+		}
+	}
+	return -ENOENT;
+}
+
+static int preload_one(struct smp *s, const char *path, int deps, int level)
+{
+	struct stat st;
+	char key[64], rp[PATH_MAX];
+	if (level > 8 || !realpath(path, rp) || stat(rp, &st) ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	snprintf(key, sizeof(key), "%02x:%02x:%llu", major(st.st_dev),
+		 minor(st.st_dev), (unsigned long long)st.st_ino);
+	for (uint32_t i = 0; i < s->nobjs; i++)
+		if (!strcmp(s->objs[i].key, key))
+			return 0; /* loaded (or refused) before */
+	struct sobj *ob = get_obj(s, key, rp);
+	int n = ob && ob->ok;
+	if (!n || !deps)
+		return n;
+	/* its interpreter and its DT_NEEDED */
+	int fd = open(rp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return n;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	char *need[64], *dirs = NULL, interp[PATH_MAX] = "";
+	size_t nneed = 0, phn = 0;
+	if (e && elf_getphdrnum(e, &phn) == 0)
+		for (size_t i = 0; i < phn; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) &&
+			    ph.p_type == PT_INTERP && ph.p_filesz &&
+			    ph.p_filesz < sizeof(interp) &&
+			    pread(fd, interp, ph.p_filesz,
+				  (off_t)ph.p_offset) == (ssize_t)ph.p_filesz)
+				interp[ph.p_filesz - 1] = 0;
+		}
+	Elf_Scn *scn = NULL;
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0;
+		     sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dy;
+			if (!gelf_getdyn(d, (int)i, &dy))
+				break;
+			const char *str =
+			    dy.d_tag == DT_NEEDED || dy.d_tag == DT_RUNPATH ||
+				    dy.d_tag == DT_RPATH
+				? elf_strptr(e, sh.sh_link, dy.d_un.d_val)
+				: NULL;
+			if (!str)
+				continue;
+			if (dy.d_tag == DT_NEEDED && nneed < 64)
+				need[nneed++] = strdup(str);
+			else if (dy.d_tag != DT_NEEDED && !dirs)
+				dirs = strdup(str);
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	char origin[PATH_MAX], lib[PATH_MAX];
+	snprintf(origin, sizeof(origin), "%s", rp);
+	char *od = dirname(origin);
+	if (interp[0])
+		n += preload_one(s, interp, 0, level + 1);
+	for (size_t i = 0; i < nneed; i++) {
+		if (need[i] &&
+		    (strchr(need[i], '/')
+			 ? snprintf(lib, sizeof(lib), "%s", need[i]) > 0
+			 : !find_lib(need[i], dirs, od, lib, sizeof(lib))))
+			n += preload_one(s, lib, deps, level + 1);
+		free(need[i]);
+	}
+	free(dirs);
+	return n;
+}
+
+int smp_preload(struct smp *s, const char *path, int deps)
+{
+	if (!s || !path)
+		return 0;
+	return preload_one(s, path, deps, 0);
 }
 
 void smp_unwatch(struct smp *s, int pid)

@@ -68,6 +68,16 @@ int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
  * unless watched anew (or picked up by opts.all / opts.follow). */
 int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	      size_t msglen);
+/* Load the rows of the ELF object at path (and, with deps, of the program
+ * interpreter and the libraries it needs, found as the dynamic loader's
+ * default search would: DT_RUNPATH/DT_RPATH with $ORIGIN, then the system
+ * directories) ahead of any process mapping it: a watch that meets them
+ * later finds them loaded (keyed by device and inode) instead of reading
+ * their tables then, while the process runs on an empty table (libc's
+ * take ~200 ms here). How many objects were loaded; a file that is no ELF
+ * object counts none. (Added for issue 12: `profile -- CMD`.) */
+int smp_preload(struct smp *s, const char *path, int deps);
+
 /* Stop watching pid (its exit). */
 void smp_unwatch(struct smp *s, int pid);
 

@@ -10,6 +10,17 @@
 #  3. `-p` on a process already running (started by `jitsframe run`).
 #  4. Without privilege (uid 65534, no capabilities): one message, exit 4,
 #     CMD never run.
+#  1-3 run on both VMs: Debian's luajit ($LUAJIT) and OpenResty's luajit2
+#     (build/luajit2/usr/bin/luajit, or $LUAJIT2), summed over the set.
+#  6. The flush-reuse scenario (tests/lua/flushreuse.lua, libmcreuse.so
+#     steering the new mcode area back to the flushed one's address),
+#     each VM: every trace-leaf sample named by the trace of its time
+#     (ground truth: the flush time the script prints, and its loops'
+#     source lines), addresses sampled on both sides of the flush.
+#  7. Several processes (`-p A,B` and `-a -d S`, two workloads started by
+#     `jitsframe run`): each trace frame of a sample of pid P is a function
+#     of P's own region (`region dump --all --json`: same start, same
+#     name, live at the sample's time); both processes sampled.
 # Without root or BPF it skips visibly; under CI=true it fails instead.
 set -u
 cd "$(dirname "$0")/.."
@@ -43,13 +54,22 @@ checked() { sed -nE 's/^jitsframe profile: check: ([0-9]+) of ([0-9]+) raw copie
 enough() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(b > 0 && a * 1000 >= 999 * b) }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }'; }
 
-# 1 + 2. The workload set, with the oracle on one sample in 10.
+# 1 + 2. The workload set on each VM, with the oracle on one sample in 10.
+LJ2=${LUAJIT2:-build/luajit2/usr/bin/luajit}
+VMS="$LJ"
+[ -x "$LJ2" ] && VMS="$LJ $PWD/$LJ2"
+[ -x "$LJ2" ] || notok "OpenResty's luajit2 not found at $LJ2 (make deps)"
 total=0 totalmain=0 cagree=0 ctotal=0
+for LJV in $VMS; do
+vm=$(basename "$(dirname "$(dirname "$(dirname "$LJV")")")")
+[ "$LJV" = "$LJ" ] && vm=debian
 for w in bench/workloads/*.lua; do
-	name=$(basename "$w" .lua)
+	name=$vm-$(basename "$w" .lua)
 	freq=1999 args=
-	[ "$name" = flushstorm ] && args=0.3
-	"$J" profile -o "$T/$name" -F $freq --check 10 -- $LJ "$w" $args >"$T/$name.out" 2>"$T/$name.err"
+	# flushstorm: mostly compiling and mprotect; scale 2 for enough
+	# samples in trace code
+	[ "${name#*-}" = flushstorm ] && args=2
+	"$J" profile -o "$T/$name" -F $freq --check 10 -- $LJV "$w" $args >"$T/$name.out" 2>"$T/$name.err"
 	rc=$?
 	read -r samples through tmain <<<"$(summary "$T/$name.out")"
 	if [ $rc -ne 0 ] || [ -z "${through:-}" ]; then
@@ -60,8 +80,8 @@ for w in bench/workloads/*.lua; do
 	grep '^jitsframe profile: check' "$T/$name.out" | sed 's/^/# /'
 	total=$((total + through))
 	totalmain=$((totalmain + tmain))
-	if [ "$through" -lt 20 ]; then
-		ok "profile $name: only $through samples through trace code ($(pct "$tmain" "$through")% from main; too few to judge)"
+	if [ "$through" -lt 50 ]; then
+		notok "profile $name: only $through samples through trace code ($(pct "$tmain" "$through")% from main; too few to judge)"
 	elif enough "$tmain" "$through"; then
 		ok "profile $name: $(pct "$tmain" "$through")% of $through samples through trace code unwound from main (>= 99.9%)"
 	else
@@ -70,6 +90,7 @@ for w in bench/workloads/*.lua; do
 	read -r a b <<<"$(checked "$T/$name.out")"
 	cagree=$((cagree + ${a:-0}))
 	ctotal=$((ctotal + ${b:-0}))
+done
 done
 if enough "$totalmain" "$total"; then
 	ok "workload set: $(pct "$totalmain" "$total")% of $total samples through trace code unwound from main (>= 99.9%)"
@@ -82,7 +103,7 @@ else
 fi
 
 # 1b. The profiles of one run.
-D=$T/numeric
+D=$T/debian-numeric
 if [ -s "$D/stacks.folded" ] && grep -q '_\[j\]' "$D/stacks.folded" && grep -q ';main;' "$D/stacks.folded" &&
 	grep -qE 'TRACE_[0-9]+::[^;]*:[0-9]+_\[j\]' "$D/stacks.folded" && python3 - "$D/flamegraph.svg" <<'PY'
 import sys, xml.etree.ElementTree as ET
@@ -98,9 +119,10 @@ if [ -s "$D/flamegraph.html" ] && gzip -t "$D/profile.pb.gz" 2>/dev/null; then
 	ok "profiles: flamegraph.html written, profile.pb.gz is gzip"
 else notok "flamegraph.html / profile.pb.gz" "$(ls -l "$D")"; fi
 
-# 3. -p on a process already running: started by `jitsframe run`, its
-#    region at its default path; profiled for 3 s once it runs traces.
-"$J" run --quiet -- $LJ bench/workloads/numeric.lua 4 >/dev/null 2>&1 &
+# 3. -p on a process already running, each VM: started by `jitsframe run`,
+#    its region at its default path; profiled for 3 s once it runs traces.
+for LJV in $VMS; do
+"$J" run --quiet -- $LJV bench/workloads/numeric.lua 4 >/dev/null 2>&1 &
 bgpid=$!
 for _ in $(seq 50); do
 	[ -e "${TMPDIR:-/tmp}/jitsframe-0/$bgpid.region" ] && break
@@ -113,9 +135,10 @@ kill "$bgpid" 2>/dev/null
 wait "$bgpid" 2>/dev/null
 bgpid=
 read -r samples through tmain <<<"$(summary "$T/attach.out")"
-if [ $rc -eq 0 ] && [ "${through:-0}" -ge 20 ] && enough "$tmain" "$through"; then
-	ok "-p on a running process: $(pct "$tmain" "$through")% of $through samples through trace code unwound from main"
-else notok "-p on a running process" "rc=$rc" "$(cat "$T/attach.out")" "$(tail -3 "$T/attach.err")"; fi
+if [ $rc -eq 0 ] && [ "${through:-0}" -ge 50 ] && enough "$tmain" "$through"; then
+	ok "-p on a running process ($LJV): $(pct "$tmain" "$through")% of $through samples through trace code unwound from main"
+else notok "-p on a running process ($LJV)" "rc=$rc" "$(cat "$T/attach.out")" "$(tail -3 "$T/attach.err")"; fi
+done
 
 # 4. No privilege: uid 65534 without capabilities.
 chmod 711 "$T"
@@ -132,6 +155,133 @@ else notok "no privilege" "rc=$rc" "$(cat "$T/np.out")"; fi
 "$J" profile -p 1 -a >/dev/null 2>"$T/u.err"; rc=$?
 if [ $rc -eq 2 ] && grep -q "one of" "$T/u.err"; then ok "-p with -a: usage error"
 else notok "-p with -a" "rc=$rc"; fi
+
+# 6. The flush-reuse scenario, each VM: a new trace at a flushed trace's
+#    address never named by the flushed one.
+MCREUSE=$PWD/build/tests/libmcreuse.so
+for LJV in $VMS; do
+if [ ! -e "$MCREUSE" ]; then
+	notok "flush-reuse: $MCREUSE not built (make build/tests/libmcreuse.so)"
+	break
+fi
+"$J" profile -o "$T/flush" -F 1999 --dump "$T/flush.dump" -- env LD_PRELOAD="$MCREUSE" JSF_MCREUSE_LOG=1 \
+	$LJV tests/lua/flushreuse.lua 1e8 >"$T/flush.out" 2>"$T/flush.err"
+rc=$?
+res=$(python3 - "$T/flush.out" "$T/flush.dump" tests/lua/flushreuse.lua <<'PY'
+import sys, re
+flush = int(re.search(r"FLUSH (\d+)", open(sys.argv[1]).read()).group(1))
+src = open(sys.argv[3]).read().split("\n")
+la = next(i + 1 for i, l in enumerate(src) if "-- LOOP_A" in l)
+lb = next(i + 1 for i, l in enumerate(src) if "-- LOOP_B" in l)
+samples, cur = [], None
+for line in open(sys.argv[2]):
+    p = line.split()
+    if p[0] == "S":
+        cur = [int(p[1]), None]
+        samples.append(cur)
+    elif p[0] == "F" and cur[1] is None:
+        cur[1] = (int(p[2], 16), p[3], p[4])
+right = wrong = 0
+before, after, bad = {}, {}, []
+for t, leaf in samples:
+    if not leaf or leaf[1] != "j":
+        continue
+    m = re.search(r":(\d+)$", leaf[2])
+    line = int(m.group(1)) if m else -1
+    want = la if t < flush else lb
+    if line == want:
+        right += 1
+        (before if t < flush else after).setdefault(leaf[0], leaf[2])
+    else:
+        wrong += 1
+        if len(bad) < 3:
+            bad.append("%d %x %s want line %d" % (t, leaf[0], leaf[2], want))
+shared = sorted(set(before) & set(after))
+ex = ("%x: %s before, %s after" % (shared[0], before[shared[0]], after[shared[0]])) if shared else "-"
+print(right, wrong, len(shared), ex, "|", "; ".join(bad))
+PY
+)
+read -r right wrong shared rest <<<"$res"
+echo "# flush-reuse ($LJV): $right trace-leaf samples named by the trace of their time, $wrong not; $shared addresses in both phases; $rest"
+if [ $rc -eq 0 ] && grep -q "mcreuse: area" "$T/flush.err" && [ "${shared:-0}" -ge 1 ] && [ "${wrong:-1}" -eq 0 ] && [ "${right:-0}" -ge 200 ]; then
+	ok "flush-reuse ($LJV): $shared reused address(es) sampled before and after the flush, each of $right samples named by the trace there at its time (0 wrong)"
+else notok "flush-reuse ($LJV): rc=$rc right=$right wrong=$wrong shared=$shared" "$res" "$(tail -3 "$T/flush.err")" "$(cat "$T/flush.out")"; fi
+done
+
+# 7. Several processes at once: numeric and sidetraces under `jitsframe
+#    run`, profiled with -p A,B and then -a; each sample's trace frames
+#    checked against its own process's region.
+"$J" run --quiet -- $LJ bench/workloads/numeric.lua 12 >/dev/null 2>&1 &
+pa=$!
+"$J" run --quiet -- $LJ bench/workloads/sidetraces.lua 12 >/dev/null 2>&1 &
+pb=$!
+bgpid="$pa $pb"
+trap 'rm -rf "$T"; kill $bgpid 2>/dev/null' EXIT
+for _ in $(seq 50); do
+	[ -e "${TMPDIR:-/tmp}/jitsframe-0/$pa.region" ] && [ -e "${TMPDIR:-/tmp}/jitsframe-0/$pb.region" ] && break
+	sleep 0.1
+done
+sleep 0.5
+"$J" profile -o "$T/pab" -d 2 --dump "$T/pab.dump" -p "$pa,$pb" >"$T/pab.out" 2>"$T/pab.err"
+rcab=$?
+"$J" profile -o "$T/all" -d 2 --dump "$T/all.dump" -a >"$T/all.out" 2>"$T/all.err"
+rcall=$?
+for p in $pa $pb; do
+	"$J" region dump "${TMPDIR:-/tmp}/jitsframe-0/$p.region" --all --json >"$T/r$p.json" 2>"$T/r$p.err"
+done
+kill $pa $pb 2>/dev/null
+wait $pa $pb 2>/dev/null
+bgpid=
+for run in pab all; do
+	rc=$rcab
+	[ $run = all ] && rc=$rcall
+	res=$(python3 - "$T/$run.dump" "$pa" "$T/r$pa.json" "$pb" "$T/r$pb.json" <<'PY'
+import sys, json
+dump = sys.argv[1]
+regs = {}
+for pid, path in ((int(sys.argv[2]), sys.argv[3]), (int(sys.argv[4]), sys.argv[5])):
+    fs = json.load(open(path))["functions"]
+    regs[pid] = fs
+names = {p: set(f["name"] for f in fs) for p, fs in regs.items()}
+def live(pid, start, name, t):
+    for f in regs[pid]:
+        if f["start"] == start and f["name"] == name and f["added_ns"] <= t and (not f["removed_ns"] or t < f["removed_ns"]):
+            return True
+    return False
+n = {p: 0 for p in regs}
+frames = right = wrong = other = 0
+bad = []
+cur = None
+for line in open(dump):
+    p = line.split()
+    if p[0] == "S":
+        cur = (int(p[1]), int(p[2]))
+        counted = False
+        continue
+    if p[0] != "F" or p[3] != "j" or cur[1] not in regs:
+        continue
+    t, pid = cur
+    if not counted:
+        n[pid] += 1
+        counted = True
+    frames += 1
+    start, name = int(p[2], 16), p[4]
+    q = [x for x in regs if x != pid][0]
+    if live(pid, start, name, t):
+        right += 1
+    else:
+        wrong += 1
+        if len(bad) < 3:
+            bad.append("pid %d t %d %x %s%s" % (pid, t, start, name, " (a name of the other's region)" if name in names[q] and name not in names[pid] else ""))
+print(n[int(sys.argv[2])], n[int(sys.argv[4])], right, wrong, "|", "; ".join(bad))
+PY
+)
+	read -r na nb right wrong rest <<<"$res"
+	echo "# $run: trace samples $na (numeric, $pa) and $nb (sidetraces, $pb); $right trace frames live in their own process's region at their time, $wrong not $rest"
+	if [ $rc -eq 0 ] && [ "${na:-0}" -ge 50 ] && [ "${nb:-0}" -ge 50 ] && [ "${wrong:-1}" -eq 0 ] && [ "${right:-0}" -ge 100 ]; then
+		ok "$run: both processes sampled ($na and $nb trace samples), each of $right trace frames a function of its own process's region live at its time"
+	else notok "$run: rc=$rc na=$na nb=$nb right=$right wrong=$wrong" "$res" "$(cat "$T/$run.out")" "$(tail -3 "$T/$run.err")"; fi
+done
 
 echo "1..$n"
 [ $fails -eq 0 ]

@@ -647,7 +647,8 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 }
 
 static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
-		  uint64_t ts, struct uframe *fr, enum stop_reason *why)
+		  uint64_t ts, struct uframe *fr, enum stop_reason *why,
+		  bool popped)
 {
 	int okip, oksp, okbp;
 	uint64_t pc = pd_reg(s, PD_REG_IP, &okip),
@@ -715,10 +716,19 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		if (u->nline < UW_LINES &&
 		    (!u->nline || u->line[u->nline - 1] != ln))
 			u->line[u->nline++] = ln;
-		if (row.fp_rule == UW_FP_CFA)
+		if (popped && row.fp_rule == UW_FP_CFA &&
+		    cfa + (uint64_t)(int64_t)row.fp_off < sp) {
+			/* the slot is below the frame's sp: an epilogue has
+			 * popped it already (GCC's CFI keeps the save rule
+			 * until the return), so rbp holds what it held, and
+			 * a copy that starts at sp lacks the slot (for
+			 * uw_unwind_regs only: report's walks of perf.data
+			 * stay as they were) */
+		} else if (row.fp_rule == UW_FP_CFA) {
 			nbp_known =
 			    rd(s, sp0, cfa + (uint64_t)(int64_t)row.fp_off,
 			       &nbp, &need);
+		}
 		if (cfa <= sp) {
 			r = STOP_LOOP;
 			break;
@@ -811,7 +821,7 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 	case PD_SAMPLE: {
 		struct proc *p = proc_get(u, e->u.s.pid, false);
 		*comm = p && p->comm[0] ? p->comm : "[unknown]";
-		return unwind(u, p, &e->u.s, e->time, fr, why);
+		return unwind(u, p, &e->u.s, e->time, fr, why, false);
 	}
 	}
 	return -1;
@@ -938,7 +948,7 @@ int uw_unwind_regs(struct uwstate *u, uint32_t pid, uint32_t tid, uint64_t ts,
 	    .stack_size = len,
 	    .stack = stack,
 	};
-	return unwind(u, proc_get(u, pid, false), &s, ts, fr, why);
+	return unwind(u, proc_get(u, pid, false), &s, ts, fr, why, true);
 }
 
 int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,

@@ -192,7 +192,10 @@ int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 /* Walk a stack from raw user registers and a copy of the stack from sp
  * (len bytes), as uw_event walks a perf sample of process pid at ts
  * (mappings from uw_proc_maps or perf's events): frames (fr: UW_MAX of
- * them) and their count, with *why the reason the walk stopped. */
+ * them) and their count, with *why the reason the walk stopped. One rule
+ * more than uw_event's: an rbp save slot below the frame's sp (an
+ * epilogue past its pop, the CFI still naming the slot) means rbp is
+ * unchanged, as the in-kernel walk reads it. */
 struct uw_regs {
 	uint64_t ip, sp, bp;
 };
