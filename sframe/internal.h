@@ -265,7 +265,8 @@ struct sf_nlay {
 /* Bytes of the record of `name` (cut to SF_NAME_MAX). */
 uint32_t sf_name_rec_len(const char *name, uint32_t maplen, bool srcmap);
 /* Bytes the names of the entries kept by a rebuild (remap[i] !=
- * UINT32_MAX, i < ln) take in block `blk` (0 if it has no names). */
+ * UINT32_MAX, i < ln; remap NULL: a rebuild that drops nothing, every
+ * entry kept at its index) take in block `blk` (0 if it has no names). */
 uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln,
 		       bool srcmap);
 /* The block's total size once a name area of `need` bytes follows its log
@@ -273,7 +274,8 @@ uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln,
 uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
 			 struct sf_nlay *lay);
 /* In a new block (not yet reachable): the name header, and the names of
- * the kept entries of the old block (NULL: none) at their new indexes. */
+ * the kept entries of the old block (NULL: none) at their new indexes
+ * (remap NULL: all of them, at the same indexes). */
 void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 		    const uint32_t *remap, uint32_t ln, bool srcmap);
 /* Room for `name` in the block's name area (false: no name area). */

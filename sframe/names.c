@@ -62,7 +62,7 @@ uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln,
 	bool old = has_srcmap(blk);
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < ln; i++)
-		if (remap[i] != UINT32_MAX) {
+		if (!remap || remap[i] != UINT32_MAX) {
 			uint32_t o = LD32(nidx + 4 * (size_t)i);
 			/* a record gains an empty map in a SRCMAP block */
 			n += rec_len_at(area, o, old) +
@@ -94,7 +94,7 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 	ST32(area, 0);
 	bool osm = old && has_srcmap(old);
 	bool whole = old && has_names(old) && osm == srcmap;
-	for (uint32_t i = 0; whole && i < ln; i++)
+	for (uint32_t i = 0; whole && remap && i < ln; i++)
 		whole = remap[i] == i;
 	if (whole && LD32(old + SB_NAMES_OFF) % 8 == 0) {
 		/* nothing dropped: the index and the used area as they are,
@@ -110,7 +110,8 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 		const uint8_t *onidx = old + LD32(old + SB_NIDX_OFF);
 		const uint8_t *oarea = old + LD32(old + SB_NAMES_OFF);
 		for (uint32_t i = 0; i < ln; i++) {
-			if (remap[i] == UINT32_MAX)
+			uint32_t to = remap ? remap[i] : i;
+			if (to == UINT32_MAX)
 				continue;
 			uint32_t o = LD32(onidx + 4 * (size_t)i);
 			uint32_t l = name_len_at(oarea, o);
@@ -118,15 +119,16 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 				l = rec_len_at(oarea, o, true);
 			else if (srcmap && l) /* gains an empty one */
 				stu(area + used + l, 0, 4);
-			ST32(nidx + 4 * (size_t)remap[i], l ? used : 0);
+			ST32(nidx + 4 * (size_t)to, l ? used : 0);
 			for (uint32_t b = 0; b < l; b++)
 				ST8(area + used + b, LD8(oarea + o + b));
 			used += l + (srcmap && !osm && l ? 4 : 0);
 		}
 	} else {
 		for (uint32_t i = 0; i < ln; i++)
-			if (remap[i] != UINT32_MAX)
-				ST32(nidx + 4 * (size_t)remap[i], 0);
+			if (!remap || remap[i] != UINT32_MAX)
+				ST32(nidx + 4 * (size_t)(remap ? remap[i] : i),
+				     0);
 	}
 	ST32(blk + SB_NIDX_OFF, lay->nidx_off);
 	ST32(blk + SB_NAMES_OFF, lay->names_off);

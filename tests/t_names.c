@@ -122,6 +122,47 @@ int main(void)
 		return 1;
 	char buf[2048];
 
+	CASE("rebuilds that drop nothing (growth in the module's pattern: "
+	     "descending adds, a remove of each older one) carry every name")
+	{
+		/* the region's fast rebuild moves the log as a block and passes
+		 * no remap: the names must come along all the same */
+		struct jsf_region *r = mk("grow", 0);
+		enum { N = 3000 };
+		static struct ent e[N];
+		uint64_t t = 100;
+		for (uint32_t i = 0; i < N; i++) {
+			e[i].start = 0x40000000ull - 0x100ull * (i + 1);
+			e[i].size = 0x80;
+			e[i].add = t++;
+			e[i].named = true;
+			snprintf(e[i].name, sizeof(e[i].name),
+				 "TRACE_%u::grow.lua:%u", i + 1, 7 + i % 50);
+			CHECK_EQ(jsf_region_add_named(r, e[i].start, e[i].size,
+						      &row0, 1, e[i].name,
+						      e[i].add),
+				 0);
+			if (i % 3 == 2) { /* tombstones kept: history */
+				CHECK_EQ(
+				    jsf_region_remove(r, e[i - 1].start, t), 0);
+				e[i - 1].remove = t++;
+			}
+		}
+		struct jsf_region_stats st = {.sz = sizeof(st)};
+		CHECK_EQ(jsf_region_stats(r, &st), 0);
+		/* 3000 functions from an initial 256 slots: it grew (rebuilt),
+		 * and kept everything */
+		printf("# %u named adds, %u logged, %llu dropped, file %llu "
+		       "bytes\n",
+		       (unsigned)N, st.logged_funcs,
+		       (unsigned long long)st.dropped_history,
+		       (unsigned long long)st.file_size);
+		CHECK_EQ(st.logged_funcs, N);
+		CHECK_EQ(st.dropped_history, 0);
+		CHECK_EQ(check_both(r, e, N, false, NULL), 0);
+		jsf_region_destroy(r);
+	}
+
 	CASE("named adds read back live and post-mortem; unnamed ones "
 	     "-ENODATA; any pc inside; lengths, truncation, the 1024 cut")
 	{
