@@ -140,6 +140,7 @@ struct pctx {
 	uint64_t raw, agree, undecided, differ;
 	uint64_t fallback;    /* samples unwound here from their raw copy */
 	uint64_t short_walks; /* raw copies whose kernel walk stopped short */
+	uint64_t nomaps; /* raw copies this side could not place (no maps) */
 	char diffs[5][480];
 	size_t ndiffs;
 	FILE *dump; /* --dump: every sample's user frames as symbolized */
@@ -260,8 +261,19 @@ static void check_raw(struct pctx *c, const struct smp_event *e)
 	size_t len = r->len < SMP_RAW_STACK ? r->len : SMP_RAW_STACK;
 	int n = uw_unwind_regs(c->u, s->pid, s->tid, s->time_ns, &regs,
 			       r->stack, len, fr, &why);
+	if (n < s->nframes && why == STOP_NO_MAPPING &&
+	    !uw_proc_maps(c->u, s->pid, NULL)) /* this side's maps were old */
+		n = uw_unwind_regs(c->u, s->pid, s->tid, s->time_ns, &regs,
+				   r->stack, len, fr, &why);
 	int nk = s->nframes;
 	c->raw++;
+	if (n <= 1 && nk > 1 && why == STOP_NO_MAPPING) {
+		/* this side cannot place even the leaf (the process's maps
+		 * are gone: it exited before its samples were read): no
+		 * oracle for this copy */
+		c->nomaps++;
+		return;
+	}
 	int k = 0;
 	for (; k < n && k < nk; k++) {
 		const struct smp_frame *sf = &s->frames[k];
@@ -1085,6 +1097,10 @@ int cmd_profile(int argc, char **argv)
 			       "before the kernel's walk)",
 			       (unsigned long long)cx->undecided,
 			       (unsigned)SMP_RAW_STACK);
+		if (cx->nomaps)
+			printf("; %llu more this side could not place (the "
+			       "process's mappings were gone when read)",
+			       (unsigned long long)cx->nomaps);
 		if (cx->short_walks)
 			printf("; %llu more where the kernel's walk agreed up "
 			       "to a mapping or region it did not know yet "

@@ -122,7 +122,7 @@ else notok "flamegraph.html / profile.pb.gz" "$(ls -l "$D")"; fi
 # 3. -p on a process already running, each VM: started by `jitsframe run`,
 #    its region at its default path; profiled for 3 s once it runs traces.
 for LJV in $VMS; do
-"$J" run --quiet -- $LJV bench/workloads/numeric.lua 4 >/dev/null 2>&1 &
+"$J" run --quiet -- $LJV bench/workloads/numeric.lua 40 >/dev/null 2>&1 &
 bgpid=$!
 for _ in $(seq 50); do
 	[ -e "${TMPDIR:-/tmp}/jitsframe-0/$bgpid.region" ] && break
@@ -211,9 +211,9 @@ done
 # 7. Several processes at once: numeric and sidetraces under `jitsframe
 #    run`, profiled with -p A,B and then -a; each sample's trace frames
 #    checked against its own process's region.
-"$J" run --quiet -- $LJ bench/workloads/numeric.lua 12 >/dev/null 2>&1 &
+"$J" run --quiet -- $LJ bench/workloads/numeric.lua 40 >/dev/null 2>&1 &
 pa=$!
-"$J" run --quiet -- $LJ bench/workloads/sidetraces.lua 12 >/dev/null 2>&1 &
+"$J" run --quiet -- $LJ bench/workloads/sidetraces.lua 40 >/dev/null 2>&1 &
 pb=$!
 bgpid="$pa $pb"
 trap 'rm -rf "$T"; kill $bgpid 2>/dev/null' EXIT
