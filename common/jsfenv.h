@@ -93,4 +93,11 @@
  * ../share/jitsframe/viewer) */
 #define JSF_ENV_VIEWER "JITSFRAME_VIEWER"
 
+/* tests only, read by the sampler's smp_open (sampler/sampler.c): the BTF
+ * file to require instead of /sys/kernel/btf/vmlinux (a missing path: as
+ * a kernel without BTF), and "1": act as a kernel without bpf(2) — so that
+ * profile's messages and exit code for those kernels are tested here */
+#define JSF_ENV_SAMPLER_BTF "JITSFRAME_SAMPLER_BTF"
+#define JSF_ENV_SAMPLER_NOBPF "JITSFRAME_SAMPLER_NOBPF"
+
 #endif

@@ -9,6 +9,7 @@
  * reads the ring buffer (a raw copy is written just before its sample and
  * paired with it here by id; kernel frames from the stack map).
  */
+#include "jsfenv.h"
 #include "sampler.h"
 
 #include "jitsframe.h"
@@ -242,12 +243,21 @@ int smp_open(struct smp **out, const struct smp_opts *o, char *msg,
 		op.max_frames = SMP_MAX_FRAMES;
 	if (!op.max_procs || op.max_procs > KPROCS_MAX)
 		op.max_procs = op.max_procs ? KPROCS_MAX : 1024;
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+	const char *btf = getenv(JSF_ENV_SAMPLER_BTF);
+	if (!btf || !*btf)
+		btf = "/sys/kernel/btf/vmlinux";
+	if (access(btf, R_OK)) {
 		msgf(msg, msglen,
-		     "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s): "
+		     "the kernel has no BTF (%s: %s): "
 		     "the sampler needs CONFIG_DEBUG_INFO_BTF",
-		     strerror(errno));
+		     btf, strerror(errno));
 		return -EOPNOTSUPP;
+	}
+	const char *nobpf = getenv(JSF_ENV_SAMPLER_NOBPF);
+	if (nobpf && !strcmp(nobpf, "1")) {
+		msgf(msg, msglen, "this kernel has no BPF (bpf(2): %s)",
+		     strerror(ENOSYS));
+		return -ENOSYS;
 	}
 	struct smp *s = calloc(1, sizeof(*s));
 	if (!s || !(s->tmp = calloc(1, sizeof(*s->tmp)))) {
