@@ -131,6 +131,7 @@ struct frescan {
 /* The Lua walk's state. */
 struct lwalk {
 	__u64 f, stack, pc;
+	__u64 L, cf; /* the thread walked; cf != 0: following its cframes */
 	__u32 seg, skip, inner, flags, stop;
 };
 
@@ -548,6 +549,57 @@ struct lctx {
 	struct walk *w;
 	struct smp_luavm *v;
 };
+
+/* At a thread's first frame: one step along its chain of C frames
+ * (lj_frame.h, x86-64 SysV: the previous one at CFRAME_OFS_PREV, 32). The
+ * last is the thread's first VM entry; one marked CFRAME_RESUME (bit 0) is
+ * a coroutine's, made by vm_resume, which the resumer's interpreter called
+ * from its own C frame: that frame is just above it (CFRAME_SIZE, 80 or
+ * 96 with LJ_NO_UNWIND, the return address included), its lua_State at
+ * CFRAME_OFS_L (the saved PC's offset less one pointer), and that thread
+ * is the resumer only if its own L->cframe is that frame. Then the walk
+ * goes on in the resumer from its L->base (coroutine.resume's or the wrap
+ * function's frame), in the VM entry below (the coroutine's first frame's
+ * CP link already counted it). */
+static __always_inline long cfstep(struct lwalk *lw, struct smp_luavm *v)
+{
+	__u64 cf = lw->cf, c = cf & ~3ull, prev = 0;
+	lw->cf = 0;
+	if (!c || bpf_probe_read_user(&prev, 8, (void *)(c + 32)))
+		return 1;
+	if (!(cf & 1)) {
+		if (!prev)
+			return 1; /* the thread's first VM entry: the bottom */
+		lw->cf = prev;
+		return 0;
+	}
+	__u32 gc64 = v->flags & 2;
+	__u32 lofs = gc64 ? v->cf_pc - 8 : v->cf_pc - 4;
+	for (__u32 k = 0; k < 2; k++) {
+		__u64 rf = c + (k ? 96 : 80), rl = 0, rcf = 0, st[2] = {};
+		if (bpf_probe_read_user(&rl, gc64 ? 8 : 4, (void *)(rf + lofs)))
+			continue;
+		if (!rl ||
+		    bpf_probe_read_user(&rcf, 8, (void *)(rl + v->L_cframe)))
+			continue;
+		if ((rcf & ~3ull) != rf)
+			continue;
+		if (bpf_probe_read_user(&st[0], 8, (void *)(rl + v->L_base)) ||
+		    bpf_probe_read_user(&st[1], 8, (void *)(rl + v->L_stack)) ||
+		    !st[0])
+			return 1;
+		lw->L = rl;
+		lw->f = st[0] - 8;
+		lw->stack = st[1];
+		lw->pc = 0; /* (the first frame's CP link counted the entry) */
+		lw->skip = 0;
+		lw->inner = 0;
+		lw->flags = 0;
+		lw->stop = SMP_LSTOP_DEPTH;
+		return 0;
+	}
+	return 1;
+}
 static long lstep(__u32 i, void *vctx)
 {
 	struct lctx *lc = vctx;
@@ -558,9 +610,19 @@ static long lstep(__u32 i, void *vctx)
 	struct lwalk *lw = &w->lw;
 	__u32 n = w->lua.nlframes;
 	__u64 f = lw->f;
+	if (lw->cf)
+		return cfstep(lw, v);
 	if (f <= lw->stack + 8) {
+		/* the thread's first frame: a coroutine's resumer next */
+		__u64 cf = 0;
 		lw->stop = SMP_LSTOP_BOTTOM;
-		return 1;
+		if (!lw->L ||
+		    bpf_probe_read_user(&cf, 8, (void *)(lw->L + v->L_cframe)))
+			return 1;
+		if (!cf)
+			return 1;
+		lw->cf = cf;
+		return 0;
 	}
 	if (n >= SMP_MAX_LFRAMES) {
 		lw->stop = SMP_LSTOP_DEPTH;
@@ -637,6 +699,15 @@ static long lstep(__u32 i, void *vctx)
 			lw->skip = 1; /* vararg: the same call below */
 		else if ((link & 3) == 1)
 			lw->seg++; /* C or CP: entered from C */
+		else if ((link & 7) == 2) {
+			/* a continuation: LJ_CONT_FFI_CALLBACK (1) is an FFI
+			 * callback, entered from C (lj_frame.h's frame_contv,
+			 * FR2: 3 slots below the link) */
+			__u64 cont = 0;
+			if (!bpf_probe_read_user(&cont, 8, (void *)(f - 24)) &&
+			    cont == 1)
+				lw->seg++;
+		}
 	}
 	if (nf >= f) {
 		lw->stop = SMP_LSTOP_BAD_LINK;
@@ -739,6 +810,8 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 		return 1;
 	}
 	lw->f = base - 8;
+	lw->L = L;
+	lw->cf = 0;
 	lw->stack = st[1];
 	lw->pc = pc;
 	lw->seg = 0;
@@ -746,7 +819,7 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 	lw->inner = 1;
 	lw->stop = SMP_LSTOP_DEPTH;
 	struct lctx lc = {.w = w, .v = v};
-	bpf_loop(SMP_MAX_LFRAMES + 1, lstep, &lc, 0);
+	bpf_loop(SMP_MAX_LFRAMES + 32, lstep, &lc, 0);
 	o->lstop = (__u16)lw->stop;
 	return 1;
 }

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Whole stacks (issue 13, TAP; root and BPF): `jitsframe profile -- luajit
+# tests/lua/wholestack.lua` on each VM (Debian's luajit; OpenResty's
+# luajit2 when built in build/luajit2), a workload with a statically known
+# call structure and the JIT on: deep chains, recursion, pcall,
+# string.gsub with a Lua callback, coroutine.wrap and coroutine.resume
+# (the coroutine's frames, then its resumer's), an FFI callback called by C
+# qsort, a function kept in the interpreter (jit.off) and traces. Ground
+# truth: the script's structure and the first lines it prints from
+# debug.getinfo (tests/wholestack_check.py). Per VM:
+#   >= 99% of the samples carry the full Lua chain from the main chunk to
+#   the running function, every call an edge of the structure, with the
+#   native frames between them where the structure puts a VM entry (none
+#   inside a Lua call, string.gsub's under its callback, the resumer's
+#   interpreter under a coroutine, qsort_r under the FFI callback) and
+#   lua_pcall below the main chunk.
+# Without root or BPF it skips visibly; under CI=true it fails instead.
+set -u
+cd "$(dirname "$0")/.."
+J=$PWD/${JSF_CLI:-build/jitsframe}
+T=$(mktemp -d /tmp/jsf-t_wholestack-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "1..1"
+		echo "not ok 1 - $1 (CI=true: BPF sampling must be available)"
+		exit 1
+	fi
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+[ "$(id -u)" = 0 ] || skip "not root (profile needs root, or CAP_BPF and CAP_PERFMON)"
+[ -r /sys/kernel/btf/vmlinux ] || skip "no BTF (/sys/kernel/btf/vmlinux)"
+"$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1
+rc=$?
+[ $rc -eq 4 ] && skip "cannot sample here: $(head -1 "$T/probe.out")"
+[ $rc -eq 0 ] || skip "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
+vms=("${LUAJIT:-luajit}")
+L2=$PWD/build/luajit2/usr/bin/luajit
+[ -x "$L2" ] && vms+=("$L2")
+echo "1..${#vms[@]}"
+for lj in "${vms[@]}"; do
+	d="$T/$(basename "$(dirname "$(dirname "$(dirname "$lj")")")")-$n"
+	"$J" profile -o "$d" -- "$lj" tests/lua/wholestack.lua 3 >"$d.out" 2>"$d.err"
+	grep '^FN ' "$d.out" >"$d.fn"
+	if out=$(python3 tests/wholestack_check.py "$d/stacks.folded" "$d.fn" 0.99); then
+		ok "$lj: whole stacks: $(echo "$out" | head -1)"
+	else
+		notok "$lj: whole stacks in >= 99% of the samples" $out "$(tail -1 "$d.err")"
+	fi
+done
+exit $((fails > 0))
