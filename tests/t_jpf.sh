@@ -1,0 +1,80 @@
+#!/bin/bash
+# Agreement with LuaJIT's own profiler (issue 13, TAP; root and BPF): on
+# the workload set (bench/workloads/*.lua), on each VM that has jit.p
+# (Debian's luajit; OpenResty's luajit2 when built in build/luajit2), the
+# self share of each Lua function in `jitsframe profile -- luajit W` (the
+# innermost Lua frame of each sample of stacks.folded, mixed mode) against
+# LuaJIT's own profiler, run as `luajit -jp=Fi1` runs it (jit.profile,
+# mode "fi1"; tests/lua/jpfref.lua keys each sample by the running
+# function's source:firstline as well as -jp=F's label), in a separate run
+# of the same workload and scale: every function with >= 5% on either side
+# within 3 points (tests/jpf_compare.py says what "self" means on both).
+# JPF_SCALE (default 6) scales the workloads (LuaJIT's profiler takes
+# about 250 samples per CPU second here: the split is statistical).
+# Known divergences, marked TODO (TAP: reported, not counted as failures):
+# -jp=F charges a sample to the Lua function running at the VM's next
+# profile check, not the one running when the timer fired: in C code when
+# it returns to Lua or calls back into Lua (string.gsub's and table.sort's
+# own time goes to their Lua callbacks), in trace code at the next
+# function boundary the trace checks (an inlined callee's entry, a return,
+# a coroutine's yield to its resumer). jitsframe charges the sample to the
+# function running at the sample. So where time sits in C functions with
+# Lua callbacks, in coroutines, or in traces that inline small functions,
+# the two differ by design (nested.lua, openresty.lua, sidetraces.lua,
+# numeric.lua's inlined A). Set JPF_STRICT=1 to count them.
+# Without root or BPF it skips visibly; under CI=true it fails instead.
+set -u
+cd "$(dirname "$0")/.."
+J=$PWD/${JSF_CLI:-build/jitsframe}
+T=$(mktemp -d /tmp/jsf-t_jpf-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "1..1"
+		echo "not ok 1 - $1 (CI=true: BPF sampling must be available)"
+		exit 1
+	fi
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+[ "$(id -u)" = 0 ] || skip "not root (profile needs root, or CAP_BPF and CAP_PERFMON)"
+[ -r /sys/kernel/btf/vmlinux ] || skip "no BTF (/sys/kernel/btf/vmlinux)"
+"$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1
+rc=$?
+[ $rc -eq 4 ] && skip "cannot sample here: $(head -1 "$T/probe.out")"
+[ $rc -eq 0 ] || skip "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
+vms=()
+for lj in "${LUAJIT:-luajit}" "$PWD/build/luajit2/usr/bin/luajit"; do
+	command -v "$lj" >/dev/null 2>&1 && "$lj" -e 'require("jit.p")' 2>/dev/null && vms+=("$lj")
+done
+[ ${#vms[@]} -gt 0 ] || skip "no luajit with jit.p"
+S=${JPF_SCALE:-6}
+ws=(bench/workloads/*.lua)
+echo "1..$((${#vms[@]} * ${#ws[@]}))"
+for lj in "${vms[@]}"; do
+	for w in "${ws[@]}"; do
+		d="$T/$n"
+		"$J" profile -o "$d" -- "$lj" "$w" "$S" >/dev/null 2>"$d.err"
+		JPFREF_OUT="$d.ref" LUA_PATH="$PWD/tests/lua/?.lua;;" "$lj" -ljpfref "$w" "$S" >/dev/null
+		if out=$(python3 tests/jpf_compare.py "$d/stacks.folded" "$d.ref" 5 3); then
+			ok "$lj $w: within 3 points of -jp=F ($(echo "$out" | head -1))"
+			echo "$out" | tail -n +2 | sed 's/^/# /'
+		else
+			case "$(basename "$w")" in
+			nested.lua | openresty.lua | sidetraces.lua | numeric.lua)
+				if [ "${JPF_STRICT:-}" != 1 ]; then
+					n=$((n + 1))
+					echo "not ok $n - $lj $w: every function >= 5% within 3 points of -jp=F # TODO -jp=F charges samples at its next profile check"
+					echo "$out" | sed 's/^/#   /'
+					continue
+				fi
+				;;
+			esac
+			notok "$lj $w: every function >= 5% within 3 points of -jp=F" "$out"
+		fi
+	done
+done
+exit $((fails > 0))
