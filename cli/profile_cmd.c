@@ -222,7 +222,9 @@ static void find_region(struct pctx *c, struct pinfo *q, uint64_t now)
 {
 	if (q->region || now < q->next_find)
 		return;
-	q->next_find = now + 100000000ull;
+	/* every 10 ms for its first 2 s (a command starting: its module
+	 * creates the region at once), then every 100 ms */
+	q->next_find = now + (q->n < 2000 ? 10000000ull : 100000000ull);
 	char path[PATH_MAX], err[512], msg[256];
 	if (jsf_region_find((int)q->pid, 0, path, sizeof(path)))
 		return;
@@ -440,7 +442,9 @@ static int on_sample(const struct smp_event *e, void *ctx)
 		q->next_find = 0;
 		jit = true;
 	}
-	if (jit)
+	/* its region: for trace code, and for the Lua-stack walk (whose
+	 * VM layout the region carries) in any sample until it is found */
+	if (jit || !q->region)
 		find_region(c, q, now);
 	if (s->stop == SMP_STOP_NO_MAPPING && now >= q->next_watch) {
 		/* the program's mappings changed (CMD's exec, a dlopen):
