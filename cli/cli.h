@@ -231,6 +231,19 @@ struct cli_vmp {
 	struct cli_vmrow *rows;
 	size_t nrows, caprows;
 	uint64_t samples, no_vmstate, state[CLI_VS__N];
+	/* of them: samples in the jitsframe module's own code (its trace
+	 * event handlers), per state */
+	uint64_t mod_samples, mod_state[CLI_VS__N];
+	/* the totals as LuaJIT's own profiler (-jp=v) counts them: it cannot
+	 * attribute a sample taken inside a VM event handler (the module's)
+	 * and counts it with the next state it records; so here a module
+	 * sample goes to the state of the process's next sample outside it */
+	uint64_t jpv[CLI_VT__N];
+	struct {
+		uint32_t pid;
+		uint64_t n;
+	} pend[16];
+	int npend;
 	uint32_t hz;
 	double seconds;
 };
@@ -241,6 +254,7 @@ struct cli_vmsample {
 	int32_t vmstate;
 	uint64_t time, tpc, tfs;
 	uint32_t trace, slot, tidx;
+	bool inmod; /* a native frame in the jitsframe module */
 };
 struct uwstate;
 struct smp_event;
@@ -261,6 +275,10 @@ typedef int (*cli_vmp_fn)(struct cli_vmp *v, void *ctx, int last);
 int cli_vmp_live(const char *who, int *pids, int npids, uint32_t hz,
 		 uint64_t interval_ms, uint64_t iters, cli_vmp_fn fn,
 		 void *ctx);
+/* -p LIST of processes that exist: how many, or -(an exit code) after a
+ * message naming who */
+int cli_pids_arg(const char *who, const char *list, int *pids, int max);
+/* `top -p PID` (cli/top_cmd.c) */
 int cmd_top(int argc, char **argv);
 
 /* `vmprofile FILE ...` (cli/vmprofile_cmd.c) */

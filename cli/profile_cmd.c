@@ -159,7 +159,7 @@ struct pctx {
 /* A sample's VM state kept (its Lua record; the first trace frame of the
  * walk as kept). */
 static int keep_vm(struct pctx *c, const struct smp_event *e,
-		   const struct smp_frame *frames, uint16_t nf)
+		   const struct smp_frame *frames, uint16_t nf, bool inmod)
 {
 	if (!e->lua) {
 		c->no_vmstate++;
@@ -179,7 +179,8 @@ static int keep_vm(struct pctx *c, const struct smp_event *e,
 				   .vmstate = e->lua->vmstate,
 				   .trace = e->lua->vmtrace,
 				   .slot = e->lua->vmslot,
-				   .tidx = UINT32_MAX};
+				   .tidx = UINT32_MAX,
+				   .inmod = inmod};
 	for (uint16_t i = 0; i < nf; i++)
 		if (frames[i].fn_start) {
 			x->tidx = i;
@@ -460,16 +461,23 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	bool jit = trace_stop(s->stop) || s->stop == SMP_STOP_NO_REGION ||
 		   s->stop == SMP_STOP_NO_TRACE;
 	uint16_t nf = s->nframes < SMP_MAX_FRAMES ? s->nframes : SMP_MAX_FRAMES;
+	bool inmod = false; /* a frame in the VM module (VM-state profile) */
 	for (uint16_t i = 0; i < nf; i++) {
 		struct uframe f;
 		enum stop_reason why;
 		jit |= s->frames[i].fn_start != 0;
-		if (!s->frames[i].fn_start &&
-		    !uw_frame_at(c->u, s->pid, s->frames[i].pc, i > 0,
-				 s->time_ns, &f, &why) &&
-		    why == STOP_NO_MAPPING) {
+		if (s->frames[i].fn_start)
+			continue;
+		bool at = uw_frame_at(c->u, s->pid, s->frames[i].pc, i > 0,
+				      s->time_ns, &f, &why);
+		if (!at && why == STOP_NO_MAPPING) {
 			refresh_maps(c, q, now);
 			break;
+		}
+		if (e->lua && f.map_name) {
+			const char *b = strrchr(f.map_name, '/');
+			inmod |=
+			    !strcmp(b ? b + 1 : f.map_name, "jitsframe.so");
 		}
 	}
 	if (e->raw &&
@@ -511,7 +519,7 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			c->fallback++;
 		}
 	}
-	if (keep_vm(c, e, frames, nf)) {
+	if (keep_vm(c, e, frames, nf, inmod)) {
 		c->err = -ENOMEM;
 		return 1;
 	}

@@ -136,6 +136,35 @@ int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
 	r->total++;
 	v->samples++;
 	v->state[st]++;
+	static const int vt_of[CLI_VS__N] = {
+	    [CLI_VS_HEAD] = CLI_VT_COMPILED, [CLI_VS_LOOP] = CLI_VT_COMPILED,
+	    [CLI_VS_FFI] = CLI_VT_COMPILED,  [CLI_VS_TRACE] = CLI_VT_COMPILED,
+	    [CLI_VS_JGC] = CLI_VT_GC,	     [CLI_VS_GC] = CLI_VT_GC,
+	    [CLI_VS_INTERP] = CLI_VT_INTERP, [CLI_VS_C] = CLI_VT_C,
+	    [CLI_VS_EXIT] = CLI_VT_JIT,	     [CLI_VS_RECORD] = CLI_VT_JIT,
+	    [CLI_VS_OPT] = CLI_VT_JIT,	     [CLI_VS_ASM] = CLI_VT_JIT};
+	int pk = 0;
+	while (pk < v->npend && v->pend[pk].pid != s->pid)
+		pk++;
+	if (s->inmod) {
+		v->mod_samples++;
+		v->mod_state[st]++;
+		if (pk == v->npend && v->npend < 16) {
+			v->pend[pk].pid = s->pid;
+			v->pend[pk].n = 0;
+			v->npend++;
+		}
+		if (pk < v->npend)
+			v->pend[pk].n++;
+		else
+			v->jpv[vt_of[st]]++;
+	} else {
+		v->jpv[vt_of[st]]++;
+		if (pk < v->npend) {
+			v->jpv[vt_of[st]] += v->pend[pk].n;
+			v->pend[pk].n = 0;
+		}
+	}
 	if (have) {
 		if (f.name) {
 			unsigned k;
@@ -253,7 +282,16 @@ void cli_vmp_json(struct cli_vmp *v, FILE *o)
 	for (int k = 0; k < CLI_VT__N; k++)
 		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", cli_vt_name[k],
 			t[k]);
-	fprintf(o, "},\n\"traces\":[");
+	fprintf(o, "},\n\"jpv_totals\":{");
+	for (int k = 0; k < CLI_VT__N; k++)
+		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", cli_vt_name[k],
+			v->jpv[k]);
+	fprintf(o,
+		"},\n\"module_samples\":%" PRIu64 ",\"module_state_totals\":[",
+		v->mod_samples);
+	for (int s = 0; s < CLI_VS__N; s++)
+		fprintf(o, "%s%" PRIu64, s ? "," : "", v->mod_state[s]);
+	fprintf(o, "],\n\"traces\":[");
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct cli_vmrow *r = &v->rows[i];
 		fprintf(o,
@@ -362,6 +400,13 @@ void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title)
 		fprintf(o, "%s %s %s", k ? "," : "", cell, vt_label[k]);
 	}
 	fputc('\n', o);
+	if (v->mod_samples) {
+		pct(v->mod_samples, v->samples, cell, sizeof(cell));
+		fprintf(o,
+			"of them in the jitsframe module's own code (its trace "
+			"event handlers): %s (%" PRIu64 " samples)\n",
+			cell, v->mod_samples);
+	}
 }
 
 /* ---- reading vmprofile.json back (the schema cli_vmp_json writes) */
@@ -597,6 +642,10 @@ int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml)
 				v->no_vmstate = (uint64_t)num(&j);
 			else if (!strcmp(k, "state_totals"))
 				u64s(&j, v->state, CLI_VS__N);
+			else if (!strcmp(k, "module_samples"))
+				v->mod_samples = (uint64_t)num(&j);
+			else if (!strcmp(k, "module_state_totals"))
+				u64s(&j, v->mod_state, CLI_VS__N);
 			else if (!strcmp(k, "traces")) {
 				need(&j, '[');
 				if (!lit(&j, ']')) {

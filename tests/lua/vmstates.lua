@@ -6,7 +6,8 @@
 --    time inside those calls measured around each one;
 --  * arith (line ARITHLINE): arithmetic only, all of its time in its loop.
 -- Prints "SHARE ffi F" (F: the FFI calls' share of the ffiloop phase's
--- CPU time), "PHASE name seconds" and the lines of both loops.
+-- CPU time), "PHASE name seconds", the lines of both loops and "CPU S"
+-- (the thread's CPU time from its start: what the profile's samples cover).
 -- Usage: luajit vmstates.lua [seconds per phase]
 local ffi = require("ffi")
 ffi.cdef[[
@@ -68,4 +69,5 @@ for l in io.lines(src) do
   if l:find("-- FFI" .. "LINE", 1, true) then print("LINE ffi " .. n) end
   if l:find("-- ARITH" .. "LINE", 1, true) then print("LINE arith " .. n) end
 end
+print(string.format("CPU %.6f", now()))
 print("checksum", x, y)
