@@ -40,6 +40,10 @@ static const char usage[] =
     "                            on an auditlog\n"
     "  vmprofile FILE            a RaptorJIT vmprofile: samples per trace\n"
     "                            and VM state, traces named from its log\n"
+    "  vmprofile DIR | -p PID    LuaJIT's per-trace VM states (head, loop,\n"
+    "                            ffi, gc, interpreter...) from profile's\n"
+    "                            DIR, or sampled from running processes\n"
+    "  top -p PID                the same, refreshed every second\n"
     "\n"
     "Options:\n"
     "  -h, --help                this text\n"
@@ -85,6 +89,8 @@ int main(int argc, char **argv)
 		return cmd_audit(argc - 1, argv + 1);
 	if (!strcmp(cmd, "vmprofile"))
 		return cmd_vmprofile(argc - 1, argv + 1);
+	if (!strcmp(cmd, "top"))
+		return cmd_top(argc - 1, argv + 1);
 	fprintf(stderr, "jitsframe: unknown command '%s'\n%s", cmd, usage);
 	return EX_USAGE;
 }

@@ -149,7 +149,47 @@ struct pctx {
 	char **labels;
 	size_t nlabels, caplabels;
 	uint64_t lua_samples, lua_frames;
+	/* the VM-state profile (cli/vmstate.c): each sample's VM state,
+	 * classified after the run */
+	struct cli_vmsample *vs;
+	size_t nvs, capvs;
+	uint64_t no_vmstate;
 };
+
+/* A sample's VM state kept (its Lua record; the first trace frame of the
+ * walk as kept). */
+static int keep_vm(struct pctx *c, const struct smp_event *e,
+		   const struct smp_frame *frames, uint16_t nf, bool inmod)
+{
+	if (!e->lua) {
+		c->no_vmstate++;
+		return 0;
+	}
+	if (c->nvs == c->capvs) {
+		size_t cap = c->capvs ? 2 * c->capvs : 4096;
+		struct cli_vmsample *n = realloc(c->vs, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		c->vs = n;
+		c->capvs = cap;
+	}
+	struct cli_vmsample *x = &c->vs[c->nvs++];
+	*x = (struct cli_vmsample){.pid = e->s->pid,
+				   .time = e->s->time_ns,
+				   .vmstate = e->lua->vmstate,
+				   .trace = e->lua->vmtrace,
+				   .slot = e->lua->vmslot,
+				   .tidx = UINT32_MAX,
+				   .inmod = inmod};
+	for (uint16_t i = 0; i < nf; i++)
+		if (frames[i].fn_start) {
+			x->tidx = i;
+			x->tpc = frames[i].pc;
+			x->tfs = frames[i].fn_start;
+			break;
+		}
+	return 0;
+}
 
 /* A Lua frame's label "chunk:first" (the function's first line, as
  * luajit -jp=F names it; the profile writers add "_[l]"), with its chunk
@@ -423,16 +463,23 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	bool jit = trace_stop(s->stop) || s->stop == SMP_STOP_NO_REGION ||
 		   s->stop == SMP_STOP_NO_TRACE;
 	uint16_t nf = s->nframes < SMP_MAX_FRAMES ? s->nframes : SMP_MAX_FRAMES;
+	bool inmod = false; /* a frame in the VM module (VM-state profile) */
 	for (uint16_t i = 0; i < nf; i++) {
 		struct uframe f;
 		enum stop_reason why;
 		jit |= s->frames[i].fn_start != 0;
-		if (!s->frames[i].fn_start &&
-		    !uw_frame_at(c->u, s->pid, s->frames[i].pc, i > 0,
-				 s->time_ns, &f, &why) &&
-		    why == STOP_NO_MAPPING) {
+		if (s->frames[i].fn_start)
+			continue;
+		bool at = uw_frame_at(c->u, s->pid, s->frames[i].pc, i > 0,
+				      s->time_ns, &f, &why);
+		if (!at && why == STOP_NO_MAPPING) {
 			refresh_maps(c, q, now);
 			break;
+		}
+		if (e->lua && f.map_name) {
+			const char *b = strrchr(f.map_name, '/');
+			inmod |=
+			    !strcmp(b ? b + 1 : f.map_name, "jitsframe.so");
 		}
 	}
 	if (e->raw &&
@@ -475,6 +522,10 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			stop = ustop;
 			c->fallback++;
 		}
+	}
+	if (keep_vm(c, e, frames, nf, inmod)) {
+		c->err = -ENOMEM;
+		return 1;
 	}
 	/* its Lua frames, resolved now (the process may be gone later) */
 	static struct smp_luaframe lf[SMP_MAX_LFRAMES];
@@ -686,6 +737,44 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/* The VM-state profile (cli/vmstate.c) into DIR/vmprofile.json: each
+ * kept sample's state, head/loop by the region's source map at its time,
+ * traces named by their functions then. 0, or -1 after a message. */
+static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
+			double secs)
+{
+	struct cli_vmp v;
+	memset(&v, 0, sizeof(v));
+	v.hz = hz;
+	v.seconds = secs;
+	v.no_vmstate = c->no_vmstate;
+	for (size_t i = 0; i < c->nvs; i++)
+		if (cli_vmp_add(&v, c->u, &c->vs[i])) {
+			fprintf(stderr, WHO ": out of memory\n");
+			cli_vmp_free(&v);
+			return -1;
+		}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int rc = -1;
+	if (m) {
+		cli_vmp_json(&v, m);
+		if (!fclose(m)) {
+			char path[PATH_MAX + 32];
+			snprintf(path, sizeof(path), "%s/vmprofile.json", adir);
+			int e = prof_write_file(path, buf, len);
+			if (e)
+				fprintf(stderr, WHO ": cannot write %s: %s\n",
+					path, strerror(-e));
+			rc = e ? -1 : 0;
+		}
+	}
+	free(buf);
+	cli_vmp_free(&v);
+	return rc;
 }
 
 /* ------------------------------------------------ running CMD */
@@ -1017,6 +1106,7 @@ int cmd_profile(int argc, char **argv)
 	/* what is still in the ring */
 	while (smp_poll(cx->s, 0, on_sample, cx) > 0 && !cx->err)
 		;
+	double run_s = (double)(jsf_now_ns() - t0) / 1e9;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	if (child > 0 && !exited) {
@@ -1058,6 +1148,12 @@ int cmd_profile(int argc, char **argv)
 	}
 	char wrote[1024] = "";
 	rc = cli_write_profiles(prof, adir, WHO, wrote, sizeof(wrote));
+	if (cx->nvs && write_vmprof(cx, adir, (uint32_t)freq, run_s))
+		rc = EX_FAIL;
+	else if (cx->nvs) {
+		size_t wl = strlen(wrote);
+		snprintf(wrote + wl, sizeof(wrote) - wl, " vmprofile.json");
+	}
 	printf(WHO ": %llu samples, %llu through trace code, %llu of them "
 		   "(%.2f%%) unwound from main",
 	       (unsigned long long)m->samples, (unsigned long long)m->through,
@@ -1148,6 +1244,7 @@ out:
 	traces_free(cx->t);
 	free(cx->p);
 	free(cx->a);
+	free(cx->vs);
 	free(cx);
 	return rc;
 }

@@ -19,10 +19,31 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage[] =
     "Usage: jitsframe vmprofile FILE [--auditlog LOG] [--json] [-n TOP]\n"
+    "       jitsframe vmprofile DIR [--json] [-n TOP]\n"
+    "       jitsframe vmprofile -p PID[,PID...] [-d SECONDS] [-F HZ] [--json]\n"
+    "                           [-n TOP]\n"
     "\n"
+    "DIR: the per-trace VM-state profile `jitsframe profile` wrote\n"
+    "(DIR/vmprofile.json; docs/PROFILE.md, VM states), LuaJIT's own\n"
+    "vmstate per sample: per trace TRACE_n::chunk:line its samples in its\n"
+    "head, its loop, C it called (ffi), GC from it (jgc), and the\n"
+    "interpreter, C, GC, exit and compiler samples after it last ran on\n"
+    "the thread; its Lua lines; the VM's totals as luajit -jp=v counts\n"
+    "them. -p PID: sample running LuaJIT processes (started with the\n"
+    "module; head/loop need its source maps, JITSFRAME_LUAMAP=1) for -d\n"
+    "SECONDS (default 5) or until they exit, and print the same (root, or\n"
+    "CAP_BPF and CAP_PERFMON; exit 4 when it cannot sample).\n"
+    "\n"
+    "  -p, --pid LIST     sample these processes\n"
+    "  -d, --duration S   for S seconds (default 5)\n"
+    "  -F, --freq HZ      samples per second (default 999)\n"
+    "\n"
+    "FILE:\n"
     "Read a RaptorJIT vmprofile (raptorjit -p FILE): samples per trace\n"
     "number and VM state (interp c gc exit record opt asm head loop jgc\n"
     "ffi). Prints the TOP traces by samples, each with its share of all\n"
@@ -112,21 +133,93 @@ static void pct(uint64_t part, uint64_t whole, char *out, size_t cap)
 			 100.0 * (double)part / (double)whole);
 }
 
+static int live_print(struct cli_vmp *v, void *ctx, int last)
+{
+	const uint64_t *o = ctx; /* json, top */
+	(void)last;
+	if (o[0])
+		cli_vmp_json(v, stdout);
+	else
+		cli_vmp_print(v, stdout, (size_t)o[1], "jitsframe vmprofile");
+	fflush(stdout);
+	return 0;
+}
+
+static int parse_pidlist(const char *list, int *out, int max)
+{
+	int n = 0;
+	const char *p = list;
+	while (*p) {
+		char *e;
+		long x = strtol(p, &e, 10);
+		if (e == p || x <= 0 || x > INT32_MAX || (*e && *e != ',') ||
+		    n == max)
+			return -1;
+		out[n++] = (int)x;
+		p = *e ? e + 1 : e;
+	}
+	return n;
+}
+
+/* pids from -p, each checked to exist: how many, or an exit code < 0 */
+int cli_pids_arg(const char *who, const char *list, int *pids, int max)
+{
+	int n = parse_pidlist(list, pids, max);
+	if (n <= 0) {
+		fprintf(stderr, "%s: -p wants PID[,PID...], not '%s'\n", who,
+			list);
+		return -EX_USAGE;
+	}
+	for (int i = 0; i < n; i++) {
+		char pp[32];
+		snprintf(pp, sizeof(pp), "/proc/%d", pids[i]);
+		if (access(pp, F_OK) != 0) {
+			fprintf(stderr, "%s: no process %d\n", who, pids[i]);
+			return -EX_INPUT;
+		}
+	}
+	return n;
+}
+
 int cmd_vmprofile(int argc, char **argv)
 {
 	static const struct option lo[] = {
 	    {"auditlog", required_argument, 0, 'a'},
 	    {"json", no_argument, 0, 'j'},
+	    {"pid", required_argument, 0, 'p'},
+	    {"duration", required_argument, 0, 'd'},
+	    {"freq", required_argument, 0, 'F'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	const char *logpath = NULL;
-	int json = 0, c;
-	uint64_t top = 20;
+	int json = 0, c, pids[256], npids = 0;
+	uint64_t top = 20, dur = 5, hz = 999;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:p:d:F:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'p':
+			npids = cli_pids_arg("jitsframe vmprofile", optarg,
+					     pids, 256);
+			if (npids < 0)
+				return -npids;
+			break;
+		case 'd':
+			if (!cli_u64(optarg, &dur) || !dur ||
+			    dur > 86400 * 365) {
+				fprintf(stderr, "jitsframe vmprofile: -d wants "
+						"a number of seconds\n");
+				return EX_USAGE;
+			}
+			break;
+		case 'F':
+			if (!cli_u64(optarg, &hz) || !hz || hz > 100000) {
+				fprintf(stderr, "jitsframe vmprofile: -F wants "
+						"1..100000\n");
+				return EX_USAGE;
+			}
+			break;
 		case 'a':
 			logpath = optarg;
 			break;
@@ -153,12 +246,44 @@ int cmd_vmprofile(int argc, char **argv)
 			return EX_USAGE;
 		}
 	}
+	if (npids) {
+		if (optind != argc || logpath) {
+			fprintf(stderr, "jitsframe vmprofile: -p takes no FILE "
+					"or --auditlog\n");
+			return EX_USAGE;
+		}
+		uint64_t o[2] = {(uint64_t)json, top};
+		return cli_vmp_live("jitsframe vmprofile", pids, npids,
+				    (uint32_t)hz, dur * 1000, 1, live_print, o);
+	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "jitsframe vmprofile: give one FILE\nTry "
-				"'jitsframe vmprofile --help'.\n");
+		fprintf(stderr, "jitsframe vmprofile: give one FILE or DIR, or "
+				"-p PID\nTry 'jitsframe vmprofile --help'.\n");
 		return EX_USAGE;
 	}
 	const char *path = argv[optind];
+	struct stat dst;
+	if (stat(path, &dst) == 0 && S_ISDIR(dst.st_mode)) {
+		char jp[4096], m[600];
+		struct cli_vmp v;
+		if (logpath) {
+			fprintf(stderr,
+				"jitsframe vmprofile: --auditlog is for "
+				"RaptorJIT's files, not a DIR\n");
+			return EX_USAGE;
+		}
+		snprintf(jp, sizeof(jp), "%s/vmprofile.json", path);
+		if (cli_vmp_read(&v, jp, m, sizeof(m))) {
+			fprintf(stderr, "jitsframe vmprofile: %s\n", m);
+			return EX_INPUT;
+		}
+		if (json)
+			cli_vmp_json(&v, stdout);
+		else
+			cli_vmp_print(&v, stdout, (size_t)top, path);
+		cli_vmp_free(&v);
+		return EX_OK;
+	}
 	struct pf_vmprofile *vp = malloc(sizeof(*vp));
 	struct tname *names = calloc(PF_VMP_TRACES, sizeof(*names));
 	uint64_t *tot = calloc(PF_VMP_TRACES, sizeof(*tot));

@@ -717,10 +717,22 @@ static long lstep(__u32 i, void *vctx)
 	return 0;
 }
 
-static __always_inline void vm_count(__u32 tgid, __u32 tid, __s32 vms,
-				     int in_trace)
+static __always_inline void vm_count(struct walk *w, __u32 tgid, __s32 vms)
 {
-	__u32 tr, slot;
+	__u32 tr, slot, tid = w->s.tid, in_trace = 0, any_trace = 0;
+	w->lua.vmtrace = 0;
+	w->lua.vmslot = SMP_VM__N;
+	if (w->s.nframes)
+		in_trace = w->s.frames[0].fn_start != 0;
+	if (w->s.nframes == 1 &&
+	    (w->stop == SMP_STOP_BUSY || w->stop == SMP_STOP_NOT_RESIDENT ||
+	     w->stop == SMP_STOP_CORRUPT))
+		in_trace = 1; /* the leaf's region lookup failed: JIT code */
+	if (vms == -3) /* GC: from trace code when a trace frame calls it */
+		for (int k = 1; k < 16; k++)
+			if (k < w->s.nframes &&
+			    w->s.frames[k & (SMP_MAX_FRAMES - 1)].fn_start)
+				any_trace = 1;
 	if (vms > 0) {
 		tr = (__u32)vms;
 		slot = in_trace ? SMP_VM_TRACE : SMP_VM_FFI;
@@ -732,7 +744,7 @@ static __always_inline void vm_count(__u32 tgid, __u32 tid, __s32 vms,
 		tr = *lt;
 		slot = vms == -1   ? SMP_VM_INTERP
 		       : vms == -2 ? SMP_VM_C
-		       : vms == -3 ? SMP_VM_GC
+		       : vms == -3 ? (any_trace ? SMP_VM_JGC : SMP_VM_GC)
 		       : vms == -4 ? SMP_VM_EXIT
 				   : SMP_VM_JIT;
 	}
@@ -745,8 +757,11 @@ static __always_inline void vm_count(__u32 tgid, __u32 tid, __s32 vms,
 		if (!val)
 			return;
 	}
-	if (slot < SMP_VM__N)
+	if (slot < SMP_VM__N) {
 		__sync_fetch_and_add(&val->n[slot], 1);
+		w->lua.vmtrace = tr;
+		w->lua.vmslot = slot;
+	}
 }
 
 /* The VM state and the Lua frames of a process whose region published
@@ -764,6 +779,8 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 	o->nlframes = 0;
 	o->lstop = SMP_LSTOP_NO_STATE;
 	o->L = 0;
+	o->vmtrace = 0;
+	o->vmslot = SMP_VM__N;
 	__s32 vms = 0;
 	__u64 L = 0, g = v->g;
 	if (bpf_probe_read_user(&vms, 4, (void *)(g + v->g_vmstate)) ||
@@ -773,7 +790,7 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 	}
 	o->vmstate = vms;
 	o->L = L;
-	vm_count(tgid, w->s.tid, vms, w->s.nframes && w->s.frames[0].fn_start);
+	vm_count(w, tgid, vms);
 	if (!L)
 		return 1;
 	struct lwalk *lw = &w->lw;

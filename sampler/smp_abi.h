@@ -122,6 +122,11 @@ struct smp_lua {
 	__s32 vmstate;
 	__u16 nlframes, lstop; /* enum smp_lstop */
 	__u64 L;	       /* the current lua_State */
+	/* appended (issue 13, the VM-state profile): what the program
+	 * counted this sample as in map vmprof — the trace charged (0:
+	 * none, no trace has run on the thread yet) and the slot (enum
+	 * smp_vmslot; SMP_VM__N: not counted) */
+	__u32 vmtrace, vmslot;
 	struct smp_lframe lf[SMP_MAX_LFRAMES];
 };
 /* The layout of a process's VM (map luavms, key tgid), from its region. */
@@ -133,8 +138,10 @@ struct smp_luavm {
 };
 /* Per trace and VM state (map vmprof, key {tgid, trace}): samples whose
  * vmstate was the trace (head/loop split by the pc against the trace's
- * loop offset is the user side's: the kernel counts in-trace vs. FFI),
- * and the interpreter/C/GC samples after it last ran on that thread. */
+ * loop offset is the user side's: the kernel counts in-trace vs. FFI,
+ * and says per sample which it counted in smp_lua.vmtrace/vmslot), and
+ * the interpreter/C/GC/exit/compiler samples after it last ran on that
+ * thread. */
 struct smp_vmkey {
 	__u32 pid, trace;
 };
@@ -147,6 +154,8 @@ enum smp_vmslot {
 	SMP_VM_GC,	  /* GC (the trace's own or after it) */
 	SMP_VM_EXIT,	  /* trace exit handling */
 	SMP_VM_JIT,	  /* recording/optimizing/assembling */
+	SMP_VM_JGC,	  /* appended: GC entered from trace code (vmstate
+			     GC, a trace frame on the native stack) */
 	SMP_VM__N
 };
 struct smp_vmval {

@@ -350,16 +350,24 @@ struct jsf_srcframe {
 	uint32_t pc;	  /* the bytecode position this line is from */
 };
 #define JSF_SRCMAP_EXACT 1u /* the frames at this offset are exact */
+/* (added for issue 13, map header flag bit 0, range flag bit 1) */
+#define JSF_SRCMAP_LOOP                               \
+	2u /* the offset is in the function's loop (a \
+	      LuaJIT trace: at or after its loop offset) */
+#define JSF_SRCMAP_LOOPS                                               \
+	4u /* the map marks its loop (so a clear JSF_SRCMAP_LOOP means \
+	      "before the loop", or a function without one) */
 
 /*
  * (1.1, JITSFRAME_1.1) Decode map (len bytes, as jsf_view_srcmap gave it)
  * at code offset `off`: up to max frames into out, INNERMOST FIRST, and in
  * *flags (may be NULL) JSF_SRCMAP_EXACT when the map knows them (clear:
  * the producer was not sure there, no frames: the function's own name is
- * all there is). Returns the number of frames at off (may exceed max),
- * -EINVAL a map this version cannot read, or damaged (every offset in it
- * is bounds-checked). The last range runs to the function's end.
- * AS-safe (no allocation).
+ * all there is), JSF_SRCMAP_LOOP when off is in the function's loop and
+ * JSF_SRCMAP_LOOPS when the map marks its loop at all. Returns the number of
+ * frames at off (may exceed max), -EINVAL a map this version cannot read, or
+ * damaged (every offset in it is bounds-checked). The last range runs to the
+ * function's end. AS-safe (no allocation).
  */
 JSF_API int jsf_srcmap_frames(const void *map, size_t len, uint32_t off,
 			      struct jsf_srcframe *out, uint32_t max,

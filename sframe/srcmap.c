@@ -64,7 +64,8 @@ int jsf_srcmap_frames(const void *map, size_t len, uint32_t off,
 	if ((uint64_t)first + depth > ns)
 		return -EINVAL;
 	if (flags)
-		*flags = r[7] & JSF_SRCMAP_EXACT;
+		*flags = (r[7] & (JSF_SRCMAP_EXACT | JSF_SRCMAP_LOOP)) |
+			 (u16at(p + 2) & 1 ? JSF_SRCMAP_LOOPS : 0);
 	for (uint32_t k = 0; k < depth && k < max; k++) {
 		/* stored outermost first; given innermost first */
 		uint32_t fi = u16at(st + 2 * (size_t)(first + depth - 1 - k));

@@ -993,6 +993,39 @@ int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 	return n;
 }
 
+int uw_trace_loop(struct uwstate *u, uint32_t pid, uint64_t ts,
+		  const struct uframe *f)
+{
+	if (!f->is_trace)
+		return -1;
+	const struct jsf_view *v = region_of(u->t, pid, ts);
+	if (!v)
+		return -1;
+	uint64_t look = f->map_start + f->symoff, fstart = 0;
+	int len;
+	for (;;) {
+		len = jsf_view_srcmap(v, look, ts, u->srcmap, u->srcmap_cap,
+				      &fstart);
+		if (len <= 0)
+			return -1;
+		if ((size_t)len <= u->srcmap_cap)
+			break;
+		void *n = realloc(u->srcmap, (size_t)len);
+		if (!n)
+			return -1;
+		u->srcmap = n;
+		u->srcmap_cap = (size_t)len;
+	}
+	if (fstart != f->map_start || look - fstart > UINT32_MAX)
+		return -1;
+	uint32_t flags = 0;
+	if (jsf_srcmap_frames(u->srcmap, (size_t)len, (uint32_t)(look - fstart),
+			      NULL, 0, &flags) < 0 ||
+	    !(flags & JSF_SRCMAP_LOOPS))
+		return -1;
+	return (flags & JSF_SRCMAP_LOOP) != 0;
+}
+
 const char *uw_comm(struct uwstate *u, uint32_t pid)
 {
 	struct proc *p = proc_get(u, pid, false);

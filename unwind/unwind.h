@@ -189,6 +189,13 @@ struct uw_luaframe {
 };
 int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 		  const struct uframe *f, struct uw_luaframe *out, int max);
+/* Where in its trace a trace frame of process pid was at ts (f as for
+ * uw_lua_frames): 1 in the trace's loop, 0 before it (its head, or a
+ * trace without a loop), -1 not known (no source map, or one that does
+ * not mark the loop: docs/ABI.md 1.5). (Added for issue 13: the
+ * VM-state profile's head/loop.) */
+int uw_trace_loop(struct uwstate *u, uint32_t pid, uint64_t ts,
+		  const struct uframe *f);
 /* Walk a stack from raw user registers and a copy of the stack from sp
  * (len bytes), as uw_event walks a perf sample of process pid at ts
  * (mappings from uw_proc_maps or perf's events): frames (fr: UW_MAX of

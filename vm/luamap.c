@@ -364,7 +364,7 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 	int top = lua_gettop(L);
 	uint8_t *out = NULL;
 	uint16_t(*stk)[LM_MAXDEPTH] = NULL;
-	uint32_t *lo = NULL, *depth = NULL;
+	uint32_t *lo = NULL, *depth = NULL, *rlo = NULL, *rsn = NULL;
 	if (m->lm != VM_LM_ON || ++m->lm_stops % LM_RECHECK == 0) {
 		if (!snaps_agree(b, snap, map, nsnap, lay)) {
 			m->lm = VM_LM_OFF;
@@ -408,28 +408,46 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 			depth[i] = depth[i - 1];
 			memcpy(stk[i], stk[i - 1], sizeof(stk[i]));
 		}
-	/* ranges: non-empty, a change of frames each */
+	/* ranges: non-empty, a change of frames (or of loop) each; one
+	 * boundary more at the trace's loop offset (range flag bit 1 from
+	 * there on, header flag bit 0: the map marks its loop) */
+	uint32_t loop = ti->loop < szmc ? ti->loop : 0;
+	rlo = malloc((size_t)(nsnap + 1) * sizeof(*rlo));
+	rsn = malloc((size_t)(nsnap + 1) * sizeof(*rsn));
+	if (!rlo || !rsn)
+		goto out;
 	uint32_t nr = 0, nst = 0;
 	for (uint32_t i = 0; i < nsnap; i++) {
 		uint32_t hi = i + 1 < nsnap ? lo[i + 1] : szmc;
-		if (hi == lo[i])
-			continue;
-		if (nr && depth[nr - 1] == depth[i] &&
-		    !memcmp(stk[nr - 1], stk[i], depth[i] * 2))
-			continue;
-		lo[nr] = lo[i];
-		depth[nr] = depth[i];
-		memmove(stk[nr], stk[i], sizeof(stk[i]));
-		nst += depth[i];
-		nr++;
+		for (int part = 0; part < 2; part++) {
+			uint32_t a = lo[i], z = hi;
+			if (loop > a && loop < z) {
+				if (part == 0)
+					z = loop;
+				else
+					a = loop;
+			} else if (part) {
+				break;
+			}
+			if (z == a)
+				continue;
+			if (nr && depth[rsn[nr - 1]] == depth[i] &&
+			    (rlo[nr - 1] >= loop) == (a >= loop || !loop) &&
+			    !memcmp(stk[rsn[nr - 1]], stk[i], depth[i] * 2))
+				continue;
+			rlo[nr] = a;
+			rsn[nr] = i;
+			nst += depth[i];
+			nr++;
+		}
 	}
 	uint32_t len = 16 + 8 * nr + 20 * b->nfr + 2 * nst + b->strlen;
 	len = (len + 3) & ~3u;
 	if (nr > 0xffff || b->nfr > 0xffff || !(out = calloc(1, len)))
 		goto out;
 	uint8_t *p = out;
-	put16(p, 1); /* version */
-	put16(p + 2, 0);
+	put16(p, 1);	 /* version */
+	put16(p + 2, 1); /* flags: bit 0, the loop marked */
 	put16(p + 4, nr);
 	put16(p + 6, b->nfr);
 	put32(p + 8, nst);
@@ -437,11 +455,12 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 	p += 16;
 	uint32_t so = 0;
 	for (uint32_t r = 0; r < nr; r++, p += 8) {
-		put32(p, lo[r]);
+		uint32_t d = depth[rsn[r]];
+		put32(p, rlo[r]);
 		put16(p + 4, so);
-		p[6] = (uint8_t)depth[r];
-		p[7] = depth[r] ? 1 : 0; /* exact */
-		so += depth[r];
+		p[6] = (uint8_t)d;
+		p[7] = (d ? 1 : 0) | (loop && rlo[r] >= loop ? 2 : 0);
+		so += d;
 	}
 	for (uint32_t k = 0; k < b->nfr; k++, p += 20) {
 		const struct lm_fn *f = &b->fn[b->fr[k].fn];
@@ -452,8 +471,8 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 		put32(p + 16, b->fr[k].pc);
 	}
 	for (uint32_t r = 0; r < nr; r++)
-		for (uint32_t k = 0; k < depth[r]; k++, p += 2)
-			put16(p, stk[r][k]);
+		for (uint32_t k = 0; k < depth[rsn[r]]; k++, p += 2)
+			put16(p, stk[rsn[r]][k]);
 	memcpy(p, b->str, b->strlen);
 	free(ti->lmap);
 	ti->lmap = out;
@@ -466,6 +485,8 @@ out:
 	free(stk);
 	free(lo);
 	free(depth);
+	free(rlo);
+	free(rsn);
 	free(b);
 	lua_settop(L, top);
 	m->lm_ns += jsf_now_ns() - t0;

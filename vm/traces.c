@@ -291,6 +291,7 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	}
 	ti->start = addr;
 	ti->size = len;
+	ti->loop = loop;
 	ti->spadj = o.spadj;
 	ti->nrows = (uint8_t)o.nrows;
 	memcpy(ti->rows, o.rows, sizeof(o.rows));

@@ -38,6 +38,7 @@ struct tinfo {
 	char file[96];		/* its chunk name */
 	uint8_t *lmap;		/* its Lua frames (luamap.c), malloc'd */
 	uint32_t lmap_len;
+	uint32_t loop; /* tracemc's loop offset (0: no loop) */
 };
 
 /* What a Lua stack walk from outside reads (luavm.c; docs/ABI.md 1.6). */

@@ -1,0 +1,788 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-trace VM-state profile of unmodified LuaJIT (issue 13, docs/
+ * PROFILE.md "VM states"): what the sampler's kernel side counted each
+ * sample as (smp_lua: the VM's own g->vmstate, the trace charged — the
+ * one running, or for the interpreter, C, GC, exit and compiler the one
+ * that last ran on the thread — and whether the pc was in the trace's
+ * code), split here into head / loop by the pc's offset in the trace
+ * against the trace's loop offset (the region's source map marks it,
+ * docs/ABI.md 1.5), named TRACE_n::chunk:line with the Lua lines the
+ * samples were at. Written as DIR/vmprofile.json by `profile`, read back
+ * by `vmprofile DIR`, sampled live by `vmprofile -p` and `top -p`.
+ */
+#include "cli.h"
+#include "jitsframe.h"
+#include "jsfenv.h"
+#include "sampler.h"
+#include "unwind.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const cli_vs_name[CLI_VS__N] = {"head",   "loop", "ffi", "jgc",
+					    "interp", "c",    "gc",  "exit",
+					    "record", "opt",  "asm", "trace"};
+
+static struct cli_vmrow *row_of(struct cli_vmp *v, uint32_t pid, uint32_t tr)
+{
+	for (size_t i = 0; i < v->nrows; i++)
+		if (v->rows[i].pid == pid && v->rows[i].trace == tr)
+			return &v->rows[i];
+	if (v->nrows == v->caprows) {
+		size_t cap = v->caprows ? 2 * v->caprows : 64;
+		struct cli_vmrow *n = realloc(v->rows, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		v->rows = n;
+		v->caprows = cap;
+	}
+	struct cli_vmrow *r = &v->rows[v->nrows++];
+	memset(r, 0, sizeof(*r));
+	r->pid = pid;
+	r->trace = tr;
+	return r;
+}
+
+static void add_line(struct cli_vmrow *r, const char *file, uint32_t line,
+		     uint64_t n)
+{
+	char b[sizeof(r->lines[0].where)];
+	snprintf(b, sizeof(b), "%s:%u", file, line);
+	for (int i = 0; i < r->nlines; i++)
+		if (!strcmp(r->lines[i].where, b)) {
+			r->lines[i].n += n;
+			return;
+		}
+	if (r->nlines < CLI_VM_LINES) {
+		memcpy(r->lines[r->nlines].where, b, sizeof(b));
+		r->lines[r->nlines++].n = n;
+	} else {
+		r->lines_other += n;
+	}
+}
+
+static void set_name(struct cli_vmrow *r, const char *name)
+{
+	if (!name || r->name[0])
+		return;
+	unsigned k;
+	if (sscanf(name, "TRACE_%u::", &k) == 1 && k == r->trace)
+		snprintf(r->name, sizeof(r->name), "%s", name);
+}
+
+int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
+		const struct cli_vmsample *s)
+{
+	int st = -1;
+	uint32_t tr = 0;
+	struct uframe f;
+	bool have = false;
+	if (s->tidx != UINT32_MAX) {
+		enum stop_reason why;
+		uw_frame_at(u, s->pid, s->tpc, s->tidx > 0, s->time, &f, &why);
+		have = f.is_trace && f.map_start == s->tfs;
+	}
+	if (s->vmstate > 0) {
+		tr = (uint32_t)s->vmstate;
+		if (s->tidx == 0 && have) {
+			int l = uw_trace_loop(u, s->pid, s->time, &f);
+			st = l < 0 ? CLI_VS_TRACE
+			     : l   ? CLI_VS_LOOP
+				   : CLI_VS_HEAD;
+		} else if (s->tidx == 0 || s->slot == SMP_VM_TRACE) {
+			st = CLI_VS_TRACE;
+		} else {
+			st = CLI_VS_FFI;
+		}
+	} else {
+		tr = s->slot < SMP_VM__N ? s->trace : 0;
+		switch (s->vmstate) {
+		case -1:
+			st = CLI_VS_INTERP;
+			break;
+		case -2:
+			st = CLI_VS_C;
+			break;
+		case -3:
+			st = s->slot == SMP_VM_JGC ? CLI_VS_JGC : CLI_VS_GC;
+			break;
+		case -4:
+			st = CLI_VS_EXIT;
+			break;
+		case -5:
+			st = CLI_VS_RECORD;
+			break;
+		case -6:
+			st = CLI_VS_OPT;
+			break;
+		case -7:
+			st = CLI_VS_ASM;
+			break;
+		}
+	}
+	if (st < 0) {
+		v->no_vmstate++;
+		return 0;
+	}
+	struct cli_vmrow *r = row_of(v, s->pid, tr);
+	if (!r)
+		return -ENOMEM;
+	r->n[st]++;
+	r->total++;
+	v->samples++;
+	v->state[st]++;
+	static const int vt_of[CLI_VS__N] = {
+	    [CLI_VS_HEAD] = CLI_VT_COMPILED, [CLI_VS_LOOP] = CLI_VT_COMPILED,
+	    [CLI_VS_FFI] = CLI_VT_COMPILED,  [CLI_VS_TRACE] = CLI_VT_COMPILED,
+	    [CLI_VS_JGC] = CLI_VT_GC,	     [CLI_VS_GC] = CLI_VT_GC,
+	    [CLI_VS_INTERP] = CLI_VT_INTERP, [CLI_VS_C] = CLI_VT_C,
+	    [CLI_VS_EXIT] = CLI_VT_JIT,	     [CLI_VS_RECORD] = CLI_VT_JIT,
+	    [CLI_VS_OPT] = CLI_VT_JIT,	     [CLI_VS_ASM] = CLI_VT_JIT};
+	int pk = 0;
+	while (pk < v->npend && v->pend[pk].pid != s->pid)
+		pk++;
+	if (s->inmod) {
+		v->mod_samples++;
+		v->mod_state[st]++;
+		if (pk == v->npend && v->npend < 16) {
+			v->pend[pk].pid = s->pid;
+			v->pend[pk].n = 0;
+			v->npend++;
+		}
+		if (pk < v->npend)
+			v->pend[pk].n++;
+		else
+			v->jpv[vt_of[st]]++;
+	} else {
+		v->jpv[vt_of[st]]++;
+		if (pk < v->npend) {
+			v->jpv[vt_of[st]] += v->pend[pk].n;
+			v->pend[pk].n = 0;
+		}
+	}
+	if (have) {
+		if (f.name) {
+			unsigned k;
+			if (sscanf(f.name, "TRACE_%u::", &k) == 1 && k != tr) {
+				struct cli_vmrow *o = row_of(v, s->pid, k);
+				if (o)
+					set_name(o, f.name);
+				r = row_of(v, s->pid, tr); /* moved? */
+			} else {
+				set_name(r, f.name);
+			}
+		}
+		struct uw_luaframe lf[1];
+		if (r && uw_lua_frames(u, s->pid, s->time, &f, lf, 1) > 0 &&
+		    lf[0].file)
+			add_line(r, lf[0].file, lf[0].line, 1);
+	}
+	return 0;
+}
+
+int cli_vmp_event(struct cli_vmp *v, struct uwstate *u,
+		  const struct smp_event *e)
+{
+	if (!e->lua) {
+		v->no_vmstate++;
+		return 0;
+	}
+	const struct smp_sample *s = e->s;
+	struct cli_vmsample x = {.pid = s->pid,
+				 .time = s->time_ns,
+				 .vmstate = e->lua->vmstate,
+				 .trace = e->lua->vmtrace,
+				 .slot = e->lua->vmslot,
+				 .tidx = UINT32_MAX};
+	uint32_t nf = s->nframes < SMP_MAX_FRAMES ? s->nframes : SMP_MAX_FRAMES;
+	for (uint32_t i = 0; i < nf; i++)
+		if (s->frames[i].fn_start) {
+			x.tidx = i;
+			x.tpc = s->frames[i].pc;
+			x.tfs = s->frames[i].fn_start;
+			break;
+		}
+	return cli_vmp_add(v, u, &x);
+}
+
+void cli_vmp_free(struct cli_vmp *v)
+{
+	free(v->rows);
+	memset(v, 0, sizeof(*v));
+}
+
+void cli_vmp_totals(const struct cli_vmp *v, uint64_t t[CLI_VT__N])
+{
+	const uint64_t *s = v->state;
+	t[CLI_VT_COMPILED] =
+	    s[CLI_VS_HEAD] + s[CLI_VS_LOOP] + s[CLI_VS_FFI] + s[CLI_VS_TRACE];
+	t[CLI_VT_INTERP] = s[CLI_VS_INTERP];
+	t[CLI_VT_C] = s[CLI_VS_C];
+	t[CLI_VT_GC] = s[CLI_VS_GC] + s[CLI_VS_JGC];
+	t[CLI_VT_JIT] =
+	    s[CLI_VS_EXIT] + s[CLI_VS_RECORD] + s[CLI_VS_OPT] + s[CLI_VS_ASM];
+}
+
+const char *const cli_vt_name[CLI_VT__N] = {"compiled", "interpreted", "c",
+					    "gc", "jit"};
+static const char *const vt_label[CLI_VT__N] = {
+    "Compiled", "Interpreted", "C code", "Garbage Collector", "JIT Compiler"};
+
+/* ---- output */
+
+static int by_total(const void *a, const void *b)
+{
+	const struct cli_vmrow *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->trace < y->trace ? -1 : x->trace > y->trace;
+}
+
+static int by_n(const void *a, const void *b)
+{
+	const struct cli_vmline *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->where, y->where);
+}
+
+void cli_vmp_sort(struct cli_vmp *v)
+{
+	if (v->nrows)
+		qsort(v->rows, v->nrows, sizeof(v->rows[0]), by_total);
+	for (size_t i = 0; i < v->nrows; i++)
+		if (v->rows[i].nlines)
+			qsort(v->rows[i].lines, (size_t)v->rows[i].nlines,
+			      sizeof(v->rows[i].lines[0]), by_n);
+}
+
+void cli_vmp_json(struct cli_vmp *v, FILE *o)
+{
+	cli_vmp_sort(v);
+	uint64_t t[CLI_VT__N];
+	cli_vmp_totals(v, t);
+	fprintf(o,
+		"{\"format\":\"jitsframe-vmprofile\",\"version\":1,\"hz\":%u,"
+		"\"seconds\":%.3f,\"samples\":%" PRIu64
+		",\"no_vmstate\":%" PRIu64 ",\n\"states\":[",
+		v->hz, v->seconds, v->samples, v->no_vmstate);
+	for (int s = 0; s < CLI_VS__N; s++)
+		fprintf(o, "%s\"%s\"", s ? "," : "", cli_vs_name[s]);
+	fprintf(o, "],\n\"state_totals\":[");
+	for (int s = 0; s < CLI_VS__N; s++)
+		fprintf(o, "%s%" PRIu64, s ? "," : "", v->state[s]);
+	fprintf(o, "],\n\"totals\":{");
+	for (int k = 0; k < CLI_VT__N; k++)
+		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", cli_vt_name[k],
+			t[k]);
+	fprintf(o, "},\n\"jpv_totals\":{");
+	for (int k = 0; k < CLI_VT__N; k++)
+		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", cli_vt_name[k],
+			v->jpv[k]);
+	fprintf(o,
+		"},\n\"module_samples\":%" PRIu64 ",\"module_state_totals\":[",
+		v->mod_samples);
+	for (int s = 0; s < CLI_VS__N; s++)
+		fprintf(o, "%s%" PRIu64, s ? "," : "", v->mod_state[s]);
+	fprintf(o, "],\n\"traces\":[");
+	for (size_t i = 0; i < v->nrows; i++) {
+		const struct cli_vmrow *r = &v->rows[i];
+		fprintf(o,
+			"%s\n{\"pid\":%u,\"trace\":%u,\"name\":", i ? "," : "",
+			r->pid, r->trace);
+		if (r->name[0])
+			json_str(o, r->name);
+		else
+			fprintf(o, "null");
+		fprintf(o, ",\"samples\":%" PRIu64 ",\"counts\":[", r->total);
+		for (int s = 0; s < CLI_VS__N; s++)
+			fprintf(o, "%s%" PRIu64, s ? "," : "", r->n[s]);
+		fprintf(o, "],\"lines\":[");
+		for (int k = 0; k < r->nlines; k++) {
+			fprintf(o, "%s[", k ? "," : "");
+			json_str(o, r->lines[k].where);
+			fprintf(o, ",%" PRIu64 "]", r->lines[k].n);
+		}
+		fprintf(o, "],\"lines_other\":%" PRIu64 "}", r->lines_other);
+	}
+	fprintf(o, "]}\n");
+}
+
+static void pct(uint64_t part, uint64_t whole, char *out, size_t cap)
+{
+	if (!part || !whole)
+		snprintf(out, cap, ".");
+	else
+		snprintf(out, cap, "%.1f%%",
+			 100.0 * (double)part / (double)whole);
+}
+
+void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title)
+{
+	cli_vmp_sort(v);
+	int cols[CLI_VS__N], nc = 0, multi = 0;
+	for (int s = 0; s < CLI_VS__N; s++)
+		if (s != CLI_VS_TRACE || v->state[s])
+			cols[nc++] = s;
+	for (size_t i = 1; i < v->nrows; i++)
+		if (v->rows[i].pid != v->rows[0].pid)
+			multi = 1;
+	size_t shown = top && top < v->nrows ? top : v->nrows;
+	fprintf(o,
+		"%s: %" PRIu64 " samples with a VM state (%u Hz, %.1f s), "
+		"%zu traces%s",
+		title, v->samples, v->hz, v->seconds, v->nrows,
+		shown < v->nrows ? "" : " (all shown)");
+	if (v->no_vmstate)
+		fprintf(o, "; %" PRIu64 " more without one", v->no_vmstate);
+	fputc('\n', o);
+	if (multi)
+		fprintf(o, "%7s ", "pid");
+	fprintf(o, "%6s %8s %6s", "trace", "samples", "share");
+	for (int c = 0; c < nc; c++)
+		fprintf(o, " %6s", cli_vs_name[cols[c]]);
+	fprintf(o, "  name; Lua lines\n");
+	char cell[32];
+	for (size_t i = 0; i < shown; i++) {
+		const struct cli_vmrow *r = &v->rows[i];
+		if (multi)
+			fprintf(o, "%7u ", r->pid);
+		if (r->trace)
+			fprintf(o, "%6u", r->trace);
+		else
+			fprintf(o, "%6s", "-");
+		pct(r->total, v->samples, cell, sizeof(cell));
+		fprintf(o, " %8" PRIu64 " %6s", r->total, cell);
+		for (int c = 0; c < nc; c++) {
+			pct(r->n[cols[c]], r->total, cell, sizeof(cell));
+			fprintf(o, " %6s", cell);
+		}
+		if (!r->trace)
+			fprintf(o, "  (before any trace ran on the thread)");
+		else if (r->name[0])
+			fprintf(o, "  %s", r->name);
+		else
+			fprintf(o, "  TRACE_%u", r->trace);
+		uint64_t nl = r->lines_other;
+		for (int k = 0; k < r->nlines; k++)
+			nl += r->lines[k].n;
+		for (int k = 0; k < r->nlines && k < 3; k++) {
+			pct(r->lines[k].n, nl, cell, sizeof(cell));
+			fprintf(o, "%s%s %s", k ? ", " : "; ",
+				r->lines[k].where, cell);
+		}
+		fputc('\n', o);
+	}
+	if (shown < v->nrows)
+		fprintf(o, "%6s %8s (%zu more traces; -n 0 shows all)\n", "...",
+			"", v->nrows - shown);
+	if (multi)
+		fprintf(o, "%7s ", "");
+	fprintf(o, "%6s %8" PRIu64 " %6s", "VM", v->samples,
+		v->samples ? "100%" : ".");
+	for (int c = 0; c < nc; c++) {
+		pct(v->state[cols[c]], v->samples, cell, sizeof(cell));
+		fprintf(o, " %6s", cell);
+	}
+	fputc('\n', o);
+	uint64_t t[CLI_VT__N];
+	cli_vmp_totals(v, t);
+	fprintf(o, "VM states (as luajit -jp=v):");
+	for (int k = 0; k < CLI_VT__N; k++) {
+		pct(t[k], v->samples, cell, sizeof(cell));
+		fprintf(o, "%s %s %s", k ? "," : "", cell, vt_label[k]);
+	}
+	fputc('\n', o);
+	if (v->mod_samples) {
+		pct(v->mod_samples, v->samples, cell, sizeof(cell));
+		fprintf(o,
+			"of them in the jitsframe module's own code (its trace "
+			"event handlers): %s (%" PRIu64 " samples)\n",
+			cell, v->mod_samples);
+	}
+}
+
+/* ---- reading vmprofile.json back (the schema cli_vmp_json writes) */
+
+struct jp {
+	const char *p, *e;
+	int err;
+};
+
+static void ws(struct jp *j)
+{
+	while (j->p < j->e && (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' ||
+			       *j->p == '\r'))
+		j->p++;
+}
+
+static bool lit(struct jp *j, char c)
+{
+	ws(j);
+	if (j->p < j->e && *j->p == c) {
+		j->p++;
+		return true;
+	}
+	return false;
+}
+
+static void need(struct jp *j, char c)
+{
+	if (!lit(j, c))
+		j->err = 1;
+}
+
+/* a string into out (cap bytes, cut), or null (out "") */
+static void str(struct jp *j, char *out, size_t cap)
+{
+	ws(j);
+	size_t n = 0;
+	if (j->e - j->p >= 4 && !memcmp(j->p, "null", 4)) {
+		j->p += 4;
+		if (cap)
+			out[0] = 0;
+		return;
+	}
+	if (!lit(j, '"')) {
+		j->err = 1;
+		return;
+	}
+	while (j->p < j->e && *j->p != '"') {
+		char c = *j->p++;
+		if (c == '\\' && j->p < j->e) {
+			c = *j->p++;
+			if (c == 'n')
+				c = '\n';
+			else if (c == 't')
+				c = '\t';
+			else if (c == 'u') {
+				unsigned x = 0;
+				for (int k = 0; k < 4 && j->p < j->e; k++) {
+					char h = *j->p++;
+					x = x * 16 +
+					    (unsigned)(h <= '9' ? h - '0'
+								: (h | 32) -
+								      'a' + 10);
+				}
+				c = x < 128 ? (char)x : '?';
+			}
+		}
+		if (n + 1 < cap)
+			out[n++] = c;
+	}
+	if (cap)
+		out[n] = 0;
+	if (!lit(j, '"'))
+		j->err = 1;
+}
+
+static double num(struct jp *j)
+{
+	ws(j);
+	char *end;
+	double d = strtod(j->p, &end);
+	if (end == j->p || end > j->e)
+		j->err = 1;
+	j->p = end;
+	return d;
+}
+
+static void skip_value(struct jp *j)
+{
+	ws(j);
+	if (j->p >= j->e) {
+		j->err = 1;
+		return;
+	}
+	char c = *j->p;
+	if (c == '"') {
+		char b[1];
+		str(j, b, 0);
+	} else if (c == '{' || c == '[') {
+		char close = c == '{' ? '}' : ']';
+		j->p++;
+		if (lit(j, close))
+			return;
+		do {
+			if (c == '{') {
+				char b[1];
+				str(j, b, 0);
+				need(j, ':');
+			}
+			skip_value(j);
+		} while (!j->err && lit(j, ','));
+		need(j, close);
+	} else if (!strncmp(j->p, "null", 4) || !strncmp(j->p, "true", 4)) {
+		j->p += 4;
+	} else if (!strncmp(j->p, "false", 5)) {
+		j->p += 5;
+	} else {
+		num(j);
+	}
+}
+
+static void u64s(struct jp *j, uint64_t *out, int n)
+{
+	need(j, '[');
+	int k = 0;
+	if (lit(j, ']'))
+		return;
+	do {
+		double d = num(j);
+		if (k < n)
+			out[k] = (uint64_t)d;
+		k++;
+	} while (!j->err && lit(j, ','));
+	need(j, ']');
+}
+
+static void trace_obj(struct jp *j, struct cli_vmp *v)
+{
+	struct cli_vmrow r;
+	memset(&r, 0, sizeof(r));
+	need(j, '{');
+	if (!lit(j, '}'))
+		do {
+			char k[32];
+			str(j, k, sizeof(k));
+			need(j, ':');
+			if (!strcmp(k, "pid"))
+				r.pid = (uint32_t)num(j);
+			else if (!strcmp(k, "trace"))
+				r.trace = (uint32_t)num(j);
+			else if (!strcmp(k, "name"))
+				str(j, r.name, sizeof(r.name));
+			else if (!strcmp(k, "samples"))
+				r.total = (uint64_t)num(j);
+			else if (!strcmp(k, "counts"))
+				u64s(j, r.n, CLI_VS__N);
+			else if (!strcmp(k, "lines_other"))
+				r.lines_other = (uint64_t)num(j);
+			else if (!strcmp(k, "lines")) {
+				need(j, '[');
+				if (!lit(j, ']')) {
+					do {
+						struct cli_vmline l;
+						need(j, '[');
+						str(j, l.where,
+						    sizeof(l.where));
+						need(j, ',');
+						l.n = (uint64_t)num(j);
+						need(j, ']');
+						if (r.nlines < CLI_VM_LINES)
+							r.lines[r.nlines++] = l;
+					} while (!j->err && lit(j, ','));
+					need(j, ']');
+				}
+			} else
+				skip_value(j);
+		} while (!j->err && lit(j, ','));
+	need(j, '}');
+	if (j->err)
+		return;
+	struct cli_vmrow *o = row_of(v, r.pid, r.trace);
+	if (!o) {
+		j->err = 1;
+		return;
+	}
+	*o = r;
+}
+
+int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml)
+{
+	memset(v, 0, sizeof(*v));
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(msg, ml, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t cap = 1 << 16, len = 0;
+	char *b = malloc(cap);
+	for (;;) {
+		if (!b) {
+			fclose(f);
+			snprintf(msg, ml, "%s: out of memory", path);
+			return -1;
+		}
+		size_t n = fread(b + len, 1, cap - len, f);
+		len += n;
+		if (len < cap)
+			break;
+		cap *= 2;
+		b = realloc(b, cap);
+	}
+	fclose(f);
+	struct jp j = {b, b + len, 0};
+	char fmt[64] = "";
+	uint64_t version = 0;
+	need(&j, '{');
+	if (!lit(&j, '}'))
+		do {
+			char k[32];
+			str(&j, k, sizeof(k));
+			need(&j, ':');
+			if (!strcmp(k, "format"))
+				str(&j, fmt, sizeof(fmt));
+			else if (!strcmp(k, "version"))
+				version = (uint64_t)num(&j);
+			else if (!strcmp(k, "hz"))
+				v->hz = (uint32_t)num(&j);
+			else if (!strcmp(k, "seconds"))
+				v->seconds = num(&j);
+			else if (!strcmp(k, "samples"))
+				v->samples = (uint64_t)num(&j);
+			else if (!strcmp(k, "no_vmstate"))
+				v->no_vmstate = (uint64_t)num(&j);
+			else if (!strcmp(k, "state_totals"))
+				u64s(&j, v->state, CLI_VS__N);
+			else if (!strcmp(k, "module_samples"))
+				v->mod_samples = (uint64_t)num(&j);
+			else if (!strcmp(k, "module_state_totals"))
+				u64s(&j, v->mod_state, CLI_VS__N);
+			else if (!strcmp(k, "traces")) {
+				need(&j, '[');
+				if (!lit(&j, ']')) {
+					do
+						trace_obj(&j, v);
+					while (!j.err && lit(&j, ','));
+					need(&j, ']');
+				}
+			} else
+				skip_value(&j);
+		} while (!j.err && lit(&j, ','));
+	need(&j, '}');
+	free(b);
+	if (j.err || strcmp(fmt, "jitsframe-vmprofile") || version != 1) {
+		snprintf(msg, ml,
+			 "%s: not a jitsframe vmprofile.json of version 1%s",
+			 path, j.err ? " (malformed)" : "");
+		cli_vmp_free(v);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- a live session: sample running processes */
+
+struct live {
+	struct cli_vmp *v;
+	struct uwstate *u;
+	struct traces *t;
+	struct smp *s;
+	int *pids, npids;
+	bool *found;
+	uint64_t *next; /* earliest time to look for the region again */
+};
+
+static void live_find(struct live *l, int i)
+{
+	char path[4096], err[512], msg[256];
+	uint64_t now = jsf_now_ns();
+	if (l->found[i] || now < l->next[i])
+		return;
+	l->next[i] = now + 100000000ull;
+	if (jsf_region_find(l->pids[i], 0, path, sizeof(path)))
+		return;
+	if (traces_add_region(l->t, path, err, sizeof(err)))
+		return;
+	l->found[i] = true;
+	smp_watch(l->s, l->pids[i], path, msg, sizeof(msg));
+}
+
+static int live_ev(const struct smp_event *e, void *ctx)
+{
+	struct live *l = ctx;
+	for (int i = 0; i < l->npids; i++)
+		if ((uint32_t)l->pids[i] == e->s->pid && !l->found[i])
+			live_find(l, i);
+	return cli_vmp_event(l->v, l->u, e) ? 1 : 0;
+}
+
+int cli_vmp_live(const char *who, int *pids, int npids, uint32_t hz,
+		 uint64_t interval_ms, uint64_t iters, cli_vmp_fn fn, void *ctx)
+{
+	char msg[512] = "";
+	struct smp_opts so = {.sz = sizeof(so), .hz = hz};
+	struct live l = {.pids = pids, .npids = npids};
+	int rc = smp_open(&l.s, &so, msg, sizeof(msg));
+	if (rc) {
+		fprintf(stderr, "%s: cannot sample: %s%s\n", who,
+			msg[0] ? msg : strerror(-rc),
+			(rc == -EPERM || rc == -EACCES) && !strstr(msg, "CAP_")
+			    ? " (run as root, or with CAP_BPF and "
+			      "CAP_PERFMON)"
+			    : "");
+		return 4;
+	}
+	l.t = traces_new();
+	l.u = l.t ? uw_new(l.t, NULL) : NULL;
+	l.found = calloc((size_t)npids, sizeof(*l.found));
+	l.next = calloc((size_t)npids, sizeof(*l.next));
+	struct cli_vmp v;
+	memset(&v, 0, sizeof(v));
+	v.hz = hz;
+	l.v = &v;
+	rc = EX_OK;
+	if (!l.u || !l.found || !l.next) {
+		fprintf(stderr, "%s: out of memory\n", who);
+		rc = EX_INPUT;
+		goto out;
+	}
+	for (int i = 0; i < npids; i++) {
+		if (smp_watch(l.s, pids[i], NULL, msg, sizeof(msg))) {
+			fprintf(stderr, "%s: pid %d: %s\n", who, pids[i], msg);
+			rc = EX_INPUT;
+			goto out;
+		}
+		uw_proc_maps(l.u, (uint32_t)pids[i], NULL);
+		live_find(&l, i);
+	}
+	for (uint64_t it = 0; !iters || it < iters; it++) {
+		uint64_t t0 = jsf_now_ns(), end = t0 + interval_ms * 1000000ull;
+		int alive = 0;
+		for (;;) {
+			uint64_t now = jsf_now_ns();
+			if (now >= end)
+				break;
+			uint64_t left = (end - now) / 1000000ull;
+			int pr = smp_poll(l.s, left > 100 ? 100 : (int)left + 1,
+					  live_ev, &l);
+			if (pr < 0 && pr != -EINTR) {
+				fprintf(stderr, "%s: %s\n", who, strerror(-pr));
+				rc = EX_FAIL;
+				goto out;
+			}
+			alive = 0;
+			for (int i = 0; i < npids; i++)
+				alive +=
+				    kill(pids[i], 0) == 0 || errno != ESRCH;
+			if (!alive)
+				break;
+		}
+		while (smp_poll(l.s, 0, live_ev, &l) > 0)
+			;
+		v.seconds = (double)(jsf_now_ns() - t0) / 1e9;
+		int r = fn(&v, ctx, !alive || (iters && it + 1 == iters));
+		if (r || !alive)
+			break;
+		if (interval_ms && iters != 1) { /* top: each interval anew */
+			cli_vmp_free(&v);
+			v.hz = hz;
+		}
+	}
+out:
+	cli_vmp_free(&v);
+	smp_close(l.s);
+	uw_free(l.u);
+	traces_free(l.t);
+	free(l.found);
+	free(l.next);
+	return rc;
+}

@@ -1,0 +1,164 @@
+#!/bin/bash
+# The per-trace VM-state profile on unmodified LuaJIT (issue 13, TAP;
+# root and BPF): `jitsframe profile` counts each sample by LuaJIT's own
+# g->vmstate in the kernel, head/loop by the pc against the trace's loop
+# offset (the module's source map), and writes DIR/vmprofile.json.
+#  1. tests/lua/vmstates.lua: one trace calls C through the FFI (memset),
+#     its time inside the calls measured by the script itself (thread CPU
+#     time around each call); another runs an arithmetic loop, timed too.
+#     The FFI trace's ffi samples and the loop trace's loop samples, as
+#     shares of all samples, are within 3 points of the script's own
+#     shares of the thread's CPU time (ground truth independent of the
+#     sampler); the loop trace is named by its line and its samples are in
+#     its loop, not its head.
+#  2. `vmprofile DIR` prints the table, --json the same numbers.
+#  3-7. VM-state totals against LuaJIT's own profiler on the workload set
+#     (bench/workloads/*.lua): ONE run sampled by both, `jitsframe profile
+#     -- luajit -jp=vri1 W` (-jp=v raw counts per state, sampling every
+#     1 ms: ITIMER_PROF, at most the kernel's tick; separate runs differ
+#     more than 3 points by themselves: -jp's hook changes what the JIT
+#     compiles), ours as -jp counts (vmprofile.json's jpv_totals: a sample
+#     inside the module's VM event handlers, which -jp cannot attribute,
+#     goes with the next state, as -jp does); each of Compiled,
+#     Interpreted, C code, Garbage Collector, JIT Compiler within 3 points.
+#     Mapping: -jp's N = head+loop+ffi (+ trace), I = interp, C = c,
+#     G = gc+jgc, J = exit+record+opt+asm (LuaJIT's profiler names every
+#     vmstate below GC "J", trace exits included).
+#  8. vmprofile -p PID and top -p PID -n 2 on a running process.
+# Without root or BPF it skips visibly; under CI=true it fails instead.
+set -u
+cd "$(dirname "$0")/.."
+J=$PWD/${JSF_CLI:-build/jitsframe}
+LJ=${LUAJIT:-luajit}
+SCALE=${VMSTATES_SCALE:-1}
+T=$(mktemp -d /tmp/jsf-t_vmstates-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "1..1"
+		echo "not ok 1 - $1 (CI=true: BPF sampling must be available)"
+		exit 1
+	fi
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+[ "$(id -u)" = 0 ] || skip "not root (profile needs root, or CAP_BPF and CAP_PERFMON)"
+[ -r /sys/kernel/btf/vmlinux ] || skip "no BTF (/sys/kernel/btf/vmlinux)"
+"$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1
+rc=$?
+[ $rc -eq 4 ] && skip "cannot sample here: $(head -1 "$T/probe.out")"
+[ $rc -eq 0 ] || skip "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
+WL="numeric sidetraces flushstorm nested openresty"
+echo "1..8"
+
+# 1. the FFI trace and the loop trace against the script's own clock
+"$J" profile -o "$T/a" -- "$LJ" tests/lua/vmstates.lua 1.5 >"$T/a.out" 2>"$T/a.err"
+if out=$(python3 - "$T/a/vmprofile.json" "$T/a.out" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+kv = {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    if len(f) >= 3 and f[0] in ("PHASE", "SHARE", "LINE"):
+        kv[(f[0], f[1])] = float(f[2])
+    if l.startswith("CPU "):
+        kv["cpu"] = float(l.split()[1])
+st = v["states"]
+cpu = kv["cpu"]
+ffi_s = kv[("SHARE", "ffi")] * kv[("PHASE", "ffiloop")]
+arith_s = kv[("PHASE", "arith")]
+allsamp = v["samples"] + v["no_vmstate"]
+ffl, arl = int(kv[("LINE", "ffi")]), int(kv[("LINE", "arith")])
+# the FFI trace: the one with the most ffi samples; the loop trace: the
+# one whose Lua lines are arith's line
+tr = v["traces"]
+ft = max(tr, key=lambda t: t["counts"][st.index("ffi")])
+lt = max(tr, key=lambda t: sum(n for w, n in t["lines"] if w.endswith(":%d" % arl)))
+obs_ffi = 100.0 * ft["counts"][st.index("ffi")] / allsamp
+exp_ffi = 100.0 * ffi_s / cpu
+obs_loop = 100.0 * lt["counts"][st.index("loop")] / allsamp
+exp_loop = 100.0 * arith_s / cpu
+head = lt["counts"][st.index("head")]
+bad = []
+if abs(obs_ffi - exp_ffi) > 3: bad.append("ffi")
+if abs(obs_loop - exp_loop) > 3: bad.append("loop")
+if head > 0.03 * lt["samples"]: bad.append("head")
+print("FFI trace %s: ffi %.1f%% of all samples vs %.1f%% of the thread's CPU in the calls; "
+      "loop trace %s: loop %.1f%% vs %.1f%% (head %d of %d samples); %d samples"
+      % (ft["name"], obs_ffi, exp_ffi, lt["name"], obs_loop, exp_loop, head, lt["samples"], allsamp))
+sys.exit(1 if bad else 0)
+PY
+); then
+	ok "FFI and loop shares within 3 points: $out"
+else
+	notok "FFI and loop shares within 3 points" "$out" "$(tail -2 "$T/a.err")"
+fi
+
+# 2. the table and --json
+"$J" vmprofile "$T/a" >"$T/a.txt" 2>&1
+"$J" vmprofile --json -n 0 "$T/a" >"$T/a.json" 2>&1
+if grep -q '^VM states (as luajit -jp=v):' "$T/a.txt" && grep -qE '^ +[0-9]+ +[0-9]+ .*TRACE_[0-9]+::tests/lua/vmstates.lua:[0-9]+' "$T/a.txt" &&
+	python3 -c '
+import json,sys
+a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
+sys.exit(0 if a["traces"]==b["traces"] and a["state_totals"]==b["state_totals"] else 1)' "$T/a/vmprofile.json" "$T/a.json"; then
+	ok "vmprofile DIR prints the table; --json gives profile's numbers back"
+else
+	notok "vmprofile DIR prints the table; --json gives profile's numbers back" "$(head -5 "$T/a.txt")"
+fi
+
+# 3-7. totals against luajit -jp=v, one run sampled by both
+for w in $WL; do
+	case $w in flushstorm) s=$(python3 -c "print(1.5*$SCALE)") ;; *) s=$(python3 -c "print(10*$SCALE)") ;; esac
+	"$J" profile -o "$T/$w" -- "$LJ" -jp=vri1 bench/workloads/$w.lua "$s" >"$T/$w.out" 2>"$T/$w.err"
+	if out=$(python3 - "$T/$w/vmprofile.json" "$T/$w.out" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+jp = {}
+for l in open(sys.argv[2]):
+    f = l.strip().split(None, 1)
+    if len(f) == 2 and f[0].isdigit():
+        jp[f[1]] = int(f[0])
+tot = v["jpv_totals"]
+names = {"compiled": "Compiled", "interpreted": "Interpreted", "c": "C code",
+         "gc": "Garbage Collector", "jit": "JIT Compiler"}
+jt = sum(jp.get(x, 0) for x in names.values())
+ot = sum(tot.values())
+worst, parts = 0.0, []
+for k, name in names.items():
+    a = 100.0 * tot[k] / ot
+    b = 100.0 * jp.get(name, 0) / jt
+    worst = max(worst, abs(a - b))
+    parts.append("%s %.1f/%.1f" % (k, a, b))
+print("%s (ours/-jp=v; %d/%d samples, %d of ours in the module's handlers; worst %.1f)"
+      % (", ".join(parts), ot, jt, v["module_samples"], worst))
+sys.exit(0 if jt >= 200 and worst <= 3 else 1)
+PY
+	); then
+		ok "$w: VM-state totals within 3 points of -jp=v: $out"
+	else
+		notok "$w: VM-state totals within 3 points of -jp=v" "$out" "$(tail -2 "$T/$w.err")"
+	fi
+done
+
+# 8. -p and top on a running process (started with the module and its
+# source maps)
+JITSFRAME_LUAMAP=1 "$J" run -- "$LJ" tests/lua/vmstates.lua 3 >"$T/p.out" 2>&1 &
+bg=$!
+sleep 1.5
+lp=$(pgrep -P $bg -n luajit || echo $bg)
+"$J" vmprofile -p "$lp" -d 1 >"$T/p.txt" 2>&1
+prc=$?
+"$J" top -p "$lp" -n 2 >"$T/top.txt" 2>&1
+trc=$?
+wait $bg
+if [ $prc -eq 0 ] && [ $trc -eq 0 ] && grep -q 'TRACE_[0-9]*::tests/lua/vmstates.lua' "$T/p.txt" &&
+	[ "$(grep -c '^jitsframe top:' "$T/top.txt")" = 2 ] && ! grep -q $'\033' "$T/top.txt"; then
+	ok "vmprofile -p and top -p -n 2 (plain text, no escapes off a tty): $(grep '^VM states' "$T/p.txt")"
+else
+	notok "vmprofile -p and top -p -n 2" "exit $prc/$trc" "$(head -4 "$T/p.txt")" "$(head -3 "$T/top.txt")"
+fi
+[ $fails -eq 0 ]
