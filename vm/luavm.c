@@ -118,6 +118,38 @@ static int64_t pt_line(const struct lv_layout *lv, uintptr_t pt, uint32_t pos)
 	return first + ((const uint32_t *)li)[pos];
 }
 
+/* Where bytecode position pos of Lua function fn begins in the source,
+ * through the layout verified at start(): the chunk name (its '@' or '='
+ * dropped; the end of a long one kept) into file, the line (as funcinfo's
+ * currentline) into *line. 0, or -1 (layout not verified, not a Lua
+ * function, pos outside it): then ask jit.util. */
+int vm_luavm_pos(const struct vmod *m, const void *fn, uint32_t pos, char *file,
+		 size_t filelen, uint32_t *line)
+{
+	const struct lv_layout *lv = &m->lv;
+	if (m->lv_state != 1 || !fn || filelen < 2)
+		return -1;
+	uintptr_t f = (uintptr_t)fn;
+	if (*(const uint8_t *)(f + lv->fn_ffid) != 0) /* C or builtin */
+		return -1;
+	uintptr_t pt = (uintptr_t)rd64(f + lv->fn_pc) - lv->pt_size;
+	/* funcinfo gives a currentline for pos < sizebc only */
+	int64_t ln = pos < rd32(pt + lv->pt_sizebc) ? pt_line(lv, pt, pos) : 0;
+	uintptr_t str = (uintptr_t)rd64(pt + lv->pt_chunkname);
+	if (ln < 0 || !str)
+		return -1;
+	const char *src = (const char *)(str + lv->str_data);
+	size_t n = rd32(str + lv->str_len);
+	if (n && (*src == '@' || *src == '='))
+		src++, n--;
+	if (n >= filelen) /* keep the end of long paths */
+		src += n - (filelen - 1), n = filelen - 1;
+	memcpy(file, src, n);
+	file[n] = 0;
+	*line = (uint32_t)ln;
+	return 0;
+}
+
 /* Level lev of the Lua API against frame f of our walk. */
 static int same_level(struct lvck *c, lua_State *L, int lev, uintptr_t fn,
 		      uint64_t pc)
