@@ -59,7 +59,7 @@ static uint64_t mono_ns(void)
 
 struct acc {
 	int pid;
-	uint64_t samples, frames, trace_samples, bytes, depth_stops;
+	uint64_t samples, frames, trace_samples, bytes, depth_stops, kernel;
 };
 static int on_event(const struct smp_event *e, void *ctx)
 {
@@ -73,6 +73,7 @@ static int on_event(const struct smp_event *e, void *ctx)
 			  s->nframes * sizeof(struct smp_frame) + 7) &
 			 ~7ull);
 	a->depth_stops += s->stop == SMP_STOP_DEPTH;
+	a->kernel += (s->flags & SMP_F_IN_KERNEL) != 0;
 	for (unsigned i = 0; i < s->nframes; i++)
 		if (s->frames[i].fn_start) {
 			a->trace_samples++;
@@ -90,7 +91,7 @@ static void run_for(struct smp *s, struct acc *a, uint64_t ms)
 }
 
 struct res {
-	double us, frames, trace_pct, bytes;
+	double us, frames, trace_pct, bytes, kernel_pct;
 };
 
 static int cmp_d(const void *x, const void *y)
@@ -104,20 +105,29 @@ static double med(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* one measurement of a watched child */
-static int measure(int pid, uint64_t ms, double per_other, struct res *r,
-		   char *msg, size_t ml)
+static int c_child(int depth);
+static int lua_child(const char *lua, const char *scale);
+
+/* one measurement of a child started once the program is loaded (its
+ * verification takes a varying part of a second: the window is then the
+ * same part of the workload whatever the program's size); *pid is the
+ * child, to be killed by the caller */
+static int measure(const char *lua, int depth, int *pid, uint64_t ms,
+		   double per_other, uint32_t maxf, struct res *r, char *msg,
+		   size_t ml)
 {
 	struct smp *s;
-	struct smp_opts o = {.sz = sizeof(o), .hz = 999};
+	struct smp_opts o = {.sz = sizeof(o), .hz = 999, .max_frames = maxf};
 	int err = smp_open(&s, &o, msg, ml);
+	*pid = -1;
 	if (err)
 		return err;
-	if ((err = smp_watch(s, pid, NULL, msg, ml))) {
+	*pid = lua ? lua_child(lua, "4") : c_child(depth);
+	if ((err = smp_watch(s, *pid, NULL, msg, ml))) {
 		smp_close(s);
 		return err;
 	}
-	struct acc a = {.pid = pid};
+	struct acc a = {.pid = *pid};
 	struct smp_stats st0, st;
 	smp_stats(s, &st0);
 	run_for(s, &a, ms);
@@ -131,6 +141,7 @@ static int measure(int pid, uint64_t ms, double per_other, struct res *r,
 	r->frames = (double)a.frames / (double)a.samples;
 	r->trace_pct = 100.0 * (double)a.trace_samples / (double)a.samples;
 	r->bytes = (double)a.bytes / (double)a.samples;
+	r->kernel_pct = 100.0 * (double)a.kernel / (double)a.samples;
 	return 0;
 }
 
@@ -157,10 +168,10 @@ static int c_child(int depth)
 {
 	int pid = fork();
 	if (pid == 0) {
-		/* rec(d) is d + 1 frames, with spin; main,
-		 * __libc_start_call_main,
-		 * __libc_start_main and _start are 4 more */
-		rec(depth - 5 > 0 ? depth - 5 : 0);
+		/* rec(d) is d + 1 frames, with spin; measure, main,
+		 * __libc_start_call_main, __libc_start_main and _start are
+		 * 5 more */
+		rec(depth - 6 > 0 ? depth - 6 : 0);
 		_exit(0);
 	}
 	usleep(20000);
@@ -225,17 +236,27 @@ int main(int argc, char **argv)
 	printf("sampler_bench: 999 Hz, %llu ms x %d runs, medians; a sample "
 	       "of an unwatched process costs %.2f us (taken out)\n",
 	       (unsigned long long)ms, reps, per_other / 1000.0);
-	static const int depths[] = {5, 16, 64, 128};
-	double at64 = -1, base = -1;
-	for (unsigned d = 0; d < sizeof(depths) / sizeof(depths[0]); d++) {
+	/* max 1: the leaf frame alone (its row found, the caller's return
+	 * address read), the per-sample part against which the LuaJIT
+	 * leaf's (a trace frame's) cost shows */
+	static const int depths[] = {5, 5, 16, 64, 128};
+	static const uint32_t maxfs[] = {1, 0, 0, 0, 0};
+	double at64 = -1, base = -1, leaf = -1;
+	e = getenv("SAMPLER_BENCH_ONLY");
+	int lua_only = e && !strcmp(e, "lua");
+	for (unsigned d = 0;
+	     d < (lua_only ? 1 : sizeof(depths) / sizeof(depths[0])); d++) {
 		double us[15], fr[15], by[15];
 		int n = 0;
 		for (int i = 0; i < reps; i++) {
-			int pid = c_child(depths[d]);
+			int pid;
 			struct res r;
-			err = measure(pid, ms, per_other, &r, msg, sizeof(msg));
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
+			err = measure(NULL, depths[d], &pid, ms, per_other,
+				      maxfs[d], &r, msg, sizeof(msg));
+			if (pid > 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+			}
 			if (err) {
 				printf("  C depth %d: %s (%d)\n", depths[d],
 				       msg, err);
@@ -247,6 +268,11 @@ int main(int argc, char **argv)
 		if (!n)
 			continue;
 		double u = med(us, n), f = med(fr, n), b = med(by, n);
+		if (maxfs[d]) {
+			leaf = u;
+			printf("  C, leaf only: %5.2f us per sample\n", u);
+			continue;
+		}
 		if (depths[d] == 5)
 			base = u;
 		if (depths[d] == 64)
@@ -258,31 +284,44 @@ int main(int argc, char **argv)
 			   ? "  [same-run baseline: the shallowest C stack]"
 			   : "");
 	}
-	if (access("build/lua/jitsframe.so", R_OK) == 0) {
-		double us[15], fr[15], tp[15], by[15];
+	for (uint32_t maxf = 0;
+	     maxf < 2 && access("build/lua/jitsframe.so", R_OK) == 0; maxf++) {
+		double us[15], fr[15], tp[15], by[15], kp[15];
 		int n = 0;
 		for (int i = 0; i < reps; i++) {
-			int pid = lua_child(lua, "4");
+			int pid;
 			struct res r;
-			err = measure(pid, ms, per_other, &r, msg, sizeof(msg));
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
+			err = measure(lua, 0, &pid, ms, per_other, maxf, &r,
+				      msg, sizeof(msg));
+			if (pid > 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+			}
 			if (err) {
 				printf("  LuaJIT: %s (%d)\n", msg, err);
 				continue;
 			}
 			us[n] = r.us, fr[n] = r.frames, tp[n] = r.trace_pct;
-			by[n] = r.bytes;
+			by[n] = r.bytes, kp[n] = r.kernel_pct;
 			n++;
 		}
-		if (n)
+		if (n && !maxf)
 			printf("  LuaJIT numeric.lua through traces: %5.2f us "
 			       "per sample (%.1f frames, %.0f%% of samples in "
-			       "trace code, %.0f ring bytes)\n",
-			       med(us, n), med(fr, n), med(tp, n), med(by, n));
-	} else {
-		printf("  LuaJIT: build/lua/jitsframe.so missing: skipped\n");
+			       "trace code, %.0f%% in the kernel with its "
+			       "stack, %.0f ring bytes)\n",
+			       med(us, n), med(fr, n), med(tp, n), med(kp, n),
+			       med(by, n));
+		else if (n)
+			printf(
+			    "  LuaJIT, leaf only: %5.2f us per sample (%.0f%% "
+			    "in trace code, %.0f%% in the kernel; %.2f us "
+			    "more than the C leaf)\n",
+			    med(us, n), med(tp, n), med(kp, n),
+			    med(us, n) - leaf);
 	}
+	if (access("build/lua/jitsframe.so", R_OK))
+		printf("  LuaJIT: build/lua/jitsframe.so missing: skipped\n");
 	if (pwrite(sfd, &old, 1, 0) != 1)
 		perror("bpf_stats_enabled");
 	close(sfd);
