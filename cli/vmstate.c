@@ -327,7 +327,7 @@ static void pct(uint64_t part, uint64_t whole, char *out, size_t cap)
 void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title)
 {
 	cli_vmp_sort(v);
-	int cols[CLI_VS__N], nc = 0, multi = 0;
+	int cols[CLI_VS__N] = {0}, nc = 0, multi = 0;
 	for (int s = 0; s < CLI_VS__N; s++)
 		if (s != CLI_VS_TRACE || v->state[s])
 			cols[nc++] = s;
@@ -616,7 +616,14 @@ int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml)
 		if (len < cap)
 			break;
 		cap *= 2;
-		b = realloc(b, cap);
+		char *nb = realloc(b, cap);
+		if (!nb) {
+			free(b);
+			fclose(f);
+			snprintf(msg, ml, "%s: out of memory", path);
+			return -1;
+		}
+		b = nb;
 	}
 	fclose(f);
 	struct jp j = {b, b + len, 0};

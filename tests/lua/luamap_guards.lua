@@ -2,7 +2,7 @@
 local t = {}
 for i = 1, 200 do t[i] = i % 7 end
 local s = 0
-for r = 1, 30000 do
+for r = 1, tonumber(arg and arg[1]) or 150000 do
   for i = 1, 200 do
     local v = t[i]
     if v > 3 then
