@@ -317,6 +317,14 @@ static void check_raw(struct pctx *c, const struct smp_event *e)
 		return;
 	}
 	int k = 0;
+	for (int i = 0; i < n && i < nk; i++)
+		if (s->frames[i].fn_start && fr[i].jit_area &&
+		    !fr[i].is_trace) {
+			/* the kernel named a region function this side's view
+			 * does not hold at that time: no oracle for it */
+			c->nomaps++;
+			return;
+		}
 	for (; k < n && k < nk; k++) {
 		const struct smp_frame *sf = &s->frames[k];
 		bool tr = sf->fn_start != 0;
@@ -516,7 +524,9 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	     (s->stop == SMP_STOP_NO_REGION && q->region))) {
 		uint16_t ustop = stop;
 		uint16_t n = user_walk(c, e, uf, &ustop);
-		if (n > nf || (n == nf && ustop == SMP_STOP_OUTERMOST)) {
+		/* only a complete walk replaces the kernel's: one that stops
+		 * early here too (this side's view incomplete) does not */
+		if (ustop == SMP_STOP_OUTERMOST && n >= nf) {
 			frames = uf;
 			nf = n;
 			stop = ustop;
@@ -1199,7 +1209,8 @@ int cmd_profile(int argc, char **argv)
 			       (unsigned)SMP_RAW_STACK);
 		if (cx->nomaps)
 			printf("; %llu more this side could not place (the "
-			       "process's mappings were gone when read)",
+			       "process's mappings or region function were not "
+			       "in its view)",
 			       (unsigned long long)cx->nomaps);
 		if (cx->short_walks)
 			printf("; %llu more where the kernel's walk agreed up "
