@@ -395,6 +395,20 @@ void vm_luavm_check(struct vmod *m, lua_State *L, const struct lj_layout *vl)
 		fail(c, "cannot load the check");
 		goto done;
 	}
+	/* the check's code stays interpreted, and never touches the hot
+	 * counters the program's own loops and calls share (they are hashed
+	 * by pc): jit.off(chunk, true) makes its loops and functions the
+	 * counting-free I-variants, so the JIT's decisions in the program are
+	 * the same with the module as without it (tests/t_coexist.sh) */
+	int chunk = lua_gettop(L);
+	if (vm_require(L, "jit") == 0 && lua_istable(L, -1)) {
+		lua_getfield(L, -1, "off");
+		lua_pushvalue(L, chunk);
+		lua_pushboolean(L, 1);
+		if (lua_pcall(L, 2, 0, 0))
+			lua_pop(L, 1);
+	}
+	lua_settop(L, chunk);
 	lua_pushcfunction(L, ck_walk);
 	lua_sethook(L, ck_hook, LUA_MASKCOUNT, 1);
 	int e = lua_pcall(L, 1, 1, 0);
