@@ -172,6 +172,19 @@ uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
 			 const struct uframe *fr, int n,
 			 const struct cli_extra *ex, uint32_t nex,
 			 struct pframe *out, uint32_t max);
+/* The programs the samples' processes run (uw_exe), counted: the most
+ * sampled is profile.pb.gz's main binary (report and profile). */
+struct cli_exes {
+	struct {
+		char *path;
+		uint64_t n;
+	} e[16];
+	size_t n;
+};
+void cli_exes_add(struct cli_exes *x, const char *path);
+/* The most sampled program, or NULL if none was counted. */
+const char *cli_exes_top(const struct cli_exes *x);
+void cli_exes_free(struct cli_exes *x);
 int cli_write_profiles(const struct prof *prof, const char *dir,
 		       const char *who, char *wrote, size_t wlen);
 /* `audit replay ...`, argv[0] = "replay" (cli/audit_replay.c) */

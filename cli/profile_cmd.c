@@ -603,28 +603,8 @@ static int on_sample(const struct smp_event *e, void *ctx)
 struct sumr {
 	uint64_t samples, through, through_main, complete, unpub, unnamed;
 	uint64_t stop[SMP_STOP__N], stop_through[SMP_STOP__N];
-	struct {
-		char *path;
-		uint64_t n;
-	} exe[16];
-	size_t nexe;
+	struct cli_exes exes; /* profile.pb.gz's main binary */
 };
-
-static void count_exe(struct sumr *m, const char *path)
-{
-	if (!path)
-		return;
-	size_t k = 0;
-	while (k < m->nexe && strcmp(m->exe[k].path, path))
-		k++;
-	if (k == m->nexe) {
-		if (k == sizeof(m->exe) / sizeof(m->exe[0]) ||
-		    !(m->exe[k].path = strdup(path)))
-			return;
-		m->nexe++;
-	}
-	m->exe[k].n++;
-}
 
 static void lua_pframe(const struct klua *l, struct pframe *p)
 {
@@ -726,7 +706,7 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 		    c->u, k.pid, k.time, c->frames, fr, k.nframes, ex, nex,
 		    all + nk, 2 * SMP_MAX_FRAMES + SMP_MAX_LFRAMES);
 		if (k.nframes)
-			count_exe(m, uw_exe(c->u, k.pid));
+			cli_exes_add(&m->exes, uw_exe(c->u, k.pid));
 		m->stop[stop]++;
 		if (stop == SMP_STOP_OUTERMOST)
 			m->complete++;
@@ -1149,13 +1129,8 @@ int cmd_profile(int argc, char **argv)
 		free(m);
 		goto out;
 	}
-	if (m->nexe) {
-		size_t best = 0;
-		for (size_t k = 1; k < m->nexe; k++)
-			if (m->exe[k].n > m->exe[best].n)
-				best = k;
-		prof_set_main(prof, m->exe[best].path);
-	}
+	if (m->exes.n)
+		prof_set_main(prof, cli_exes_top(&m->exes));
 	char wrote[1024] = "";
 	rc = cli_write_profiles(prof, adir, WHO, wrote, sizeof(wrote));
 	if (cx->nvs && write_vmprof(cx, adir, (uint32_t)freq, run_s))
@@ -1225,8 +1200,7 @@ int cmd_profile(int argc, char **argv)
 	if (cx->dump && fclose(cx->dump) && rc == EX_OK)
 		rc = EX_FAIL;
 	cx->dump = NULL;
-	for (size_t k = 0; k < m->nexe; k++)
-		free(m->exe[k].path);
+	cli_exes_free(&m->exes);
 	free(m);
 	prof_free(prof);
 	if (child > 0 && exited && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {

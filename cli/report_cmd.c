@@ -78,35 +78,13 @@ struct rep {
 		char comm[32];
 	} noreg[8];
 	size_t nnoreg, noreg_more;
-	/* the programs the samples' processes run (uw_exe), counted: the
-	 * most sampled is profile.pb.gz's main binary */
-	struct {
-		char *path;
-		uint64_t n;
-	} exe[16];
-	size_t nexe;
-	int frames; /* enum cli_frames */
+	struct cli_exes exes; /* profile.pb.gz's main binary */
+	int frames;	      /* enum cli_frames */
 	struct uframe fr[UW_MAX];
 	struct pframe pf[2 * UW_MAX];	      /* with Lua frames */
 	struct pframe all[KMAX + 2 * UW_MAX]; /* kernel frames, then pf */
 	int err;
 };
-
-static void count_exe(struct rep *r, const char *path)
-{
-	if (!path)
-		return;
-	size_t k = 0;
-	while (k < r->nexe && strcmp(r->exe[k].path, path))
-		k++;
-	if (k == r->nexe) {
-		if (k == sizeof(r->exe) / sizeof(r->exe[0]) ||
-		    !(r->exe[k].path = strdup(path)))
-			return;
-		r->nexe++;
-	}
-	r->exe[k].n++;
-}
 
 static int on_event(const struct pd_event *e, void *ctx)
 {
@@ -130,7 +108,7 @@ static int on_event(const struct pd_event *e, void *ctx)
 	}
 	if (n > 0) {
 		r->with_user++;
-		count_exe(r, uw_exe(r->u, e->u.s.pid));
+		cli_exes_add(&r->exes, uw_exe(r->u, e->u.s.pid));
 	}
 	r->why[why]++;
 	if (why == STOP_NO_REGION) {
@@ -452,14 +430,9 @@ int report_run(const struct report_opts *opts)
 			(unsigned long long)st.rows_cfi);
 	}
 	char wrote[1024] = "";
-	if (r->prof && r->nexe) {
-		size_t best = 0;
-		for (size_t k = 1; k < r->nexe; k++)
-			if (r->exe[k].n > r->exe[best].n)
-				best = k;
-		if (prof_set_main(r->prof, r->exe[best].path) && !r->err)
-			r->err = -ENOMEM;
-	}
+	if (r->prof && r->exes.n &&
+	    prof_set_main(r->prof, cli_exes_top(&r->exes)) && !r->err)
+		r->err = -ENOMEM;
 	if (r->prof && cli_write_profiles(r->prof, dir, "jitsframe report",
 					  wrote, sizeof(wrote)))
 		rc = EX_FAIL;
@@ -546,8 +519,7 @@ out:
 	if (r->prof)
 		prof_free(r->prof);
 	uw_free(r->u);
-	for (size_t k = 0; k < r->nexe; k++)
-		free(r->exe[k].path);
+	cli_exes_free(&r->exes);
 	free(r);
 	traces_free(t);
 	pd_close(pd);

@@ -152,3 +152,35 @@ void cli_add_children(int *pids, int *n, int max, int master)
 	if (d)
 		closedir(d);
 }
+
+void cli_exes_add(struct cli_exes *x, const char *path)
+{
+	if (!path)
+		return;
+	size_t k = 0;
+	while (k < x->n && strcmp(x->e[k].path, path))
+		k++;
+	if (k == x->n) {
+		if (k == sizeof(x->e) / sizeof(x->e[0]) ||
+		    !(x->e[k].path = strdup(path)))
+			return;
+		x->n++;
+	}
+	x->e[k].n++;
+}
+
+const char *cli_exes_top(const struct cli_exes *x)
+{
+	size_t best = 0;
+	for (size_t k = 1; k < x->n; k++)
+		if (x->e[k].n > x->e[best].n)
+			best = k;
+	return x->n ? x->e[best].path : NULL;
+}
+
+void cli_exes_free(struct cli_exes *x)
+{
+	for (size_t k = 0; k < x->n; k++)
+		free(x->e[k].path);
+	x->n = 0;
+}
