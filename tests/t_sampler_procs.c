@@ -36,58 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile uint64_t *truth; /* the chain's RAs: spin, c, b, a, a' */
-static volatile unsigned long sink;
-
-__attribute__((noinline)) static void spin(void)
-{
-	truth[0] = (uint64_t)__builtin_return_address(0);
-	for (unsigned long i = 0; i < 2000000; i++)
-		sink += i;
-	__asm__ volatile("" ::: "memory");
-}
-__attribute__((noinline)) static void chain_c(void)
-{
-	truth[1] = (uint64_t)__builtin_return_address(0);
-	spin();
-	sink++;
-}
-__attribute__((noinline)) static void chain_b(void)
-{
-	truth[2] = (uint64_t)__builtin_return_address(0);
-	chain_c();
-	sink++;
-}
-__attribute__((noinline)) static void chain_a(void)
-{
-	uint64_t ra = (uint64_t)__builtin_return_address(0);
-	if (!truth[3])
-		truth[3] = ra;
-	else if (ra != truth[3])
-		truth[4] = ra;
-	chain_b();
-	sink++;
-}
-
-static int skip_or_fail(const char *why)
-{
-	const char *ci = getenv("CI");
-	if (ci && !strcmp(ci, "true")) {
-		printf("not ok 1 - the sampler can run (CI=true: required): "
-		       "%s\n1..1\n",
-		       why);
-		return 1;
-	}
-	printf("1..0 # SKIP %s\n", why);
-	return 0;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "smp_child.h"
 
 /* ---- C chain children */
 struct cchild {
