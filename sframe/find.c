@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct found {
@@ -148,6 +149,52 @@ static int from_maps(int pid, char *path, size_t len, struct found *f,
 	return found;
 }
 
+/*
+ * A lower bound, in CLOCK_MONOTONIC ns (the clock of create_ns), of when
+ * the live process pid started; 0 when it is not alive or unreadable.
+ * /proc/P/stat's starttime is in clock ticks of CLOCK_BOOTTIME; the two
+ * clocks differ by the time suspended, which only grows, so subtracting
+ * today's difference (and a tick) never puts the start after the truth.
+ */
+static uint64_t start_mono_lb(int pid)
+{
+	char sp[64], buf[1024];
+	snprintf(sp, sizeof(sp), "/proc/%d/stat", pid);
+	int fd = open(sp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* after the ")" closing comm: state is field 3, starttime 22 */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 3; field < 22 && p; field++) /* to " starttime" */
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return 0;
+	char *end;
+	unsigned long long ticks = strtoull(p + 1, &end, 10);
+	long hz = sysconf(_SC_CLK_TCK);
+	if (end == p + 1 || hz <= 0)
+		return 0;
+	struct timespec b, m;
+	if (clock_gettime(CLOCK_BOOTTIME, &b) ||
+	    clock_gettime(CLOCK_MONOTONIC, &m))
+		return 0;
+	uint64_t boot =
+	    (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+	uint64_t mono =
+	    (uint64_t)m.tv_sec * 1000000000ull + (uint64_t)m.tv_nsec;
+	uint64_t tick = 1000000000ull / (uint64_t)hz;
+	uint64_t start = ticks * tick, slack = (boot - mono) + tick;
+	return start > slack ? start - slack : 0;
+}
+
 /* Is `d` (a directory name jitsframe-UID under tmp) a directory owned by
  * UID and closed to others? */
 static bool good_dir(const char *tmp, const char *d)
@@ -171,6 +218,12 @@ static int from_dirs(int pid, uint64_t not_after, char *path, size_t len,
 	DIR *d = opendir(tmp);
 	struct dirent *de;
 	int found = 0;
+	/* a region created before the live process P started was another
+	 * process's of the same pid (pids are reused; regions outlive
+	 * their producers) */
+	uint64_t born = start_mono_lb(pid);
+	if (not_after && born > not_after)
+		born = 0; /* samples older than the live P: not its */
 	while (d && (de = readdir(d))) {
 		if (strncmp(de->d_name, "jitsframe-", 10) ||
 		    !good_dir(tmp, de->d_name))
@@ -181,7 +234,8 @@ static int from_dirs(int pid, uint64_t not_after, char *path, size_t len,
 			     pid) >= (int)sizeof(p))
 			continue;
 		if (is_region_of(p, false, (uint32_t)pid, not_after, &cns, f) <=
-		    0)
+			0 ||
+		    cns < born)
 			continue;
 		if (!f->have || cns > f->create_ns) {
 			f->have = true;

@@ -166,6 +166,52 @@ int main(void)
 		unlink(want);
 	}
 
+	CASE("pid reused: a dead producer's file is not the region of the "
+	     "live process that now has its pid")
+	{
+		/* a region left by a producer that exited ... */
+		pid_t d = producer(NULL, 0, 0, NULL, NULL);
+		CHECK(d > 0, "producer failed");
+		if (d <= 0)
+			break;
+		reap(d, -1);
+		uint64_t t_dead = jsf_now_ns();
+		usleep(30000); /* more than a clock tick of /proc/P/stat */
+		/* ... and a live process without one, given that file
+		 * under its pid as if the pid had come round again */
+		int hold[2];
+		CHECK_EQ(pipe(hold), 0);
+		pid_t q = fork();
+		if (q == 0) {
+			char ch;
+			close(hold[1]);
+			while (read(hold[0], &ch, 1) > 0)
+				;
+			_exit(0);
+		}
+		close(hold[0]);
+		char dead[512], live[512];
+		snprintf(dead, sizeof(dead), "%s/%d.region", udir, (int)d);
+		snprintf(live, sizeof(live), "%s/%d.region", udir, (int)q);
+		CHECK_EQ(rename(dead, live), 0);
+		int fd = open(live, O_RDWR);
+		uint32_t qpid = (uint32_t)q;
+		CHECK(fd >= 0 && pwrite(fd, &qpid, 4, 64) == 4, "patch pid");
+		/* created before q started: not q's */
+		CHECK_EQ(jsf_region_find(q, 0, got, sizeof(got)), -ENOENT);
+		/* but it serves samples from before q (the old process's) */
+		CHECK_EQ(jsf_region_find(q, t_dead, got, sizeof(got)), 0);
+		/* the same file created after q started is q's */
+		uint64_t now = jsf_now_ns();
+		CHECK(fd >= 0 && pwrite(fd, &now, 8, 48) == 8, "patch time");
+		CHECK_EQ(jsf_region_find(q, 0, got, sizeof(got)), 0);
+		CHECK(!strcmp(got, live), "found '%s', want '%s'", got, live);
+		if (fd >= 0)
+			close(fd);
+		unlink(live);
+		reap(q, hold[1]);
+	}
+
 	CASE("bad arguments")
 	{
 		CHECK_EQ(jsf_region_find(0, 0, got, sizeof(got)), -EINVAL);

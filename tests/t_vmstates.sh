@@ -155,7 +155,8 @@ done
 
 # 8. -p and top on a running process (started with the module and its
 # source maps)
-JITSFRAME_LUAMAP=1 "$J" run -- "$LJ" tests/lua/vmstates.lua 3 >"$T/p.out" 2>&1 &
+# (phases long enough for both under a loaded machine: stopped once done)
+JITSFRAME_LUAMAP=1 "$J" run -- "$LJ" tests/lua/vmstates.lua 20 >"$T/p.out" 2>&1 &
 bg=$!
 sleep 1.5
 lp=$(pgrep -P $bg -n luajit || echo $bg)
@@ -163,6 +164,7 @@ lp=$(pgrep -P $bg -n luajit || echo $bg)
 prc=$?
 "$J" top -p "$lp" -n 2 >"$T/top.txt" 2>&1
 trc=$?
+kill "$lp" 2>/dev/null
 wait $bg
 if [ $prc -eq 0 ] && [ $trc -eq 0 ] && grep -q 'TRACE_[0-9]*::tests/lua/vmstates.lua' "$T/p.txt" &&
 	[ "$(grep -c '^jitsframe top:' "$T/top.txt")" = 2 ] && ! grep -q $'\033' "$T/top.txt"; then
