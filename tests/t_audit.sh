@@ -15,12 +15,10 @@
 #    finishes normally, the log decodes and ends with the "log stopped" note.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_audit-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 LJ2_DIR=${LJ2_DIR:-$PWD/build/luajit2}
 VMS=${JSF_VMS:-"debian openresty"}
 export LUA_CPATH="$PWD/build/lua/?.so;;"

@@ -11,13 +11,10 @@
 # off; a bad RAWCHECK value is refused by start().
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_audit_raw-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-skip() { n=$((n + 1)); echo "ok $n - # SKIP $1"; }
 val() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 
 LJ2=build/luajit2/usr/bin/luajit
@@ -35,7 +32,7 @@ run() {
 WL="numeric:0.2 sidetraces:0.05 flushstorm:0.1 nested:0.2 openresty:0.2"
 for vm in debian openresty; do
 	if [ "$vm" = openresty ] && [ ! -x "$LJ2" ]; then
-		skip "OpenResty luajit2 not unpacked (scripts/install-deps)"
+		skip_case "OpenResty luajit2 not unpacked (scripts/install-deps)"
 		continue
 	fi
 	strs=0

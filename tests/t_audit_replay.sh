@@ -23,13 +23,10 @@
 # the pure-Lua capture (tests/vm/audit_capture.lua), bad command lines.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_audit_replay-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-skip() { n=$((n + 1)); echo "ok $n - # SKIP $1"; }
 
 LJ2=build/luajit2/usr/bin/luajit
 LJ2PATH="$PWD/$(ls -d build/luajit2/usr/share/luajit-2.1* 2>/dev/null | head -n 1)/?.lua;;"
@@ -63,7 +60,7 @@ replay() {
 WL="numeric:0.05 sidetraces:0.005 flushstorm:0.04 nested:0.05 openresty:0.05"
 for vm in debian openresty; do
 	if [ "$vm" = openresty ] && [ ! -x "$LJ2" ]; then
-		skip "OpenResty luajit2 not unpacked (scripts/install-deps)"
+		skip_case "OpenResty luajit2 not unpacked (scripts/install-deps)"
 		continue
 	fi
 	for ws in $WL; do

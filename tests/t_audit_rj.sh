@@ -13,6 +13,7 @@
 #    (the record found here with a msgpack walk of our own).
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 D=
 for d in "${JITSFRAME_RAPTORJIT_DATA:-}" ../shared/raptorjit /work/shared/raptorjit; do
@@ -24,9 +25,6 @@ if [ -z "$D" ]; then
 fi
 T=$(mktemp -d /tmp/jsf-t_audit_rj-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 check() {
 	local name=$1 out
 	shift

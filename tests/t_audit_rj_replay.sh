@@ -19,6 +19,7 @@
 #  - the cut log replays its 96 traces, exit 1, the damage message.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 D=
 for d in "${JITSFRAME_RAPTORJIT_DATA:-}" ../shared/raptorjit /work/shared/raptorjit; do
@@ -34,9 +35,6 @@ if ! command -v luajit >/dev/null && [ -z "${JITSFRAME_LUAJIT:-}" ]; then
 fi
 T=$(mktemp -d /tmp/jsf-t_audit_rj_replay-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 check() {
 	local name=$1 out
 	shift

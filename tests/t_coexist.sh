@@ -3,14 +3,12 @@
 # order of start, with jitsframe publishing too (TAP output).
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 W=tests/lua/coexist_work.lua
 T=$(mktemp -d /tmp/jsf-t_coexist-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 # published traces in a region (from its dump)
 logged() { "$J" region dump "$1" --all --json | grep -o '"logged_functions":[0-9]*' | cut -d: -f2; }
 # -jdump's event headers (start, stop, abort, with chunk and line), the

@@ -27,15 +27,10 @@
 # fails.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-$PWD/build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_gdb-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() {
-	n=$((n + 1)); echo "not ok $n - $1"; shift
-	for l in "$@"; do printf '%s\n' "$l" | head -c 4000 | sed 's/^/#   /'; done
-}
 skip_all() {
 	if [ "${CI:-}" = true ]; then echo "1..1"; echo "not ok 1 - $1 (CI=true: required)"; exit 1; fi
 	echo "1..0 # SKIP $1"

@@ -19,12 +19,10 @@
 #  - `make uninstall` leaves no file behind.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 T=$(mktemp -d /tmp/jsf-t_install-XXXXXX)  # DESTDIR: holds the install only
 W=$(mktemp -d /tmp/jsf-t_install-w-XXXXXX) # the test's own files
 trap 'rm -rf "$T" "$W"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 check() { # description, command...: ok when the command succeeds
 	local d=$1
 	shift

@@ -6,11 +6,9 @@
 # synthetic trees, then run on this tree.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 T=$(mktemp -d /tmp/jsf-t_layers-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; }
 
 # a minimal well-layered tree, then one violation at a time
 base() {

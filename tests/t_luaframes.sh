@@ -18,15 +18,13 @@
 #       skipped visibly otherwise, failed under CI=true).
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 W=tests/lua/luaframes.lua
 CHK="python3 tests/luaframes_check.py"
 T=$(mktemp -d /tmp/jsf-t_luaframes-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 skipn() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
 # check NAME TRUTH DIR MODE [MIXED]: the checker's verdict as one TAP line
 check() {

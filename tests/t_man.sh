@@ -13,12 +13,10 @@
 # CI=true, where it fails.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_man-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 PAGES="docs/jitsframe.1 docs/jitsframe.3"
 
 if ! command -v man >/dev/null 2>&1 || ! command -v groff >/dev/null 2>&1; then

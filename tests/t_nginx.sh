@@ -17,14 +17,12 @@
 # init_by_lua_block fix.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 ROOT=$PWD
 J=${JSF_CLI:-$ROOT/build/jitsframe}
 N=${NGX_DIR:-$ROOT/build/nginx}
 NGINX=$N/usr/sbin/nginx
 LIBS=$N/usr/lib/x86_64-linux-gnu
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 skip() {
 	if [ "${CI:-}" = true ]; then notok "$1 (CI=true: required)"; echo "1..$n"; exit 1; fi
 	echo "1..0 # SKIP $1"

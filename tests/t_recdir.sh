@@ -8,14 +8,12 @@
 # Skips without perf, except under CI=true, where it fails.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 W=bench/workloads/numeric.lua
 T=$(mktemp -d /tmp/jsf-t_recdir-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 if ! command -v perf >/dev/null; then
 	if [ "${CI:-}" = true ]; then
 		echo "1..1"; echo "not ok 1 - perf is needed (Debian: linux-perf)"; exit 1

@@ -4,13 +4,11 @@
 # graph parses as XML; every failure path says what happened and keeps data.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 T=$(mktemp -d /tmp/jsf-t_record-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 if ! command -v perf >/dev/null; then
 	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
 	exit 0

@@ -7,13 +7,11 @@
 # addresses across flushes: each sample is named for its own time.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 T=$(mktemp -d /tmp/jsf-t_regnames-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do printf '%s\n' "$l" | head -c 2000 | sed 's/^/#   /'; echo; done; }
 if ! command -v perf >/dev/null; then
 	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
 	exit 0

@@ -18,13 +18,10 @@
 #     `report --auditlog LOG DIR`: the same share.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=$PWD/${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_rjrecord-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do printf '%s\n' "$l" | head -c 2000 | sed 's/^/#   /'; echo; done; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
 
 F=
 for d in "${JITSFRAME_RAPTORJIT_DATA:-}" "$PWD/../shared/raptorjit" /work/shared/raptorjit; do
@@ -37,7 +34,7 @@ if [ -z "$F" ] && [ -z "${RAPTORJIT:-}" ]; then
 	exit 0
 fi
 if [ -z "$F" ]; then
-	skip "region import: RaptorJIT fixtures not found (set JITSFRAME_RAPTORJIT_DATA)"
+	skip_case "region import: RaptorJIT fixtures not found (set JITSFRAME_RAPTORJIT_DATA)"
 else
 	for log in "$F"/*.auditlog; do
 		name=$(basename "$log" .auditlog)
@@ -112,13 +109,13 @@ fi
 # ---- 3. and 4. with a RaptorJIT binary
 RJ=${RAPTORJIT:-}
 if [ -z "$RJ" ]; then
-	skip "record -- \$RAPTORJIT and report --auditlog: RAPTORJIT not set"
+	skip_case "record -- \$RAPTORJIT and report --auditlog: RAPTORJIT not set"
 	echo "1..$n"
 	[ $fails -eq 0 ]
 	exit
 fi
 if ! command -v perf >/dev/null || ! perf stat -e cpu-clock true >/dev/null 2>&1; then
-	skip "record -- \$RAPTORJIT: perf missing or cannot sample here"
+	skip_case "record -- \$RAPTORJIT: perf missing or cannot sample here"
 	echo "1..$n"
 	[ $fails -eq 0 ]
 	exit

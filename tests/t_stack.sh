@@ -13,14 +13,12 @@
 #     copy was too short for this workload) and no more than the copy.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 W=bench/workloads/nested.lua
 T=$(mktemp -d /tmp/jsf-t_stack-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do printf '%s\n' "$l" | head -c 2000 | sed 's/^/#   /'; echo; done; }
 if ! command -v perf >/dev/null || ! perf stat -e cpu-clock true >/dev/null 2>&1; then
 	if [ "${CI:-}" = true ]; then notok "perf works (CI=true: required)"; echo "1..$n"; exit 1; fi
 	echo "1..0 # SKIP perf missing or cannot sample here (scripts/install-deps installs linux-perf)"

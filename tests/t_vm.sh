@@ -18,6 +18,7 @@
 #  - self-tests: the probe and the stepper do report a row that is off.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 PROBE=$PWD/build/tests/libprobe.so
 FAKEFDE=$PWD/build/tests/libfakefde.so
@@ -25,12 +26,6 @@ MCREUSE=$PWD/build/tests/libmcreuse.so
 LJ2_DIR=${LJ2_DIR:-$PWD/build/luajit2}
 T=$(mktemp -d /tmp/jsf-t_vm-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() {
-	n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift
-	for l in "$@"; do printf '%s\n' "$l" | head -c 3000 | sed 's/^/#   /'; echo; done
-}
 unset LUA_INIT LUA_INIT_5_1 JITSFRAME_REGION
 # JSF_MODULE_DIR: test another build of jitsframe.so (e.g. a patched one)
 export LUA_CPATH="${JSF_MODULE_DIR:-$PWD/build/lua}/?.so;;" JSF_PROBE=$PROBE JSF_CLI=$J

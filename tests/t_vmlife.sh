@@ -2,13 +2,11 @@
 # VM-side lifecycle: fork, refusal messages, `jitsframe run` errors (TAP).
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 T=$(mktemp -d /tmp/jsf-t_vmlife-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 
 # fork: parent live and untouched, child has its own closed region
 out=$(LUA_CPATH="build/lua/?.so;;" $LJ tests/lua/fork.lua "$T/r" "$J" 2>&1)

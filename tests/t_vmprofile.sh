@@ -16,6 +16,7 @@
 #    one line on stderr, nothing on stdout.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 D=
 for d in "${JITSFRAME_RAPTORJIT_DATA:-}" ../shared/raptorjit /work/shared/raptorjit; do
@@ -27,9 +28,6 @@ if [ -z "$D" ]; then
 fi
 T=$(mktemp -d /tmp/jsf-t_vmprofile-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 check() { # NAME COMMAND...: ok when COMMAND succeeds, its output as diagnostics
 	local name=$1 out
 	shift

@@ -8,10 +8,8 @@
 # Exactness of the rows themselves is tests/t_vm.sh's (it runs the raw path).
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 LJ2=${LJ2_DIR:-$PWD/build/luajit2}/usr/bin/luajit
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; echo "#   $2"; }
 unset LUA_INIT LUA_INIT_5_1 JITSFRAME_REGION JITSFRAME_VM_RAWFAULT
 export LUA_CPATH="$PWD/build/lua/?.so;;"
 T=$(mktemp -d /tmp/jsf-t_vmraw-XXXXXX)

@@ -6,12 +6,10 @@
 # full: LuaJIT emits nothing outside the subset).
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 W=build/tests/x86len_walk
 T=$(mktemp -d /tmp/jsf-t_x86len-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; }
 [ -x "$W" ] || { echo "1..0 # SKIP $W not built"; exit 0; }
 for bin in "$(command -v luajit)" /usr/lib/x86_64-linux-gnu/libc.so.6; do
 	bin=$(readlink -f "$bin")

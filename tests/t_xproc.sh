@@ -12,12 +12,10 @@
 # the parent's, and the summary names the child's pid with the fix.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_xproc-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 if ! perf stat -e cpu-clock true >/dev/null 2>&1; then
 	if [ "${CI:-}" = true ]; then notok "perf works (CI=true: required)"; echo "1..$n"; exit 1; fi
 	echo "1..0 # SKIP perf cannot sample here"

@@ -1,0 +1,38 @@
+# shellcheck shell=bash
+# The shell tests' TAP helpers, sourced by tests/t_*.sh (from the top of the
+# tree: `. tests/lib.sh`). A test numbers its cases with ok/notok/skip_case,
+# prints its plan, and ends with `[ $fails -eq 0 ]`; scripts/run-tests
+# counts the TAP lines.
+n=0 fails=0
+# ok MSG / notok MSG [DETAIL...]: one case passed / failed (each detail
+# as TAP diagnostics, every line of it prefixed, the first 3000 bytes)
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() {
+	n=$((n + 1)) fails=$((fails + 1))
+	echo "not ok $n - $1"
+	shift
+	for l in "$@"; do printf '%s\n' "$l" | head -c 3000 | sed 's/^/#   /'; done
+}
+# skip_case MSG: one case cannot run here (said, counted as a skip)
+skip_case() { n=$((n + 1)); echo "ok $n - # SKIP $1"; }
+# skip_all_ci MSG: the whole test cannot run here: it skips visibly, but
+# under CI=true (where every capability must be present) it fails
+skip_all_ci() {
+	if [ "${CI:-}" = true ]; then
+		echo "1..1"
+		echo "not ok 1 - $1 (CI=true: BPF sampling must be available)"
+		exit 1
+	fi
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+# need_bpf: root, BTF and a `jitsframe profile` that samples here (a
+# one-second probe in $T/probe; $J is the CLI), else skip_all_ci
+need_bpf() {
+	[ "$(id -u)" = 0 ] || skip_all_ci "not root (profile needs root, or CAP_BPF and CAP_PERFMON)"
+	[ -r /sys/kernel/btf/vmlinux ] || skip_all_ci "no BTF (/sys/kernel/btf/vmlinux)"
+	local rc=0
+	"$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1 || rc=$?
+	[ $rc -eq 4 ] && skip_all_ci "cannot sample here: $(head -1 "$T/probe.out")"
+	[ $rc -eq 0 ] || skip_all_ci "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
+}
