@@ -7,7 +7,10 @@
  *    16, 64 and 128 frames (and 5, the shallowest C stack: the same run's
  *    baseline);
  *  - LuaJIT through traces: bench/workloads/numeric.lua with the module
- *    started (its region), frames per sample as they come.
+ *    started (its region), frames per sample as they come; with its Lua
+ *    frames and VM state (the VM layout its region publishes) and
+ *    without them (smp_opts.no_lua), the difference being what the Lua
+ *    walk costs per sample (issue 13's benchmark).
  * Each is sampled at 999 Hz for SAMPLER_BENCH_MS (1500) ms, REPS (3)
  * times; the medians are printed. The program's runs on samples of other
  * processes (they leave at once) are measured first, alone, and taken
@@ -60,6 +63,7 @@ static uint64_t mono_ns(void)
 struct acc {
 	int pid;
 	uint64_t samples, frames, trace_samples, bytes, depth_stops, kernel;
+	uint64_t lua_samples, lframes;
 };
 static int on_event(const struct smp_event *e, void *ctx)
 {
@@ -72,6 +76,14 @@ static int on_event(const struct smp_event *e, void *ctx)
 	a->bytes += 8 + ((offsetof(struct smp_sample, frames) +
 			  s->nframes * sizeof(struct smp_frame) + 7) &
 			 ~7ull);
+	if (e->lua) { /* its Lua record, a ring record of its own */
+		a->lua_samples++;
+		a->lframes += e->lua->nlframes;
+		a->bytes +=
+		    8 + ((offsetof(struct smp_lua, lf) +
+			  e->lua->nlframes * sizeof(struct smp_lframe) + 7) &
+			 ~7ull);
+	}
 	a->depth_stops += s->stop == SMP_STOP_DEPTH;
 	a->kernel += (s->flags & SMP_F_IN_KERNEL) != 0;
 	for (unsigned i = 0; i < s->nframes; i++)
@@ -91,7 +103,7 @@ static void run_for(struct smp *s, struct acc *a, uint64_t ms)
 }
 
 struct res {
-	double us, frames, trace_pct, bytes, kernel_pct;
+	double us, frames, trace_pct, bytes, kernel_pct, lua_pct, lframes;
 };
 
 static int cmp_d(const void *x, const void *y)
@@ -113,11 +125,12 @@ static int lua_child(const char *lua, const char *scale);
  * same part of the workload whatever the program's size); *pid is the
  * child, to be killed by the caller */
 static int measure(const char *lua, int depth, int *pid, uint64_t ms,
-		   double per_other, uint32_t maxf, struct res *r, char *msg,
-		   size_t ml)
+		   double per_other, uint32_t maxf, int no_lua, struct res *r,
+		   char *msg, size_t ml)
 {
 	struct smp *s;
-	struct smp_opts o = {.sz = sizeof(o), .hz = 999, .max_frames = maxf};
+	struct smp_opts o = {
+	    .sz = sizeof(o), .hz = 999, .max_frames = maxf, .no_lua = no_lua};
 	int err = smp_open(&s, &o, msg, ml);
 	*pid = -1;
 	if (err)
@@ -142,6 +155,9 @@ static int measure(const char *lua, int depth, int *pid, uint64_t ms,
 	r->trace_pct = 100.0 * (double)a.trace_samples / (double)a.samples;
 	r->bytes = (double)a.bytes / (double)a.samples;
 	r->kernel_pct = 100.0 * (double)a.kernel / (double)a.samples;
+	r->lua_pct = 100.0 * (double)a.lua_samples / (double)a.samples;
+	r->lframes =
+	    a.lua_samples ? (double)a.lframes / (double)a.lua_samples : 0;
 	return 0;
 }
 
@@ -252,7 +268,7 @@ int main(int argc, char **argv)
 			int pid;
 			struct res r;
 			err = measure(NULL, depths[d], &pid, ms, per_other,
-				      maxfs[d], &r, msg, sizeof(msg));
+				      maxfs[d], 0, &r, msg, sizeof(msg));
 			if (pid > 0) {
 				kill(pid, SIGKILL);
 				waitpid(pid, NULL, 0);
@@ -284,15 +300,19 @@ int main(int argc, char **argv)
 			   ? "  [same-run baseline: the shallowest C stack]"
 			   : "");
 	}
-	for (uint32_t maxf = 0;
-	     maxf < 2 && access("build/lua/jitsframe.so", R_OK) == 0; maxf++) {
-		double us[15], fr[15], tp[15], by[15], kp[15];
+	/* LuaJIT: the whole walk with its Lua frames (v 0), the leaf alone
+	 * (1), the whole walk without the Lua walk (2: no VM layout given,
+	 * the issue 13 benchmark's "Lua frames off") */
+	double lua_on = -1, lua_on_b = 0;
+	for (int v = 0; v < 3 && access("build/lua/jitsframe.so", R_OK) == 0;
+	     v++) {
+		double us[15], fr[15], tp[15], by[15], kp[15], lp[15], lf[15];
 		int n = 0;
 		for (int i = 0; i < reps; i++) {
 			int pid;
 			struct res r;
-			err = measure(lua, 0, &pid, ms, per_other, maxf, &r,
-				      msg, sizeof(msg));
+			err = measure(lua, 0, &pid, ms, per_other, v == 1,
+				      v == 2, &r, msg, sizeof(msg));
 			if (pid > 0) {
 				kill(pid, SIGKILL);
 				waitpid(pid, NULL, 0);
@@ -303,22 +323,35 @@ int main(int argc, char **argv)
 			}
 			us[n] = r.us, fr[n] = r.frames, tp[n] = r.trace_pct;
 			by[n] = r.bytes, kp[n] = r.kernel_pct;
+			lp[n] = r.lua_pct, lf[n] = r.lframes;
 			n++;
 		}
-		if (n && !maxf)
+		if (!n)
+			continue;
+		double u = med(us, n), b = med(by, n);
+		if (v == 0) {
+			lua_on = u, lua_on_b = b;
 			printf("  LuaJIT numeric.lua through traces: %5.2f us "
 			       "per sample (%.1f frames, %.0f%% of samples in "
 			       "trace code, %.0f%% in the kernel with its "
-			       "stack, %.0f ring bytes)\n",
-			       med(us, n), med(fr, n), med(tp, n), med(kp, n),
-			       med(by, n));
-		else if (n)
+			       "stack, %.0f ring bytes; Lua frames on: %.0f%% "
+			       "of samples with a Lua record, %.1f Lua frames "
+			       "each)\n",
+			       u, med(fr, n), med(tp, n), med(kp, n), b,
+			       med(lp, n), med(lf, n));
+		} else if (v == 1)
 			printf(
 			    "  LuaJIT, leaf only: %5.2f us per sample (%.0f%% "
 			    "in trace code, %.0f%% in the kernel; %.2f us "
 			    "more than the C leaf)\n",
-			    med(us, n), med(tp, n), med(kp, n),
-			    med(us, n) - leaf);
+			    u, med(tp, n), med(kp, n), u - leaf);
+		else
+			printf("  LuaJIT, Lua frames off (no VM layout given): "
+			       "%5.2f us per sample, %.0f ring bytes; the Lua "
+			       "walk and VM state cost %.2f us and %.0f bytes "
+			       "per sample (same run)\n",
+			       u, b, lua_on >= 0 ? lua_on - u : 0,
+			       lua_on >= 0 ? lua_on_b - b : 0);
 	}
 	if (access("build/lua/jitsframe.so", R_OK))
 		printf("  LuaJIT: build/lua/jitsframe.so missing: skipped\n");

@@ -829,7 +829,8 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	}
 	w->maps_sig = sig;
 	int lfd = bpf_map__fd(s->skel->maps.luavms);
-	if (has_lv && !bpf_map_update_elem(lfd, &pid, &lv, BPF_ANY)) {
+	if (has_lv && !s->op.no_lua &&
+	    !bpf_map_update_elem(lfd, &pid, &lv, BPF_ANY)) {
 		w->has_lv = 1;
 		w->lv = lv;
 	} else {

@@ -42,6 +42,9 @@ struct smp_opts {
 				    most 4096): smp_watch past it -ENOSPC,
 				    counted in smp_stats' procs_full */
 	uint32_t kstack_entries; /* the kernel stack map's size (0: 16384) */
+	int no_lua; /* the Lua walk off: no process's VM layout given to the
+		       program (no SMP_F_LUA records, no VM states); for
+		       measuring what the walk costs */
 };
 
 /* Load, verify and attach the program (one cpu-clock perf event per CPU).
