@@ -424,6 +424,7 @@ const struct uw_row *elfobj_row(struct elfcache *c, struct elfobj *o,
 		  dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
 		from_frame(f, &r);
 		free(f);
+		vmsub_refine(c, o, vaddr, &r);
 		/* libdw's start is not the row's after DW_CFA_restore_state
 		 * (the state restored carries the start of the remembered row);
 		 * its end is right. The row holds from vaddr to end. */
@@ -469,6 +470,7 @@ void elfcache_free(struct elfcache *c)
 		for (size_t i = 0; i < o->nfdenames; i++)
 			free(o->fdenames[i].name);
 		free(o->fdenames);
+		vmsub_free(o);
 		if (o->dw)
 			dwarf_end(o->dw);
 		if (o->dbg_dw)
@@ -632,7 +634,7 @@ int uw_elf_rows(const char *path, struct uw_xrow **rows, size_t *n,
 			x.lo = a;
 			if (x.hi <= a || x.hi > end)
 				x.hi = end;
-			if (x.cfa == UW_XCFA_NONE && jump) {
+			if (x.cfa == UW_XCFA_NONE && jump && !r->why) {
 				uint64_t nx = elfobj_next_fde(o, a);
 				x.hi = nx > a && nx < end ? nx : end;
 			}
