@@ -245,7 +245,7 @@ deps:
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
        $(B)/rel/tests/t_states $(B)/asan/jitsframe \
-       $(VMTEST_LIBS) $(B)/tests/x86len_walk \
+       $(VMTEST_LIBS) $(B)/tests/x86len_walk $(B)/tests/elfrows_dump \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@TESTS="$(TESTS)" FUZZERS="$(FUZZERS)" scripts/run-tests
 
