@@ -419,9 +419,13 @@ const struct uw_row *elfobj_row(struct elfcache *c, struct elfobj *o,
 	 * per object (debug_cfi: opening a debug file's decompresses all of
 	 * it, milliseconds), and the answer, a row or none, is cached like
 	 * every other. */
-	else if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
-		 (debug_cfi(o) &&
-		  dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
+	else if (vmsub_cached(o, vaddr, &r)) {
+		/* a pc of an FDE vmsub.c split: its row, from the analysis */
+		r.lo = vaddr;
+		c->rows_cfi++;
+	} else if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
+		   (debug_cfi(o) &&
+		    dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
 		from_frame(f, &r);
 		free(f);
 		vmsub_refine(c, o, vaddr, &r);

@@ -124,6 +124,9 @@ Elf *elfobj_debug(struct elfobj *o);
  * subroutine, no row (why set) where a subroutine is refused. */
 void vmsub_refine(struct elfcache *c, struct elfobj *o, uint64_t vaddr,
 		  struct uw_row *r);
+/* The row at vaddr from an FDE vmsub_refine analysed already (no libdw
+ * lookup): true and *r as vmsub_refine makes it, else false. */
+bool vmsub_cached(struct elfobj *o, uint64_t vaddr, struct uw_row *r);
 void vmsub_free(struct elfobj *o);
 void elfcache_free(struct elfcache *c);
 

@@ -212,6 +212,7 @@ struct vmspan {
 struct vmsubs {
 	struct vmsubs *next;
 	uint64_t s, e;
+	struct uw_row row; /* the FDE's one row */
 	struct vmspan *sp;
 	size_t n;
 };
@@ -423,6 +424,8 @@ out:
 	free(tg);
 }
 
+static void clip(const struct vmsubs *v, uint64_t vaddr, struct uw_row *r);
+
 void vmsub_refine(struct elfcache *c, struct elfobj *o, uint64_t vaddr,
 		  struct uw_row *r)
 {
@@ -440,6 +443,7 @@ void vmsub_refine(struct elfcache *c, struct elfobj *o, uint64_t vaddr,
 			return;
 		v->s = r->lo;
 		v->e = r->hi;
+		v->row = *r;
 		v->next = o->vms;
 		o->vms = v;
 		/* the row must be its FDE's only one: it starts an FDE,
@@ -453,6 +457,24 @@ void vmsub_refine(struct elfcache *c, struct elfobj *o, uint64_t vaddr,
 			analyse(o, v);
 		free(f);
 	}
+	clip(v, vaddr, r);
+}
+
+bool vmsub_cached(struct elfobj *o, uint64_t vaddr, struct uw_row *r)
+{
+	for (struct vmsubs *v = o->vms; v; v = v->next)
+		/* only FDEs found to be one row and split (a libdw row's
+		 * start may be a remembered row's, not this one's) */
+		if (v->n && v->s <= vaddr && vaddr < v->e) {
+			*r = v->row;
+			clip(v, vaddr, r);
+			return true;
+		}
+	return false;
+}
+
+static void clip(const struct vmsubs *v, uint64_t vaddr, struct uw_row *r)
+{
 	/* the span holding vaddr, or the gap around it */
 	size_t lo = 0, hi = v->n;
 	while (lo < hi) {
