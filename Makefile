@@ -24,7 +24,7 @@ sframe_DEPS  :=
 perfmap_DEPS := sframe
 lj_DEPS      := sframe
 audit_DEPS   := sframe lj common
-unwind_DEPS  := sframe perfmap common
+unwind_DEPS  := sframe perfmap lj common
 sampler_DEPS := sframe unwind common
 profile_DEPS := common
 vm_DEPS      := sframe perfmap lj audit common
@@ -220,6 +220,9 @@ $(B)/tests/libprobe.so: tests/probe.c $(B)/rel/libjitsframe.a
 $(B)/tests/x86len_walk: $(B)/rel/tests/x86len_walk.o $(B)/rel/libjsf_lj.a
 	@mkdir -p $(dir $@)
 	$(CC) $^ -o $@
+$(B)/tests/elfrows_dump: $(B)/rel/tests/elfrows_dump.o $(call closure,rel,unwind)
+	@mkdir -p $(dir $@)
+	$(CC) $^ -o $@ $(call syslibs,unwind) $(LDLIBS)
 $(B)/tests/lib%.so: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
@@ -242,7 +245,7 @@ deps:
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
        $(B)/rel/tests/t_states $(B)/asan/jitsframe \
-       $(VMTEST_LIBS) $(B)/tests/x86len_walk \
+       $(VMTEST_LIBS) $(B)/tests/x86len_walk $(B)/tests/elfrows_dump \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@TESTS="$(TESTS)" FUZZERS="$(FUZZERS)" scripts/run-tests
 

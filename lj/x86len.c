@@ -2,9 +2,11 @@
 /*
  * Lengths of x86-64 instructions, for the subset a LuaJIT trace head can
  * hold (register moves, reloads, constants, the stack check, SSE moves and
- * arithmetic, BMI2 shifts). Anything outside the subset is "unknown" (-1), and
- * callers refuse what they cannot decode: a wrong length would mean a wrong
- * row. Checked against objdump on real trace code by tests/t_x86len.sh.
+ * arithmetic, BMI2 shifts), and of LuaJIT's interpreter (x87, cpuid: the
+ * row refinement of unwind/vmsub.c walks it). Anything outside the subset is
+ * "unknown" (-1), and callers refuse what they cannot decode: a wrong length
+ * would mean a wrong row. Checked against objdump on real trace code by
+ * tests/t_x86len.sh.
  */
 #include "x86len.h"
 
@@ -38,6 +40,14 @@ static int has_modrm1(uint8_t op)
 	case 0xd1:
 	case 0xd2:
 	case 0xd3:
+	case 0xd8: /* x87 (the interpreter's vm_exp2/ldexp paths) */
+	case 0xd9:
+	case 0xda:
+	case 0xdb:
+	case 0xdc:
+	case 0xdd:
+	case 0xde:
+	case 0xdf:
 	case 0xf6:
 	case 0xf7:
 	case 0xfe:
@@ -157,7 +167,8 @@ int x86_insn_len(const uint8_t *p, size_t avail)
 		uint8_t op2 = p[i++];
 		if (op2 >= 0x80 && op2 <= 0x8f) { /* jcc rel32 */
 			imm = 4;
-		} else if (op2 >= 0xc8 && op2 <= 0xcf) { /* bswap */
+		} else if ((op2 >= 0xc8 && op2 <= 0xcf) || op2 == 0xa2) {
+			/* bswap, cpuid */
 		} else if (op2 == 0x3a) { /* 0F 3A xx /r ib (roundsd...) */
 			if (i >= avail)
 				return -1;

@@ -419,11 +419,16 @@ const struct uw_row *elfobj_row(struct elfcache *c, struct elfobj *o,
 	 * per object (debug_cfi: opening a debug file's decompresses all of
 	 * it, milliseconds), and the answer, a row or none, is cached like
 	 * every other. */
-	else if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
-		 (debug_cfi(o) &&
-		  dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
+	else if (vmsub_cached(o, vaddr, &r)) {
+		/* a pc of an FDE vmsub.c split: its row, from the analysis */
+		r.lo = vaddr;
+		c->rows_cfi++;
+	} else if ((o->cfi && dwarf_cfi_addrframe(o->cfi, vaddr, &f) == 0) ||
+		   (debug_cfi(o) &&
+		    dwarf_cfi_addrframe(o->dcfi, vaddr, &f) == 0)) {
 		from_frame(f, &r);
 		free(f);
+		vmsub_refine(c, o, vaddr, &r);
 		/* libdw's start is not the row's after DW_CFA_restore_state
 		 * (the state restored carries the start of the remembered row);
 		 * its end is right. The row holds from vaddr to end. */
@@ -469,6 +474,7 @@ void elfcache_free(struct elfcache *c)
 		for (size_t i = 0; i < o->nfdenames; i++)
 			free(o->fdenames[i].name);
 		free(o->fdenames);
+		vmsub_free(o);
 		if (o->dw)
 			dwarf_end(o->dw);
 		if (o->dbg_dw)
@@ -632,7 +638,7 @@ int uw_elf_rows(const char *path, struct uw_xrow **rows, size_t *n,
 			x.lo = a;
 			if (x.hi <= a || x.hi > end)
 				x.hi = end;
-			if (x.cfa == UW_XCFA_NONE && jump) {
+			if (x.cfa == UW_XCFA_NONE && jump && !r->why) {
 				uint64_t nx = elfobj_next_fde(o, a);
 				x.hi = nx > a && nx < end ? nx : end;
 			}

@@ -90,6 +90,7 @@ struct elfobj {
 	const unsigned char *sframe; /* the .sframe section, if any */
 	size_t sframe_len;
 	uint64_t sframe_addr;
+	struct vmsubs *vms; /* vmsub.c's analyses of one-row FDEs */
 };
 
 struct elfcache {
@@ -116,6 +117,17 @@ const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr);
  * none or the object has no such table. */
 uint64_t elfobj_next_fde(struct elfobj *o, uint64_t vaddr);
 Elf *elfobj_debug(struct elfobj *o);
+/* vmsub.c: r, the CFI row libdw gives at vaddr (its whole [lo, hi)), made
+ * exact where it is one CFA = rsp + K row over a large FDE of code that
+ * calls subroutines inside itself: r is clipped to the span of the pcs
+ * around vaddr that share one rule, CFA = rsp + K + 8 in such a
+ * subroutine, no row (why set) where a subroutine is refused. */
+void vmsub_refine(struct elfcache *c, struct elfobj *o, uint64_t vaddr,
+		  struct uw_row *r);
+/* The row at vaddr from an FDE vmsub_refine analysed already (no libdw
+ * lookup): true and *r as vmsub_refine makes it, else false. */
+bool vmsub_cached(struct elfobj *o, uint64_t vaddr, struct uw_row *r);
+void vmsub_free(struct elfobj *o);
 void elfcache_free(struct elfcache *c);
 
 #endif
