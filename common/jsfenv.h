@@ -100,4 +100,9 @@
 #define JSF_ENV_SAMPLER_BTF "JITSFRAME_SAMPLER_BTF"
 #define JSF_ENV_SAMPLER_NOBPF "JITSFRAME_SAMPLER_NOBPF"
 
+/* tests only, read by unwind/vmsub.c: "1" acts as a CPU without SSE4.1,
+ * where no interpreter subroutine's rows are accepted (JIT code may call
+ * them) */
+#define JSF_ENV_VMSUB_NOSSE41 "JITSFRAME_VMSUB_NOSSE41"
+
 #endif

@@ -22,9 +22,13 @@
  * refused pc stops a walk; a wrong row would mislead it). The one thing a
  * static walk cannot see is an indirect jump (the interpreter's dispatch)
  * to a pc inside an accepted subroutine: tests/t_vmsubrows.sh checks
- * LuaJIT's dispatch table against the subroutines found.
+ * LuaJIT's dispatch table against the subroutines found. Nor a call from
+ * JIT-compiled code: LuaJIT's traces call vm_floor/vm_ceil only on CPUs
+ * without SSE4.1, where every subroutine is refused instead
+ * (JITSFRAME_VMSUB_NOSSE41 set: as if this CPU were one).
  */
 #include "elfobj.h"
+#include "jsfenv.h"
 #include "lj.h"
 
 #include <stdlib.h>
@@ -401,13 +405,19 @@ static void analyse(struct elfobj *o, struct vmsubs *v)
 			mark[lst[j]] = 0;
 		}
 	}
+	/* JIT-compiled code may call these subroutines too, at another rsp
+	 * (LuaJIT's traces call its vm_floor/vm_ceil where the CPU lacks
+	 * SSE4.1's roundsd): a call no static walk sees. Where this CPU
+	 * lacks SSE4.1 no subroutine is accepted, every one refused. */
+	bool sure =
+	    __builtin_cpu_supports("sse4.1") && !getenv(JSF_ENV_VMSUB_NOSSE41);
 	/* spans: an instruction's bytes take its mark; a refusal wins */
 	for (size_t a = 0; a < n;) {
 		struct insn in;
 		decode(code + a, n - a, (int64_t)a, &in);
 		if (fl[a] & (B_ACC | B_NONE) &&
 		    add_span(v, &cap, v->s + a, v->s + a + (size_t)in.len,
-			     (fl[a] & B_NONE) != 0)) {
+			     (fl[a] & B_NONE) || !sure)) {
 			free(v->sp);
 			v->sp = NULL;
 			v->n = 0;
