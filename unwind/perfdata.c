@@ -194,6 +194,14 @@ int pd_open(struct perfdata **out, const char *path, char *err, size_t errlen)
 	 * cached; no difference when all of it is.) */
 	if (len)
 		madvise(m, len, MADV_SEQUENTIAL);
+	/* And huge pages: what is read in from disk through this mapping
+	 * then comes in 2 MB folios, mapped by one entry each (the rest of
+	 * the costs of the walk, and their unmapping, go with the number of
+	 * entries: a report of the 860 MB bench recording in 12 ms of CPU
+	 * instead of 75 once read in so, with --no-write). What the page
+	 * cache already holds stays in the folios it has. */
+	if (len)
+		madvise(m, len, MADV_HUGEPAGE);
 	int r = pd_open_mem(out, m, len, err, errlen);
 	if (r) {
 		if (len)
