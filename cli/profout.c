@@ -67,11 +67,26 @@ uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
 			 * uw_lua_frames */
 			char *nm = lua_names + used;
 			size_t room = sizeof(lua_names) - used;
-			int w = snprintf(nm, room, "%s:%u%c%s", lf[j].file,
-					 lf[j].first, 0, lf[j].file);
-			if (w < 0 || (size_t)w >= room)
+			/* "%s:%u" NUL "%s" (snprintf was a tenth of the
+			 * profile side) */
+			const char *file = lf[j].file ? lf[j].file : "(null)";
+			size_t fl = strlen(file);
+			char num[16];
+			size_t nd = 0;
+			uint32_t v = lf[j].first;
+			do
+				num[nd++] = (char)('0' + v % 10);
+			while ((v /= 10));
+			size_t w = fl + 1 + nd + 1 + fl;
+			if (w >= room)
 				break;
-			used += (size_t)w + 1;
+			memcpy(nm, file, fl);
+			nm[fl] = ':';
+			for (size_t d = 0; d < nd; d++)
+				nm[fl + 1 + d] = num[nd - 1 - d];
+			nm[fl + 1 + nd] = 0;
+			memcpy(nm + fl + 2 + nd, file, fl + 1);
+			used += w + 1;
 			struct pframe *p = &out[k++];
 			memset(p, 0, sizeof(*p));
 			p->name = nm;

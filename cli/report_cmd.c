@@ -103,7 +103,8 @@ static int on_event(const struct pd_event *e, void *ctx)
 		struct uframe *f = &r->fr[i];
 		trace |= f->is_trace;
 		anon |= f->jit_area && !f->is_trace;
-		if (!f->is_trace && f->name && !strcmp(f->name, "main"))
+		if (!f->is_trace && f->name && f->name[0] == 'm' &&
+		    !strcmp(f->name, "main"))
 			main_ = true;
 	}
 	if (n > 0) {

@@ -9,6 +9,7 @@
 #include "profint.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,49 @@ static int64_t add_frame(struct prof *p, const struct pframe *f)
 	return sl->idx1 - 1;
 }
 
+/* s is what string index idx holds (NULL and "" are index 0)? */
+static bool str_is(const struct prof *p, const char *s, uint32_t idx)
+{
+	if (!s || !*s)
+		return idx == 0;
+	return idx != 0 && !strcmp(s, p->str.s[idx]);
+}
+
+/* The frame index of f from the memo, or -1: where the slot holds a
+ * pframe with f's fields (the same pointers) whose strings still read as
+ * the ones its frame interned, add_frame would give that frame again. */
+static int64_t memo_frame(const struct prof *p, const struct pframe *f,
+			  size_t slot)
+{
+	const struct pframe *k = &p->fmemo[slot].k;
+	uint32_t id1 = p->fmemo[slot].id1;
+	if (!id1 || k->name != f->name || k->addr != f->addr ||
+	    k->file != f->file || k->line != f->line ||
+	    k->mapping != f->mapping || k->build_id != f->build_id ||
+	    k->map_start != f->map_start || k->map_end != f->map_end ||
+	    k->map_pgoff != f->map_pgoff || k->kind != f->kind)
+		return -1;
+	const struct pfrec *r = &p->frames[id1 - 1];
+	if (!str_is(p, f->name, r->name) || !str_is(p, f->file, r->file))
+		return -1;
+	if (r->map) {
+		const struct pmap *m = &p->maps[r->map - 1];
+		if (!str_is(p, f->mapping, m->path) ||
+		    !str_is(p, f->build_id, m->build_id))
+			return -1;
+	}
+	return id1 - 1;
+}
+
+static size_t memo_slot(const struct pframe *f)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)f->name ^ f->addr ^
+		      (uint64_t)(uintptr_t)f->mapping << 7 ^ f->line ^
+		      (uint64_t)(uintptr_t)f->file << 13) *
+		     0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 54); /* PF_FMEMO: 10 bits */
+}
+
 int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	     uint64_t count, const char *comm)
 {
@@ -179,9 +223,15 @@ int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	uint32_t *ids = p->fids + p->nfids;
 	uint64_t h = pf_mix(0, (uint64_t)c);
 	for (uint32_t i = 0; i < n; i++) {
-		int64_t id = add_frame(p, &frames[i]);
-		if (id < 0)
-			return (int)id;
+		size_t slot = memo_slot(&frames[i]);
+		int64_t id = memo_frame(p, &frames[i], slot);
+		if (id < 0) {
+			id = add_frame(p, &frames[i]);
+			if (id < 0)
+				return (int)id;
+			p->fmemo[slot].k = frames[i];
+			p->fmemo[slot].id1 = (uint32_t)id + 1;
+		}
 		ids = p->fids + p->nfids; /* add_frame does not move fids */
 		ids[i] = (uint32_t)id;
 		h = pf_mix(h, (uint64_t)id);

@@ -81,6 +81,7 @@ struct pstack {
 	uint64_t count;
 };
 
+enum { PF_FMEMO = 1024 };
 struct prof {
 	uint64_t period_ns;
 	struct strtab str;
@@ -103,6 +104,12 @@ struct prof {
 		const char *s;
 		uint32_t idx;
 	} pcache[4096];
+	/* and the same frames: the frame index last made of an equal
+	 * pframe (its strings checked against the ones interned) */
+	struct {
+		struct pframe k;
+		uint32_t id1; /* index + 1, 0 empty */
+	} fmemo[PF_FMEMO];
 };
 
 /* ---------------------------------------------------- atomic.c */

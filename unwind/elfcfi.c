@@ -358,16 +358,39 @@ bool uw_expr_eval(const struct uw_row *r, uint64_t sp, uint64_t bp, uint64_t ip,
 	return true;
 }
 
+/* Whether e has a section that libdw's dwarf_getcfi could read: one named
+ * like .debug_frame (.zdebug_frame, .debug_frame.dwo, ...). Without one
+ * dwarf_getcfi gives NULL, and dwarf_begin_elf, which decompresses every
+ * debug section first (milliseconds for a libc's debug file), is skipped. */
+static bool has_debug_frame(Elf *e)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(e, &shstrndx) != 0)
+		return true; /* let libdw decide */
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(name = elf_strptr(e, shstrndx, sh.sh_name)))
+			return true;
+		if (strstr(name, "debug_frame"))
+			return true;
+	}
+	return false;
+}
+
 static Dwarf_CFI *debug_cfi(struct elfobj *o)
 {
 	if (o->dcfi_tried)
 		return o->dcfi;
 	o->dcfi_tried = 1;
 	/* .debug_frame of the object itself, else of its debug file */
-	o->dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
+	if (has_debug_frame(o->elf))
+		o->dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
 	if (o->dw)
 		o->dcfi = dwarf_getcfi(o->dw);
-	if (!o->dcfi && elfobj_debug(o)) {
+	if (!o->dcfi && elfobj_debug(o) && has_debug_frame(o->dbg)) {
 		o->dbg_dw = dwarf_begin_elf(o->dbg, DWARF_C_READ, NULL);
 		if (o->dbg_dw)
 			o->dcfi = dwarf_getcfi(o->dbg_dw);

@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+enum { KSYM_MEMO = 1024 };
+
 struct ksym {
 	uint64_t addr;
 	uint32_t name; /* offset in names */
@@ -46,6 +48,13 @@ struct ksyms {
 	size_t nline;
 	struct kname *kn;
 	size_t kn_cap, kn_n;
+	/* the last answers, by address: a callchain's kernel frames are the
+	 * same few return addresses sample after sample */
+	struct {
+		uint64_t addr;
+		const char *name;
+		int set;
+	} memo[KSYM_MEMO];
 };
 
 struct ksyms *ksyms_new(const char *path)
@@ -295,12 +304,8 @@ static void load(struct ksyms *ks)
 		qsort(ks->k, ks->n, sizeof(*ks->k), kcmp);
 }
 
-const char *ksym_name(struct ksyms *ks, uint64_t addr)
+static const char *lookup(struct ksyms *ks, uint64_t addr)
 {
-	if (!ks)
-		return NULL;
-	if (!ks->loaded)
-		load(ks);
 	if (ks->map)
 		return name_in_place(ks, addr);
 	size_t lo = 0, hi = ks->n;
@@ -312,6 +317,25 @@ const char *ksym_name(struct ksyms *ks, uint64_t addr)
 			hi = m;
 	}
 	return lo ? ks->names + ks->k[lo - 1].name : NULL;
+}
+
+const char *ksym_name(struct ksyms *ks, uint64_t addr)
+{
+	if (!ks)
+		return NULL;
+	if (!ks->loaded)
+		load(ks);
+	size_t h = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 54); /* 10 bits */
+	if (ks->memo[h].set && ks->memo[h].addr == addr)
+		return ks->memo[h].name;
+	const char *n = lookup(ks, addr);
+	/* NULL from name_in_place may be out of memory: not kept */
+	if (n || !ks->map) {
+		ks->memo[h].addr = addr;
+		ks->memo[h].name = n;
+		ks->memo[h].set = 1;
+	}
+	return n;
 }
 
 void ksyms_free(struct ksyms *ks)

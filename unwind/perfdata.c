@@ -185,10 +185,23 @@ int pd_open(struct perfdata **out, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: mmap: %s", path, strerror(e));
 		return -e;
 	}
+	/* Both passes walk the file from front to back: readahead. (Not
+	 * MADV_RANDOM: that does not stop the kernel's fault-around, which
+	 * maps the cached pages around each fault either way, but it makes
+	 * every page not in the page cache one synchronous read of 4 KB of
+	 * its own: 3.3 s instead of 0.8 s for a report of a 860 MB
+	 * perf.data read from disk, 1.9 s instead of 0.4 s with half of it
+	 * cached; no difference when all of it is.) */
 	if (len)
-		madvise(m, len, MADV_RANDOM); /* no fault-around: a walk reads
-					       * a few hundred bytes of each
-					       * 32 KB record */
+		madvise(m, len, MADV_SEQUENTIAL);
+	/* And huge pages: what is read in from disk through this mapping
+	 * then comes in 2 MB folios, mapped by one entry each (the rest of
+	 * the costs of the walk, and their unmapping, go with the number of
+	 * entries: a report of the 860 MB bench recording in 12 ms of CPU
+	 * instead of 75 once read in so, with --no-write). What the page
+	 * cache already holds stays in the folios it has. */
+	if (len)
+		madvise(m, len, MADV_HUGEPAGE);
 	int r = pd_open_mem(out, m, len, err, errlen);
 	if (r) {
 		if (len)

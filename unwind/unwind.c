@@ -284,6 +284,19 @@ struct proc {
 
 enum { UW_LINES = 16 };
 
+/* frame_at's answers for ELF code, by (object, vaddr): the symbol and the
+ * row, each a function of the two alone (the object's symbols are read
+ * once, its rows are cached and never change once made), for the same few
+ * hundred pcs that sample after sample walks through */
+enum { UW_MEMO = 1024 };
+struct fmemo {
+	const struct elfobj *o; /* NULL: empty */
+	uint64_t va;
+	const char *name;
+	uint64_t symoff;
+	struct uw_row row;
+};
+
 struct uwstate {
 	struct traces *t;
 	struct proc *p; /* open addressing on pid */
@@ -296,6 +309,7 @@ struct uwstate {
 	size_t nline;
 	void *srcmap; /* uw_lua_frames: the last map read */
 	size_t srcmap_cap;
+	struct fmemo *memo; /* UW_MEMO of them, made on first use */
 };
 
 struct uwstate *uw_new(struct traces *t, const struct uw_opts *o)
@@ -404,6 +418,7 @@ void uw_free(struct uwstate *u)
 	ksyms_free(u->ksyms);
 	free(u->kpath);
 	free(u->srcmap);
+	free(u->memo);
 	free(u);
 }
 
@@ -638,10 +653,30 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 	uint64_t va;
 	if (elfobj_off2vaddr(m->elf, look - m->start + m->pgoff, &va)) {
 		f->vaddr = va + (pc - look);
+		if (!u->memo)
+			u->memo = calloc(UW_MEMO, sizeof(*u->memo));
+		uint64_t h = (va ^ (uintptr_t)m->elf) * 0x9e3779b97f4a7c15ull;
+		struct fmemo *fm = u->memo ? &u->memo[h >> 54] : NULL;
+		if (fm && fm->o == m->elf && fm->va == va) {
+			f->name = fm->name;
+			f->symoff = fm->symoff;
+			*row = fm->row;
+			return UW_GO;
+		}
 		f->name = elfobj_sym(m->elf, va, &f->symoff);
 		if (!f->name)
 			f->name = elfobj_fde_name(m->elf, va);
-		*row = *elfobj_row(&u->elfs, m->elf, va);
+		const struct uw_row *er = elfobj_row(&u->elfs, m->elf, va);
+		*row = *er;
+		/* not kept: no name (which may be for want of memory), the
+		 * object's scratch row (a row that could not be cached) */
+		if (fm && f->name && er != &m->elf->tmp) {
+			fm->o = m->elf;
+			fm->va = va;
+			fm->name = f->name;
+			fm->symoff = f->symoff;
+			fm->row = *er;
+		}
 	}
 	return UW_GO;
 }
