@@ -42,24 +42,6 @@ static void learn_str(struct vaudit *A, uint64_t p, lua_State *L)
 		A->str_len = ok16 ? 16 : 20;
 }
 
-/* The raw reader's hot loops encode straight into the buffer: the bytes
- * msgpack-c's msgpack_pack_int64 / _array / _map would write (the checks
- * against the jit.util build, which uses msgpack-c, compare them). */
-static char *mp_room(msgpack_sbuffer *sb, size_t n)
-{
-	if (sb->alloc - sb->size < n) {
-		size_t na = sb->alloc ? sb->alloc * 2 : 8192;
-		while (na - sb->size < n)
-			na *= 2;
-		char *d = realloc(sb->data, na);
-		if (!d)
-			return NULL;
-		sb->data = d;
-		sb->alloc = na;
-	}
-	return sb->data + sb->size;
-}
-
 /* The stop record's trace fields from the GCtrace's memory (layout lay),
  * as a raw stop record (format 3, audit/auditraw.h): info, raw (the IR,
  * snapshots and snapshot map copied as bytes), rawk (the constants whose
@@ -97,15 +79,15 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		lua_pop(L, 2);
 	}
 	pstr(pk, "info");
-	msgpack_pack_map(pk, 5);
+	pk_map(pk, 5);
 	pstr(pk, "nins");
-	msgpack_pack_int64(pk, (int64_t)nins - B - 1);
+	pk_int(pk, (int64_t)nins - B - 1);
 	pstr(pk, "nk");
-	msgpack_pack_int64(pk, (int64_t)B - nk);
+	pk_int(pk, (int64_t)B - nk);
 	pstr(pk, "link");
-	msgpack_pack_int64(pk, ljt_u16(T, lay->link));
+	pk_int(pk, ljt_u16(T, lay->link));
 	pstr(pk, "nexit");
-	msgpack_pack_int64(pk, nsnap);
+	pk_int(pk, nsnap);
 	pstr(pk, "linktype");
 	pstr(pk, A->linkname[lt]);
 
@@ -164,8 +146,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	size_t len = ALOG_RAW_HEAD + 2 * (size_t)nops + 16 + nir + nsn +
 		     4 * (size_t)nmap;
 	pstr(pk, "raw");
-	msgpack_pack_bin(pk, len);
-	char *p = mp_room(sb, len);
+	pk_bin(pk, len);
+	char *p = alog_mpw_room(sb, len);
 	if (!p)
 		return -1;
 	uint8_t *r = (uint8_t *)p;
@@ -220,7 +202,7 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			ref++;
 		if (alog_raw_k_inline(kop, (unsigned)vo, t))
 			continue;
-		msgpack_pack_int64(pk, idx);
+		pk_int(pk, idx);
 		n++;
 		if (vo == A->kop[K_GC] && t == IRT_STR && A->str_len > 0) {
 			/* a string: its bytes follow the GCstr header */
@@ -228,8 +210,7 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			    (const uint8_t *)(uintptr_t)ljt_u64(v, 8);
 			if (!gs || gs[9] != GCT_STR)
 				return -1;
-			msgpack_pack_str_with_body(pk, gs + 24,
-						   ljt_u32(gs, A->str_len));
+			pk_str(pk, gs + 24, ljt_u32(gs, A->str_len));
 			continue;
 		}
 		/* a Lua value: ask jit.util */
@@ -254,18 +235,18 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	pstr(pk, "mc");
 	if (mc) {
 		uint32_t ml = ljt_u32(T, lay->szmcode);
-		msgpack_pack_bin(pk, ml);
-		msgpack_pack_bin_body(pk, mc, ml);
+		pk_bin(pk, ml);
+		pk_body(pk, mc, ml);
 		pstr(pk, "addr");
 		pnum(pk, (lua_Number)(intptr_t)mc);
 		pstr(pk, "loop");
 		pnum(pk, ljt_u32(T, lay->mcloop));
 	} else {
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 		pstr(pk, "addr");
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 		pstr(pk, "loop");
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 	}
 	return 6;
 }

@@ -66,9 +66,55 @@ enum { RAW_UNTRIED, RAW_CHECKING, RAW_ON, RAW_OFF };
 
 /* ----------------------------------------------------------- packing */
 
+/* Every packer here writes into a msgpack_sbuffer (pk->data): values go
+ * straight into it through audit/auditmp.h (msgpack-c's bytes, without a
+ * callback per element). */
+#define PK_SB(pk) ((msgpack_sbuffer *)(pk)->data)
+
+static inline void pk_int(msgpack_packer *pk, int64_t v)
+{
+	alog_mpw_int(PK_SB(pk), v);
+}
+static inline void pk_uint(msgpack_packer *pk, uint64_t v)
+{
+	alog_mpw_uint(PK_SB(pk), v);
+}
+static inline void pk_map(msgpack_packer *pk, size_t n)
+{
+	alog_mpw_map(PK_SB(pk), n);
+}
+static inline void pk_array(msgpack_packer *pk, size_t n)
+{
+	alog_mpw_array(PK_SB(pk), n);
+}
+static inline void pk_nil(msgpack_packer *pk)
+{
+	alog_mpw_nil(PK_SB(pk));
+}
+static inline void pk_bool(msgpack_packer *pk, int b)
+{
+	alog_mpw_bool(PK_SB(pk), b);
+}
+static inline void pk_double(msgpack_packer *pk, double d)
+{
+	alog_mpw_double(PK_SB(pk), d);
+}
+static inline void pk_str(msgpack_packer *pk, const void *s, size_t n)
+{
+	alog_mpw_str(PK_SB(pk), s, n);
+}
+static inline void pk_bin(msgpack_packer *pk, size_t n)
+{
+	alog_mpw_binhead(PK_SB(pk), n);
+}
+static inline void pk_body(msgpack_packer *pk, const void *b, size_t n)
+{
+	alog_mpw_bytes(PK_SB(pk), b, n);
+}
+
 static inline void pstr(msgpack_packer *pk, const char *s)
 {
-	msgpack_pack_str_with_body(pk, s, strlen(s));
+	pk_str(pk, s, strlen(s));
 }
 
 static inline void pnum(msgpack_packer *pk, lua_Number d)
@@ -76,9 +122,9 @@ static inline void pnum(msgpack_packer *pk, lua_Number d)
 	/* integral, in range and not -0: an int; else the exact double */
 	if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
 	    d == floor(d) && !(d == 0 && signbit(d)))
-		msgpack_pack_int64(pk, (int64_t)d);
+		pk_int(pk, (int64_t)d);
 	else
-		msgpack_pack_double(pk, d);
+		pk_double(pk, d);
 }
 
 /* A map whose size is filled in at the end (map32, size patched). */
@@ -86,7 +132,7 @@ static inline size_t map_begin(msgpack_sbuffer *sb)
 {
 	static const char m[5] = {(char)0xdf, 0, 0, 0, 0};
 	size_t at = sb->size;
-	msgpack_sbuffer_write(sb, m, 5);
+	alog_mpw_bytes(sb, m, 5);
 	return at;
 }
 
