@@ -25,6 +25,11 @@
 /* A Lua value that is neither plain data nor a function. */
 static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 {
+	if (c->nolua) { /* tostring() and funcinfo: Lua calls */
+		c->bail = 1;
+		pk_nil(pk);
+		return;
+	}
 	int t = lua_type(L, idx);
 	/* lua_type() says nil for a trace object (a snapshot's stitched
 	 * frame): tostring() and type() say "trace" (replay helper) */
@@ -418,6 +423,10 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx)
 		return id;
 	}
 	lua_pop(L, 1);
+	if (c->nolua) { /* funcinfo, a func record: Lua calls */
+		c->bail = 1;
+		return 0;
+	}
 	/* A Lua function: its prototype (funcinfo's "proto") is the identity,
 	 * so closures of one prototype share one id and one func record
 	 * (everything the record holds comes from the prototype). Protos are
@@ -463,15 +472,6 @@ uint64_t va_rec_head(msgpack_packer *pk, const char *ev)
 	uint64_t t = jsf_now_ns();
 	pk_uint(pk, t);
 	return t;
-}
-
-void va_field_int(msgpack_packer *pk, const char *k, lua_State *L, int idx)
-{
-	pstr(pk, k);
-	if (lua_isnumber(L, idx))
-		pnum(pk, lua_tonumber(L, idx));
-	else
-		pk_nil(pk);
 }
 
 /* traceinfo's table at idx, in a fixed order (nins, nk, link, nexit,
@@ -674,6 +674,10 @@ int va_build(lua_State *L)
 			va_pack_any(L, c, pk, 6 + i, 0, 1);
 		n += 5;
 	} else {
+		if (c->nolua && lua_type(L, 2) != LUA_TSTRING) {
+			c->bail = 1; /* lua_tostring would convert it */
+			return 0;
+		}
 		const char *what = lua_tostring(L, 2);
 		if (!what)
 			return 0;
@@ -683,6 +687,9 @@ int va_build(lua_State *L)
 		int is_abort = !strcmp(what, "abort");
 		if ((is_start || is_stop || is_abort) && lua_isfunction(L, 4))
 			fid = va_ensure_func(L, c, 4);
+		if (c->bail ||
+		    (c->nolua && is_abort && A->level >= VAUDIT_FULL))
+			return 0;
 		lua_Integer tr = lua_tointeger(L, 3);
 		if (is_start) {
 			va_rec_head(pk, "start");
@@ -708,7 +715,10 @@ int va_build(lua_State *L)
 			}
 			lua_Integer nexit = 0;
 			n += va_pack_stop_trace(L, c, pk, sb, tr, &nexit);
-			/* exit stubs: shared ones (x86/x64) only when new */
+			if (c->bail)
+				return 0;
+			/* exit stubs: shared ones (x86/x64) only when new (the
+			 * unprotected build bailed out before if any are) */
 			struct astate *a = c->a;
 			if (!a->gexit_none) {
 				pstr(pk, "gexitstub");
@@ -767,6 +777,8 @@ int va_build(lua_State *L)
 			va_pack_any(L, c, pk, 6, 0, 0);
 			pstr(pk, "errinfo");
 			va_pack_any(L, c, pk, 7, 0, 0);
+			if (c->bail)
+				return 0;
 			n += 5;
 			lua_Integer nx;
 			if (A->level >= VAUDIT_FULL)
@@ -867,6 +879,7 @@ int va_build_header(lua_State *L)
 	lua_getfield(L, vmdef, "irnames");
 	size_t inl = 0;
 	const char *irn = lua_tolstring(L, -1, &inl);
+	A->kcls_ready = 0;
 	for (int i = 0; i < K_N; i++) {
 		A->kop[i] = -1;
 		size_t kl = strlen(va_kop_names[i]);

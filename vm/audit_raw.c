@@ -50,7 +50,8 @@ static void learn_str(struct vaudit *A, uint64_t p, lua_State *L)
  * needs a Lua value (a GC constant other than a string, a 64-bit integer
  * constant: one tracek each) and once per new IR opcode (its mode, which
  * is not in memory) or link type (its name). -1 if T and jit.util
- * disagree on something looked at twice; else the fields packed (6). */
+ * disagree on something looked at twice; -2 (c->nolua) where jit.util
+ * would be called; else the fields packed (6). */
 static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			  msgpack_sbuffer *sb, lua_Integer tr, const uint8_t *T,
 			  const struct ljt_layout *lay, lua_Integer *nexit)
@@ -64,6 +65,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		return -1;
 	*nexit = nsnap;
 	uint32_t lt = ljt_u8(T, lay->linktype);
+	if (!A->linkname_known[lt] && c->nolua)
+		return -2;
 	if (!A->linkname_known[lt]) {
 		lua_pushinteger(L, tr);
 		call_util(L, c, U_TRACEINFO, 1, 1);
@@ -109,6 +112,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		ops[nops++] = (uint8_t)o;
 		if (A->irmode_known[o])
 			continue;
+		if (c->nolua)
+			return -2;
 		int64_t op1 = ljt_u16(in, 0), op2 = ljt_u16(in, 2);
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)(ref - B));
@@ -185,11 +190,23 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	uint8_t kop[K_N];
 	for (int i = 0; i < K_N; i++)
 		kop[i] = (uint8_t)A->kop[i];
+	if (!A->kcls_ready) { /* the tests below, once per opcode */
+		for (unsigned o = 0; o < 256; o++)
+			A->kcls[o] =
+			    (uint8_t)((is_k64(A, (int)o) ? VA_KC_K64 : 0) |
+				      (alog_raw_k_inline(kop, o, 3) ? VA_KC_INL
+								    : 0) |
+				      (alog_raw_k_inline(kop, o, 0) ? VA_KC_PRI
+								    : 0) |
+				      ((int)o == A->kop[K_SLOT] ? VA_KC_SLOT
+								: 0));
+		A->kcls_ready = 1;
+	}
 	for (uint32_t ref = nk; ref < B; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref, *v = in;
 		int o = in[5], slot = -1;
 		int64_t idx = (int64_t)ref - B;
-		if (o == A->kop[K_SLOT]) {
+		if (A->kcls[o] & VA_KC_SLOT) {
 			uint32_t to = ljt_u16(in, 0);
 			if (to < nk || to >= B)
 				return -1;
@@ -198,9 +215,10 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		}
 		int vo = v[5];
 		uint32_t t = v[4] & 0x1f; /* irt_type */
-		if (is_k64(A, o))
+		if (A->kcls[o] & VA_KC_K64)
 			ref++;
-		if (alog_raw_k_inline(kop, (unsigned)vo, t))
+		if ((A->kcls[vo] & VA_KC_INL) ||
+		    ((A->kcls[vo] & VA_KC_PRI) && t <= 2))
 			continue;
 		pk_int(pk, idx);
 		n++;
@@ -214,6 +232,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			continue;
 		}
 		/* a Lua value: ask jit.util */
+		if (c->nolua)
+			return -2;
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)idx);
 		call_util(L, c, U_TRACEK, 2, 3);
@@ -323,6 +343,26 @@ uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 {
 	struct vaudit *A = c->A;
 	msgpack_packer p2;
+	if (c->nolua) {
+		/* unprotected (auditint.h): only a raw read needing no
+		 * jit.util, not a check trace, no new shared exit stub */
+		int go = A->raw == RAW_ON && A->raw_mask &&
+			 (A->raw_stops + 1) % A->raw_recheck;
+		const struct ljt_layout *lay =
+		    go ? &ljt_layouts[__builtin_ctz(A->raw_mask)] : NULL;
+		const uint8_t *T = go ? ljt_trace(L, (uint32_t)tr, lay) : NULL;
+		size_t at = sb->size;
+		if (!T || c->a->gexit_none ||
+		    ljt_u16(T, lay->nsnap) > c->a->gexit ||
+		    pack_trace_raw(L, c, pk, sb, tr, T, lay, nexit) != 6) {
+			sb->size = at;
+			c->bail = 1;
+			return 0;
+		}
+		A->raw_stops++;
+		A->raw_traces++;
+		return 6;
+	}
 	if (A->raw == RAW_UNTRIED)
 		raw_discover(L, c, tr);
 	if (A->raw == RAW_ON && ++A->raw_stops % A->raw_recheck) {

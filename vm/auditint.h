@@ -52,6 +52,11 @@ struct ctx {
 	int defer;	  /* set by build: write with the next record */
 	int in_func;	  /* building a func record: functions not followed */
 	int kbox;	  /* packing a tracek value of type I64/U64 */
+	/* Built without lua_pcall (audit_write.c): nothing may call into Lua
+	 * or raise. Where the build would need to (a new function, jit.util,
+	 * a check trace, a Lua value's tostring) it sets bail and stops; the
+	 * event is then built again, protected, from the start. */
+	int nolua, bail;
 };
 
 /* IR opcodes of the constants, from the log's own jit.vmdef.irnames */
@@ -119,9 +124,10 @@ static inline void pstr(msgpack_packer *pk, const char *s)
 
 static inline void pnum(msgpack_packer *pk, lua_Number d)
 {
-	/* integral, in range and not -0: an int; else the exact double */
+	/* integral, in range and not -0: an int; else the exact double
+	 * (in range, d is integral exactly when its truncation equals it) */
 	if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
-	    d == floor(d) && !(d == 0 && signbit(d)))
+	    (double)(int64_t)d == d && !(d == 0 && signbit(d)))
 		pk_int(pk, (int64_t)d);
 	else
 		pk_double(pk, d);
@@ -149,10 +155,19 @@ static inline void map_end(msgpack_sbuffer *sb, size_t at, uint32_t n)
 static inline void call_util(lua_State *L, struct ctx *c, int u, int nargs,
 			     int nres)
 {
+	/* never reached with c->nolua: every caller bails first */
 	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[u]);
 	lua_insert(L, -1 - nargs);
 	lua_call(L, nargs, nres);
 }
+
+/* what the raw reader's constant loop asks of an opcode (vaudit.kcls) */
+enum {
+	VA_KC_K64 = 1,	/* is_k64 */
+	VA_KC_INL = 2,	/* alog_raw_k_inline whatever the type */
+	VA_KC_PRI = 4,	/* alog_raw_k_inline if the type is <= 2 */
+	VA_KC_SLOT = 8, /* KSLOT */
+};
 
 /* a constant op whose value takes the next slot too */
 static inline int is_k64(const struct vaudit *A, int o)
@@ -171,7 +186,19 @@ void va_kv_top(lua_State *L, struct ctx *c, msgpack_packer *pk, const char *k,
 /* The id of the function at idx; its func record goes out first. */
 uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx);
 uint64_t va_rec_head(msgpack_packer *pk, const char *ev);
-void va_field_int(msgpack_packer *pk, const char *k, lua_State *L, int idx);
+/* key k, then the number at idx (nil if none); inline: k's length is
+ * known where k is a literal */
+static inline void va_field_int(msgpack_packer *pk, const char *k, lua_State *L,
+				int idx)
+{
+	pstr(pk, k);
+	if (lua_type(L, idx) == LUA_TNUMBER)
+		pnum(pk, lua_tonumber(L, idx));
+	else if (lua_isnumber(L, idx)) /* a numeric string, as before */
+		pnum(pk, lua_tonumber(L, idx));
+	else
+		pk_nil(pk);
+}
 /* A trace through jit.util (see audit_build.c). */
 uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			    msgpack_sbuffer *sb, lua_Integer tr, int mc,
