@@ -687,8 +687,9 @@ int va_build(lua_State *L)
 		int is_abort = !strcmp(what, "abort");
 		if ((is_start || is_stop || is_abort) && lua_isfunction(L, 4))
 			fid = va_ensure_func(L, c, 4);
-		if (c->bail ||
-		    (c->nolua && is_abort && A->level >= VAUDIT_FULL))
+		if (c->nolua && is_abort && A->level >= VAUDIT_FULL)
+			c->bail = 1; /* its trace through jit.util */
+		if (c->bail)
 			return 0;
 		lua_Integer tr = lua_tointeger(L, 3);
 		if (is_start) {
