@@ -44,7 +44,8 @@ struct vaudit {
 	uint64_t dropped, funcs;
 	uint64_t direct; /* trace events built without lua_pcall */
 	uint64_t func_ns, event_ns, write_ns; /* time spent */
-	msgpack_sbuffer sb, sbf;	      /* the record, a func record */
+	uint64_t put_end; /* the clock after the last write (audit_write.c) */
+	msgpack_sbuffer sb, sbf; /* the record, a func record */
 	/* the raw trace reader (audit_raw.c) */
 	int raw;	      /* RAW_* */
 	unsigned raw_recheck; /* JSF_ENV_AUDIT_RAWCHECK */

@@ -409,6 +409,7 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
 	c->in_func = 0;
 	A->funcs++;
 	A->func_ns += jsf_now_ns() - t0;
+	c->now = 0;		 /* the records after it: later than it */
 	va_put_record(A, sb, 1); /* with the record that refers to it */
 }
 
@@ -464,12 +465,12 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx)
 	return id;
 }
 
-uint64_t va_rec_head(msgpack_packer *pk, const char *ev)
+uint64_t va_rec_head(struct ctx *c, msgpack_packer *pk, const char *ev)
 {
 	pstr(pk, "ev");
 	pstr(pk, ev);
 	pstr(pk, "ns");
-	uint64_t t = jsf_now_ns();
+	uint64_t t = c->now ? c->now : jsf_now_ns();
 	pk_uint(pk, t);
 	return t;
 }
@@ -634,7 +635,7 @@ int va_build(lua_State *L)
 		/* the func record (if new) goes out before this one */
 		uint64_t fid =
 		    lua_isfunction(L, 3) ? va_ensure_func(L, c, 3) : 0;
-		va_rec_head(pk, "record");
+		va_rec_head(c, pk, "record");
 		c->defer = 1;
 		va_field_int(pk, "tr", L, 2);
 		pstr(pk, "func");
@@ -662,7 +663,7 @@ int va_build(lua_State *L)
 			lua_pop(L, 2);
 		}
 	} else if (!strcmp(c->kind, "texit")) { /* tr, ex, ngpr, nfpr, regs */
-		va_rec_head(pk, "texit");
+		va_rec_head(c, pk, "texit");
 		va_field_int(pk, "tr", L, 2);
 		va_field_int(pk, "ex", L, 3);
 		va_field_int(pk, "ngpr", L, 4);
@@ -693,7 +694,7 @@ int va_build(lua_State *L)
 			return 0;
 		lua_Integer tr = lua_tointeger(L, 3);
 		if (is_start) {
-			va_rec_head(pk, "start");
+			va_rec_head(c, pk, "start");
 			c->defer = 1;
 			va_field_int(pk, "tr", L, 3);
 			pstr(pk, "func");
@@ -706,7 +707,7 @@ int va_build(lua_State *L)
 				n += 2;
 			}
 		} else if (is_stop) {
-			va_rec_head(pk, "stop");
+			va_rec_head(c, pk, "stop");
 			va_field_int(pk, "tr", L, 3);
 			n++;
 			if (fid) {
@@ -769,7 +770,7 @@ int va_build(lua_State *L)
 				n++;
 			}
 		} else if (is_abort) { /* tr, func, pc, err, errinfo */
-			va_rec_head(pk, "abort");
+			va_rec_head(c, pk, "abort");
 			va_field_int(pk, "tr", L, 3);
 			pstr(pk, "func");
 			pk_uint(pk, fid);
@@ -786,7 +787,7 @@ int va_build(lua_State *L)
 				n += va_pack_trace_util(L, c, pk, sb, tr, 0,
 							NULL, NULL, &nx);
 		} else if (!strcmp(what, "flush")) {
-			va_rec_head(pk, "flush");
+			va_rec_head(c, pk, "flush");
 			c->a->gexit =
 			    0; /* the exit stubs are freed with the code */
 		} else {
@@ -817,7 +818,7 @@ int va_build_header(lua_State *L)
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	pk_map(pk, 13);
-	va_rec_head(pk, "header");
+	va_rec_head(c, pk, "header");
 	pstr(pk, "format");
 	pk_int(pk, 2); /* 2: func records carry a bytecode dump */
 	/* stop records may be raw (audit/auditraw.h): their version */

@@ -31,7 +31,8 @@ void va_put_record(struct vaudit *A, msgpack_sbuffer *sb, int defer)
 	uint64_t t0 = jsf_now_ns();
 	int err = defer ? alogw_defer(A->w, sb->data, sb->size)
 			: alogw_write(A->w, sb->data, sb->size);
-	A->write_ns += jsf_now_ns() - t0;
+	A->put_end = jsf_now_ns(); /* the event's end too (event()) */
+	A->write_ns += A->put_end - t0;
 	if (err) {
 		alogw_close(A->w, NULL); /* the writer left its note */
 		A->w = NULL;
@@ -120,16 +121,21 @@ static void event(struct vaudit *A, lua_State *L, const char *kind,
 		 * lua_pcall; else (bail) the same build again, protected. */
 		c.nolua = 1;
 		uint64_t t0 = jsf_now_ns();
+		c.now = t0; /* the records' ns */
+		A->put_end = 0;
 		lua_pushlightuserdata(L, &c);
 		lua_insert(L, 1);
 		va_build(L);
 		lua_settop(L, n + 1);
 		lua_remove(L, 1);
-		A->event_ns += jsf_now_ns() - t0;
 		if (!c.bail) {
+			/* the write, if any, was the build's last step */
+			A->event_ns +=
+			    (A->put_end ? A->put_end : jsf_now_ns()) - t0;
 			A->direct++;
 			return;
 		}
+		A->event_ns += jsf_now_ns() - t0;
 		c = (struct ctx){.A = A, .a = a, .spadj = spadj, .kind = kind};
 	}
 	lua_rawgeti(L, LUA_REGISTRYINDEX, a->build_ref);

@@ -57,6 +57,7 @@ struct ctx {
 	 * a check trace, a Lua value's tostring) it sets bail and stops; the
 	 * event is then built again, protected, from the start. */
 	int nolua, bail;
+	uint64_t now; /* the event's CLOCK_MONOTONIC ns, 0: read it */
 };
 
 /* IR opcodes of the constants, from the log's own jit.vmdef.irnames */
@@ -185,7 +186,9 @@ void va_kv_top(lua_State *L, struct ctx *c, msgpack_packer *pk, const char *k,
 	       int expand);
 /* The id of the function at idx; its func record goes out first. */
 uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx);
-uint64_t va_rec_head(msgpack_packer *pk, const char *ev);
+/* "ev" and "ns": the event's time (c->now, read once per event) unless
+ * a func record went out since (0: read the clock) */
+uint64_t va_rec_head(struct ctx *c, msgpack_packer *pk, const char *ev);
 /* key k, then the number at idx (nil if none); inline: k's length is
  * known where k is a literal */
 static inline void va_field_int(msgpack_packer *pk, const char *k, lua_State *L,
