@@ -23,10 +23,10 @@
 #define NOTE_ROOM 512
 
 /* A regular file is written through a shared mapping of a window of it
- * (MAP_WINDOW bytes; the file grows by zeros written ahead of the
- * records, POP_STEP at a time): a record is a memcpy, in the page cache
- * as soon as it is copied (a SIGKILL does not lose it). Anything else (a
- * device, a pipe), or where the mapping fails, gets write(2). */
+ * (MAP_WINDOW bytes, fallocated ahead): a record is a memcpy, in the page
+ * cache as soon as it is copied (a SIGKILL does not lose it). Anything
+ * else (a device, a pipe) or a file system without fallocate gets
+ * write(2). */
 #define MAP_WINDOW (1u << 20)
 
 struct alogw {
@@ -37,9 +37,8 @@ struct alogw {
 	uint8_t *map;  /* window [mbase, mbase + mlen) of the file */
 	uint64_t mbase;
 	size_t mlen;
-	uint64_t fsize; /* the file's size: off, or the end of the zeros */
+	uint64_t fsize; /* the file's size: off, or the fallocated end */
 	uint64_t pop;	/* pages faulted in up to here */
-	int nopop;	/* MADV_POPULATE_WRITE refused */
 	char *path;
 	uint64_t max_bytes, limit; /* limit: RLIMIT_FSIZE (or ~0) */
 	unsigned keep, gen;
@@ -154,7 +153,7 @@ static void unmap(struct alogw *w)
 	w->mlen = 0;
 }
 
-/* Map a window holding [off, off + want) (the file grows in populate()).
+/* Map a window holding [off, off + want), allocating the file to its end.
  * 0; 1 when mapping is not possible here (use write(2)); -errno. */
 static int remap(struct alogw *w, size_t want)
 {
@@ -170,8 +169,16 @@ static int remap(struct alogw *w, size_t want)
 			return -EFBIG;
 	}
 	unmap(w);
-	/* mapped past the file's end: populate() makes the file long enough
-	 * before a record is copied there */
+	if (end > w->fsize) {
+		if (fallocate(w->fd, 0, (off_t)w->fsize,
+			      (off_t)(end - w->fsize))) {
+			int e = errno;
+			if (e == EOPNOTSUPP || e == ENOSYS || e == EINVAL)
+				return 1;
+			return -e;
+		}
+		w->fsize = end;
+	}
 	void *m = mmap(NULL, (size_t)(end - base), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, w->fd, (off_t)base);
 	if (m == MAP_FAILED)
@@ -184,45 +191,30 @@ static int remap(struct alogw *w, size_t want)
 	return 0;
 }
 
-/* Make [off, off + want) file and page cache ahead, POP_STEP at a time:
- * the file grows by zeros written with pwrite(2) (the page cache's own
- * write path: in a loop of 700-byte records about 0.6 the cost of
- * faulting fallocated blocks in through the mapping, ext4 here; disk
- * full and RLIMIT_FSIZE show as its error, as fallocate's did), then the
- * pages are mapped with one madvise (MADV_POPULATE_WRITE: for 16 pages a
- * quarter of the cost of 16 write faults; a whole window at once would be
- * a stall). A kernel without it (before 5.14) says EINVAL: the pages then
- * fault in as they are written. 0 or -errno. */
+/* Fault the pages of [off, off + want) in ahead, POP_STEP at a time:
+ * one madvise for 16 pages costs a quarter of 16 write faults on a shared
+ * file mapping (ext4 here), while a whole window at once (~1 ms per MiB)
+ * would be a stall. A kernel without MADV_POPULATE_WRITE (before 5.14)
+ * says EINVAL: the pages then fault in as they are written. */
 #define POP_STEP (64u << 10)
-static const uint8_t g_zeros[POP_STEP];
-static int populate(struct alogw *w, size_t want)
+static void populate(struct alogw *w, size_t want)
 {
+#ifdef MADV_POPULATE_WRITE
 	uint64_t need = w->off + want, end = w->mbase + w->mlen;
 	if (need <= w->pop)
-		return 0;
+		return;
 	uint64_t to = (need + POP_STEP - 1) / POP_STEP * POP_STEP;
 	if (to > end)
 		to = end;
-	while (w->fsize < to) {
-		uint64_t k = to - w->fsize;
-		ssize_t r =
-		    pwrite(w->fd, g_zeros,
-			   k < sizeof(g_zeros) ? (size_t)k : sizeof(g_zeros),
-			   (off_t)w->fsize);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -ENOSPC;
-		w->fsize += (uint64_t)r;
-	}
-#ifdef MADV_POPULATE_WRITE
-	if (!w->nopop && w->pop < to &&
-	    madvise(w->map + (w->pop - w->mbase), (size_t)(to - w->pop),
-		    MADV_POPULATE_WRITE))
-		w->nopop = 1; /* not supported (or failed): fault on write */
+	if (madvise(w->map + (w->pop - w->mbase), (size_t)(to - w->pop),
+		    MADV_POPULATE_WRITE) == 0)
+		w->pop = to;
+	else
+		w->pop = end; /* not supported (or failed): fault on write */
+#else
+	(void)w;
+	(void)want;
 #endif
-	w->pop = to;
-	return 0;
 }
 
 /* Copy the iovecs to the file at off through the mapping. The first
@@ -240,9 +232,7 @@ static int map_put(struct alogw *w, const struct iovec *iov, int n, size_t want)
 		if (r)
 			return r;
 	}
-	int pe = populate(w, want);
-	if (pe)
-		return pe;
+	populate(w, want);
 	uint8_t *dst = w->map + (w->off - w->mbase);
 	uint8_t head[ALOG_FRAME];
 	size_t at = 0;
