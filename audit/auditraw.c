@@ -7,6 +7,7 @@
  */
 #include "auditraw.h"
 #include "auditfmt.h"
+#include "auditmp.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,24 @@
 #include <string.h>
 
 #define B ALOG_RAW_REF_BIAS
+
+/* auditmp.h's slow path: the buffer doubled (as msgpack-c grows it) until
+ * n more bytes fit */
+char *alog_mpw_grow(msgpack_sbuffer *sb, size_t n)
+{
+	size_t na = sb->alloc ? sb->alloc : MSGPACK_SBUFFER_INIT_SIZE;
+	while (na - sb->size < n) {
+		if (na * 2 <= na)
+			return NULL;
+		na *= 2;
+	}
+	char *d = realloc(sb->data, na);
+	if (!d)
+		return NULL;
+	sb->data = d;
+	sb->alloc = na;
+	return d + sb->size;
+}
 
 static uint32_t rd16(const uint8_t *p)
 {

@@ -12,10 +12,13 @@
  *    writer stops before the limit, the process lives on, the log decodes
  *    cleanly and ends with the "log stopped" note;
  *  - a log that cannot be created fails cleanly; an existing file is
- *    left alone.
+ *    left alone;
+ *  - the writer's msgpack encoder (audit/auditmp.h) writes the bytes
+ *    msgpack-c's packer writes, at every form's boundaries and at random.
  */
 #include "auditfmt.h"
 #include "auditfunc.h"
+#include "auditmp.h"
 #include "auditw.h"
 #include "harness.h"
 
@@ -674,6 +677,89 @@ int main(void)
 		free(d);
 		free(a);
 		free(ap);
+	}
+
+	CASE("auditmp.h encodes as msgpack-c packs, boundaries and random")
+	{
+		static const int64_t edge[] = {0,
+					       1,
+					       31,
+					       32,
+					       127,
+					       128,
+					       255,
+					       256,
+					       65535,
+					       65536,
+					       4294967295ll,
+					       4294967296ll,
+					       INT64_MAX,
+					       -1,
+					       -31,
+					       -32,
+					       -33,
+					       -127,
+					       -128,
+					       -129,
+					       -32767,
+					       -32768,
+					       -32769,
+					       -2147483647ll,
+					       -2147483648ll,
+					       -2147483649ll,
+					       INT64_MIN};
+		msgpack_sbuffer a, b;
+		msgpack_sbuffer_init(&a);
+		msgpack_sbuffer_init(&b);
+		msgpack_packer pk;
+		msgpack_packer_init(&pk, &a, msgpack_sbuffer_write);
+		char body[70000];
+		for (size_t i = 0; i < sizeof(body); i++)
+			body[i] = (char)h_rand();
+		size_t ne = sizeof(edge) / sizeof(edge[0]);
+		for (size_t t = 0; t < ne + 20000; t++) {
+			int64_t v = t < ne ? edge[t] : (int64_t)h_rand();
+			if (t >= ne && t % 3) /* small ones too */
+				v >>= h_below(64);
+			/* lengths: |v| where it is one, else random */
+			uint64_t av = v < 0 ? ~(uint64_t)v : (uint64_t)v;
+			size_t n = av < 70000 ? (size_t)av : h_below(70000);
+			msgpack_pack_int64(&pk, v);
+			alog_mpw_int(&b, v);
+			msgpack_pack_uint64(&pk, (uint64_t)v);
+			alog_mpw_uint(&b, (uint64_t)v);
+			msgpack_pack_map(&pk, n);
+			alog_mpw_map(&b, n);
+			msgpack_pack_array(&pk, n);
+			alog_mpw_array(&b, n);
+			double d;
+			memcpy(&d, &v, 8);
+			msgpack_pack_double(&pk, d);
+			alog_mpw_double(&b, d);
+			size_t sl = t % 7 ? n % 300 : n;
+			msgpack_pack_str_with_body(&pk, body, sl);
+			alog_mpw_str(&b, body, sl);
+			msgpack_pack_bin(&pk, sl);
+			msgpack_pack_bin_body(&pk, body, sl);
+			alog_mpw_binhead(&b, sl);
+			alog_mpw_bytes(&b, body, sl);
+			msgpack_pack_nil(&pk);
+			alog_mpw_nil(&b);
+			msgpack_pack_true(&pk);
+			alog_mpw_bool(&b, 1);
+			msgpack_pack_false(&pk);
+			alog_mpw_bool(&b, 0);
+			if (a.size != b.size ||
+			    memcmp(a.data, b.data, a.size)) {
+				CHECK(0, "value %lld, length %zu: differs",
+				      (long long)v, n);
+				break;
+			}
+			msgpack_sbuffer_clear(&a);
+			msgpack_sbuffer_clear(&b);
+		}
+		msgpack_sbuffer_destroy(&a);
+		msgpack_sbuffer_destroy(&b);
 	}
 
 	msgpack_sbuffer_destroy(&h);

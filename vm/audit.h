@@ -42,8 +42,10 @@ struct vaudit {
 	pid_t owner;	  /* the process that opened w */
 	uint64_t next_fn; /* function ids, unique in the process */
 	uint64_t dropped, funcs;
+	uint64_t direct; /* trace events built without lua_pcall */
 	uint64_t func_ns, event_ns, write_ns; /* time spent */
-	msgpack_sbuffer sb, sbf;	      /* the record, a func record */
+	uint64_t put_end; /* the clock after the last write (audit_write.c) */
+	msgpack_sbuffer sb, sbf; /* the record, a func record */
 	/* the raw trace reader (audit_raw.c) */
 	int raw;	      /* RAW_* */
 	unsigned raw_recheck; /* JSF_ENV_AUDIT_RAWCHECK */
@@ -53,6 +55,8 @@ struct vaudit {
 	int str_len;  /* GCstr's len offset, 0 unknown, -1 no raw strings */
 	int x64_gc64; /* the VM is x64 with GC64: raw reads possible */
 	int kop[VAUDIT_NKOP]; /* opcode of each constant op, -1 unknown */
+	uint8_t kcls[256];    /* VA_KC_* of each opcode, from kop */
+	int kcls_ready;
 	uint64_t raw_traces, raw_stops, raw_checks;
 	msgpack_sbuffer sbu, sbr;     /* jit.util and raw builds, to compare */
 	msgpack_sbuffer sbx;	      /* the raw build expanded */

@@ -25,6 +25,11 @@
 /* A Lua value that is neither plain data nor a function. */
 static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 {
+	if (c->nolua) { /* tostring() and funcinfo: Lua calls */
+		c->bail = 1;
+		pk_nil(pk);
+		return;
+	}
 	int t = lua_type(L, idx);
 	/* lua_type() says nil for a trace object (a snapshot's stitched
 	 * frame): tostring() and type() say "trace" (replay helper) */
@@ -34,7 +39,7 @@ static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 	int pl = !strcmp(tn, "proto");
 	/* LuaJIT names protos "proto" in tostring; its type() says so too */
 	int tyof = cd && c->a->typeof_ref != LUA_NOREF;
-	msgpack_pack_map(pk, (tyof ? 4 : 3) + pl);
+	pk_map(pk, (tyof ? 4 : 3) + pl);
 	if (pl) {
 		pstr(pk, "loc");
 		lua_pushvalue(L, idx);
@@ -48,15 +53,15 @@ static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 	pstr(pk, "addr");
 	/* a 64-bit integer constant's cdata is a new box per tracek call:
 	 * its address means nothing (jit.dump prints the value) */
-	msgpack_pack_uint64(
-	    pk, cd && c->kbox ? 0 : (uint64_t)(uintptr_t)lua_topointer(L, idx));
+	pk_uint(pk,
+		cd && c->kbox ? 0 : (uint64_t)(uintptr_t)lua_topointer(L, idx));
 	pstr(pk, "str");
 	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->tostring_ref);
 	lua_pushvalue(L, idx);
 	lua_call(L, 1, 1);
 	size_t n;
 	const char *s = lua_tolstring(L, -1, &n);
-	msgpack_pack_str_with_body(pk, s ? s : "", s ? n : 0);
+	pk_str(pk, s ? s : "", s ? n : 0);
 	lua_pop(L, 1);
 	if (tyof) {
 		pstr(pk, "ctype");
@@ -67,9 +72,9 @@ static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 		lua_call(L, 1, 1);
 		s = lua_tolstring(L, -1, &n);
 		if (s && n > 7 && !memcmp(s, "ctype<", 6) && s[n - 1] == '>')
-			msgpack_pack_str_with_body(pk, s + 6, n - 7);
+			pk_str(pk, s + 6, n - 7);
 		else
-			msgpack_pack_str_with_body(pk, s ? s : "", s ? n : 0);
+			pk_str(pk, s ? s : "", s ? n : 0);
 		lua_pop(L, 1);
 	}
 }
@@ -84,13 +89,13 @@ void va_pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
 	case LUA_TNONE:
 		if (lua_topointer(L, idx)) /* a trace (replay helper) */
 			break;
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 		return;
 	case LUA_TBOOLEAN:
 		if (lua_toboolean(L, idx))
-			msgpack_pack_true(pk);
+			pk_bool(pk, 1);
 		else
-			msgpack_pack_false(pk);
+			pk_bool(pk, 0);
 		return;
 	case LUA_TNUMBER:
 		pnum(pk, lua_tonumber(L, idx));
@@ -98,15 +103,15 @@ void va_pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
 	case LUA_TSTRING: {
 		size_t n;
 		const char *s = lua_tolstring(L, idx, &n);
-		msgpack_pack_str_with_body(pk, s, n);
+		pk_str(pk, s, n);
 		return;
 	}
 	case LUA_TFUNCTION:
 		if (!c->in_func) {
 			uint64_t id = va_ensure_func(L, c, idx);
-			msgpack_pack_map(pk, 1);
+			pk_map(pk, 1);
 			pstr(pk, "fn");
-			msgpack_pack_uint64(pk, id);
+			pk_uint(pk, id);
 			return;
 		}
 		break;
@@ -121,7 +126,7 @@ void va_pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
 			if (n && lua_objlen(L, idx) == n) {
 				/* a sequence 1..n: an array (the same Lua table
 				 * when read back), smaller and faster */
-				msgpack_pack_array(pk, n);
+				pk_array(pk, n);
 				for (uint32_t i = 1; i <= n; i++) {
 					lua_rawgeti(L, idx, (int)i);
 					va_pack_any(L, c, pk, -1, 1, depth + 1);
@@ -129,7 +134,7 @@ void va_pack_any(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx,
 				}
 				return;
 			}
-			msgpack_pack_map(pk, n);
+			pk_map(pk, n);
 			lua_pushnil(L);
 			while (lua_next(L, idx)) {
 				va_pack_any(L, c, pk, -2, 0, depth + 1);
@@ -261,10 +266,10 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		luaL_error(L, "func record: dump has %d bytecodes, not %d",
 			   (int)fp->sizebc, nbc);
 	pstr(pk, "dump");
-	msgpack_pack_bin(pk, fp->head_len + fp->proto_len + 1);
-	msgpack_pack_bin_body(pk, A->dbuf, fp->head_len);
-	msgpack_pack_bin_body(pk, A->dbuf + fp->proto_off, fp->proto_len);
-	msgpack_pack_bin_body(pk, "", 1);
+	pk_bin(pk, fp->head_len + fp->proto_len + 1);
+	pk_body(pk, A->dbuf, fp->head_len);
+	pk_body(pk, A->dbuf + fp->proto_off, fp->proto_len);
+	pk_body(pk, "", 1);
 
 	/* live instructions and modes */
 	uint8_t used[256];
@@ -288,8 +293,8 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		int mode = (int)lua_tointeger(L, -1);
 		lua_pop(L, 2);
 		if (pc == 0 || lins != ins) {
-			msgpack_pack_int64(pk, pc);
-			msgpack_pack_int64(pk, (int32_t)lins);
+			pk_int(pk, pc);
+			pk_int(pk, (int32_t)lins);
 			nl++;
 		}
 		op = (uint8_t)lins;
@@ -301,11 +306,11 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	for (int op = 0; op < 256; op++)
 		nm += used[op];
 	pstr(pk, "bcm");
-	msgpack_pack_map(pk, nm);
+	pk_map(pk, nm);
 	for (int op = 0; op < 256; op++)
 		if (used[op]) {
-			msgpack_pack_int64(pk, op);
-			msgpack_pack_int64(pk, A->bcmode[op] - 1);
+			pk_int(pk, op);
+			pk_int(pk, A->bcmode[op] - 1);
 		}
 
 	/* GC constants the dump cannot stand for */
@@ -313,7 +318,7 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	for (uint32_t i = 0; i < fp->nkgc; i++)
 		nko += fp->kgc[i].kind != ALOG_FK_STR;
 	pstr(pk, "kobj");
-	msgpack_pack_map(pk, nko);
+	pk_map(pk, nko);
 	for (uint32_t i = 0; i < fp->nkgc; i++) {
 		if (fp->kgc[i].kind == ALOG_FK_STR)
 			continue;
@@ -321,7 +326,7 @@ static void pack_lua_func(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		lua_pushvalue(L, idx);
 		lua_pushinteger(L, k);
 		call_util(L, c, U_FUNCK, 2, 1);
-		msgpack_pack_int64(pk, k);
+		pk_int(pk, k);
 		va_pack_any(L, c, pk, -1, 0, 1);
 		lua_pop(L, 1);
 	}
@@ -345,9 +350,9 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
 	pstr(&pk, "ev");
 	pstr(&pk, "func");
 	pstr(&pk, "ns");
-	msgpack_pack_uint64(&pk, jsf_now_ns());
+	pk_uint(&pk, jsf_now_ns());
 	pstr(&pk, "id");
-	msgpack_pack_uint64(&pk, id);
+	pk_uint(&pk, id);
 	/* info without currentline/loc (they belong to a pc), one pass */
 	pstr(&pk, "info");
 	{
@@ -365,7 +370,7 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
 				 * (funcinfo(proto) .loc) being ours at pc 0: no
 				 * second funcinfo */
 				pstr(&pk, "proto");
-				msgpack_pack_map(&pk, 4);
+				pk_map(&pk, 4);
 				pstr(&pk, "loc");
 				lua_getfield(L, info, "loc");
 				va_pack_any(L, c, &pk, -1, 0, 1);
@@ -373,9 +378,8 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
 				pstr(&pk, "obj");
 				pstr(&pk, "proto");
 				pstr(&pk, "addr");
-				msgpack_pack_uint64(
-				    &pk,
-				    (uint64_t)(uintptr_t)lua_topointer(L, -1));
+				pk_uint(&pk, (uint64_t)(uintptr_t)lua_topointer(
+						 L, -1));
 				pstr(&pk, "str");
 				lua_rawgeti(L, LUA_REGISTRYINDEX,
 					    c->a->tostring_ref);
@@ -405,6 +409,7 @@ static void write_func(lua_State *L, struct ctx *c, int idx, uint64_t id,
 	c->in_func = 0;
 	A->funcs++;
 	A->func_ns += jsf_now_ns() - t0;
+	c->now = 0;		 /* the records after it: later than it */
 	va_put_record(A, sb, 1); /* with the record that refers to it */
 }
 
@@ -419,6 +424,10 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx)
 		return id;
 	}
 	lua_pop(L, 1);
+	if (c->nolua) { /* funcinfo, a func record: Lua calls */
+		c->bail = 1;
+		return 0;
+	}
 	/* A Lua function: its prototype (funcinfo's "proto") is the identity,
 	 * so closures of one prototype share one id and one func record
 	 * (everything the record holds comes from the prototype). Protos are
@@ -456,23 +465,14 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx)
 	return id;
 }
 
-uint64_t va_rec_head(msgpack_packer *pk, const char *ev)
+uint64_t va_rec_head(struct ctx *c, msgpack_packer *pk, const char *ev)
 {
 	pstr(pk, "ev");
 	pstr(pk, ev);
 	pstr(pk, "ns");
-	uint64_t t = jsf_now_ns();
-	msgpack_pack_uint64(pk, t);
+	uint64_t t = c->now ? c->now : jsf_now_ns();
+	pk_uint(pk, t);
 	return t;
-}
-
-void va_field_int(msgpack_packer *pk, const char *k, lua_State *L, int idx)
-{
-	pstr(pk, k);
-	if (lua_isnumber(L, idx))
-		pnum(pk, lua_tonumber(L, idx));
-	else
-		msgpack_pack_nil(pk);
 }
 
 /* traceinfo's table at idx, in a fixed order (nins, nk, link, nexit,
@@ -487,7 +487,7 @@ static void pack_info(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 		n++;
 		lua_pop(L, 1);
 	}
-	msgpack_pack_map(pk, n);
+	pk_map(pk, n);
 	for (int i = 0; i < 5; i++) {
 		lua_getfield(L, idx, f[i]);
 		if (!lua_isnil(L, -1))
@@ -544,10 +544,10 @@ uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		lua_pushinteger(L, i);
 		call_util(L, c, U_TRACEIR, 2, 5);
 		if (!lua_isnil(L, -5)) {
-			msgpack_pack_int64(pk, i);
-			msgpack_pack_array(pk, 5);
+			pk_int(pk, i);
+			pk_array(pk, 5);
 			for (int j = -5; j < 0; j++) /* integers */
-				msgpack_pack_int64(pk, lua_tointeger(L, j));
+				pk_int(pk, lua_tointeger(L, j));
 			n++;
 		}
 		lua_pop(L, 5);
@@ -564,9 +564,9 @@ uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		lua_pushinteger(L, i);
 		call_util(L, c, U_TRACEK, 2, 3);
 		if (!(lua_isnil(L, -3) && lua_isnil(L, -2))) {
-			msgpack_pack_int64(pk, i);
+			pk_int(pk, i);
 			int cnt = lua_isnil(L, -1) ? 2 : 3;
-			msgpack_pack_array(pk, (size_t)cnt);
+			pk_array(pk, (size_t)cnt);
 			lua_Integer kt = lua_tointeger(L, -2);
 			c->kbox = kt == IRT_I64 || kt == IRT_U64;
 			for (int j = -3; j < -3 + cnt; j++)
@@ -590,7 +590,7 @@ uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			lua_pop(L, 1);
 			break;
 		}
-		msgpack_pack_int64(pk, i);
+		pk_int(pk, i);
 		va_pack_any(L, c, pk, -1, 1, 1);
 		lua_pop(L, 1);
 		n++;
@@ -605,10 +605,10 @@ uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	const char *code =
 	    lua_isstring(L, -3) ? lua_tolstring(L, -3, &len) : NULL;
 	if (code) {
-		msgpack_pack_bin(pk, len);
-		msgpack_pack_bin_body(pk, code, len);
+		pk_bin(pk, len);
+		pk_body(pk, code, len);
 	} else {
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 	}
 	va_field_int(pk, "addr", L, -2);
 	va_field_int(pk, "loop", L, -1);
@@ -635,14 +635,14 @@ int va_build(lua_State *L)
 		/* the func record (if new) goes out before this one */
 		uint64_t fid =
 		    lua_isfunction(L, 3) ? va_ensure_func(L, c, 3) : 0;
-		va_rec_head(pk, "record");
+		va_rec_head(c, pk, "record");
 		c->defer = 1;
 		va_field_int(pk, "tr", L, 2);
 		pstr(pk, "func");
 		if (fid)
-			msgpack_pack_uint64(pk, fid);
+			pk_uint(pk, fid);
 		else
-			msgpack_pack_nil(pk);
+			pk_nil(pk);
 		va_field_int(pk, "pc", L, 4);
 		va_field_int(pk, "depth", L, 5);
 		n += 4;
@@ -663,18 +663,22 @@ int va_build(lua_State *L)
 			lua_pop(L, 2);
 		}
 	} else if (!strcmp(c->kind, "texit")) { /* tr, ex, ngpr, nfpr, regs */
-		va_rec_head(pk, "texit");
+		va_rec_head(c, pk, "texit");
 		va_field_int(pk, "tr", L, 2);
 		va_field_int(pk, "ex", L, 3);
 		va_field_int(pk, "ngpr", L, 4);
 		va_field_int(pk, "nfpr", L, 5);
 		pstr(pk, "regs");
 		int nr = nargs > 4 ? nargs - 4 : 0;
-		msgpack_pack_array(pk, (size_t)nr);
+		pk_array(pk, (size_t)nr);
 		for (int i = 0; i < nr; i++)
 			va_pack_any(L, c, pk, 6 + i, 0, 1);
 		n += 5;
 	} else {
+		if (c->nolua && lua_type(L, 2) != LUA_TSTRING) {
+			c->bail = 1; /* lua_tostring would convert it */
+			return 0;
+		}
 		const char *what = lua_tostring(L, 2);
 		if (!what)
 			return 0;
@@ -684,13 +688,17 @@ int va_build(lua_State *L)
 		int is_abort = !strcmp(what, "abort");
 		if ((is_start || is_stop || is_abort) && lua_isfunction(L, 4))
 			fid = va_ensure_func(L, c, 4);
+		if (c->nolua && is_abort && A->level >= VAUDIT_FULL)
+			c->bail = 1; /* its trace through jit.util */
+		if (c->bail)
+			return 0;
 		lua_Integer tr = lua_tointeger(L, 3);
 		if (is_start) {
-			va_rec_head(pk, "start");
+			va_rec_head(c, pk, "start");
 			c->defer = 1;
 			va_field_int(pk, "tr", L, 3);
 			pstr(pk, "func");
-			msgpack_pack_uint64(pk, fid);
+			pk_uint(pk, fid);
 			va_field_int(pk, "pc", L, 5);
 			n += 3;
 			if (nargs >= 5) {
@@ -699,17 +707,20 @@ int va_build(lua_State *L)
 				n += 2;
 			}
 		} else if (is_stop) {
-			va_rec_head(pk, "stop");
+			va_rec_head(c, pk, "stop");
 			va_field_int(pk, "tr", L, 3);
 			n++;
 			if (fid) {
 				pstr(pk, "func");
-				msgpack_pack_uint64(pk, fid);
+				pk_uint(pk, fid);
 				n++;
 			}
 			lua_Integer nexit = 0;
 			n += va_pack_stop_trace(L, c, pk, sb, tr, &nexit);
-			/* exit stubs: shared ones (x86/x64) only when new */
+			if (c->bail)
+				return 0;
+			/* exit stubs: shared ones (x86/x64) only when new (the
+			 * unprotected build bailed out before if any are) */
 			struct astate *a = c->a;
 			if (!a->gexit_none) {
 				pstr(pk, "gexitstub");
@@ -723,7 +734,7 @@ int va_build(lua_State *L)
 						lua_pop(L, 1);
 						break;
 					}
-					msgpack_pack_int64(pk, i);
+					pk_int(pk, i);
 					va_pack_any(L, c, pk, -1, 0, 1);
 					lua_pop(L, 1);
 					gn++;
@@ -744,7 +755,7 @@ int va_build(lua_State *L)
 					lua_pushinteger(L, i);
 					call_util(L, c, U_TRACEEXITSTUB, 2, 1);
 					if (!lua_isnil(L, -1)) {
-						msgpack_pack_int64(pk, i);
+						pk_int(pk, i);
 						va_pack_any(L, c, pk, -1, 0, 1);
 						en++;
 					}
@@ -755,26 +766,28 @@ int va_build(lua_State *L)
 			}
 			if (c->spadj != INT32_MIN) {
 				pstr(pk, "spadj");
-				msgpack_pack_int64(pk, c->spadj);
+				pk_int(pk, c->spadj);
 				n++;
 			}
 		} else if (is_abort) { /* tr, func, pc, err, errinfo */
-			va_rec_head(pk, "abort");
+			va_rec_head(c, pk, "abort");
 			va_field_int(pk, "tr", L, 3);
 			pstr(pk, "func");
-			msgpack_pack_uint64(pk, fid);
+			pk_uint(pk, fid);
 			va_field_int(pk, "pc", L, 5);
 			pstr(pk, "err");
 			va_pack_any(L, c, pk, 6, 0, 0);
 			pstr(pk, "errinfo");
 			va_pack_any(L, c, pk, 7, 0, 0);
+			if (c->bail)
+				return 0;
 			n += 5;
 			lua_Integer nx;
 			if (A->level >= VAUDIT_FULL)
 				n += va_pack_trace_util(L, c, pk, sb, tr, 0,
 							NULL, NULL, &nx);
 		} else if (!strcmp(what, "flush")) {
-			va_rec_head(pk, "flush");
+			va_rec_head(c, pk, "flush");
 			c->a->gexit =
 			    0; /* the exit stubs are freed with the code */
 		} else {
@@ -804,22 +817,21 @@ int va_build_header(lua_State *L)
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
-	msgpack_pack_map(pk, 13);
-	va_rec_head(pk, "header");
+	pk_map(pk, 13);
+	va_rec_head(c, pk, "header");
 	pstr(pk, "format");
-	msgpack_pack_int(pk, 2); /* 2: func records carry a bytecode dump */
+	pk_int(pk, 2); /* 2: func records carry a bytecode dump */
 	/* stop records may be raw (audit/auditraw.h): their version */
 	pstr(pk, "raw_stop");
-	msgpack_pack_int(pk, ALOG_RAW_VERSION);
+	pk_int(pk, ALOG_RAW_VERSION);
 	pstr(pk, "producer");
 	pstr(pk, PRODUCER);
 	pstr(pk, "level");
 	pstr(pk, A->level >= VAUDIT_FULL ? "full" : "default");
 	pstr(pk, "pid");
-	msgpack_pack_int64(pk, getpid());
+	pk_int(pk, getpid());
 	pstr(pk, "unix_ns");
-	msgpack_pack_uint64(pk, (uint64_t)rt.tv_sec * 1000000000u +
-				    (uint64_t)rt.tv_nsec);
+	pk_uint(pk, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
 	pstr(pk, "clock");
 	pstr(pk, "CLOCK_MONOTONIC");
 	pstr(pk, "byteorder");
@@ -829,7 +841,7 @@ int va_build_header(lua_State *L)
 		lua_error(L);
 	int jit = lua_gettop(L);
 	pstr(pk, "vm");
-	msgpack_pack_map(pk, 6);
+	pk_map(pk, 6);
 	static const char *const vf[] = {"version", "version_num", "arch",
 					 "os"};
 	for (int i = 0; i < 4; i++) {
@@ -847,15 +859,15 @@ int va_build_header(lua_State *L)
 	}
 	lua_pop(L, 1);
 	if (gc64)
-		msgpack_pack_true(pk);
+		pk_bool(pk, 1);
 	else
-		msgpack_pack_false(pk);
+		pk_bool(pk, 0);
 	pstr(pk, "status");
 	int before = lua_gettop(L);
 	lua_getfield(L, jit, "status");
 	lua_call(L, 0, LUA_MULTRET);
 	int ns = lua_gettop(L) - before;
-	msgpack_pack_array(pk, (size_t)ns);
+	pk_array(pk, (size_t)ns);
 	for (int i = 1; i <= ns; i++)
 		va_pack_any(L, c, pk, before + i, 0, 1);
 	lua_settop(L, before);
@@ -869,6 +881,7 @@ int va_build_header(lua_State *L)
 	lua_getfield(L, vmdef, "irnames");
 	size_t inl = 0;
 	const char *irn = lua_tolstring(L, -1, &inl);
+	A->kcls_ready = 0;
 	for (int i = 0; i < K_N; i++) {
 		A->kop[i] = -1;
 		size_t kl = strlen(va_kop_names[i]);
@@ -889,11 +902,11 @@ int va_build_header(lua_State *L)
 	int nc = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : -1;
 	lua_pop(L, 1);
 	pstr(pk, "ircalladdr");
-	msgpack_pack_map(pk, (uint32_t)(nc + 1));
+	pk_map(pk, (uint32_t)(nc + 1));
 	for (int i = 0; i <= nc; i++) {
 		lua_pushinteger(L, i);
 		call_util(L, c, U_IRCALLADDR, 1, 1);
-		msgpack_pack_int64(pk, i);
+		pk_int(pk, i);
 		va_pack_any(L, c, pk, -1, 0, 1);
 		lua_pop(L, 1);
 	}

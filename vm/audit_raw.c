@@ -42,24 +42,6 @@ static void learn_str(struct vaudit *A, uint64_t p, lua_State *L)
 		A->str_len = ok16 ? 16 : 20;
 }
 
-/* The raw reader's hot loops encode straight into the buffer: the bytes
- * msgpack-c's msgpack_pack_int64 / _array / _map would write (the checks
- * against the jit.util build, which uses msgpack-c, compare them). */
-static char *mp_room(msgpack_sbuffer *sb, size_t n)
-{
-	if (sb->alloc - sb->size < n) {
-		size_t na = sb->alloc ? sb->alloc * 2 : 8192;
-		while (na - sb->size < n)
-			na *= 2;
-		char *d = realloc(sb->data, na);
-		if (!d)
-			return NULL;
-		sb->data = d;
-		sb->alloc = na;
-	}
-	return sb->data + sb->size;
-}
-
 /* The stop record's trace fields from the GCtrace's memory (layout lay),
  * as a raw stop record (format 3, audit/auditraw.h): info, raw (the IR,
  * snapshots and snapshot map copied as bytes), rawk (the constants whose
@@ -68,7 +50,8 @@ static char *mp_room(msgpack_sbuffer *sb, size_t n)
  * needs a Lua value (a GC constant other than a string, a 64-bit integer
  * constant: one tracek each) and once per new IR opcode (its mode, which
  * is not in memory) or link type (its name). -1 if T and jit.util
- * disagree on something looked at twice; else the fields packed (6). */
+ * disagree on something looked at twice; -2 (c->nolua) where jit.util
+ * would be called; else the fields packed (6). */
 static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			  msgpack_sbuffer *sb, lua_Integer tr, const uint8_t *T,
 			  const struct ljt_layout *lay, lua_Integer *nexit)
@@ -82,6 +65,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		return -1;
 	*nexit = nsnap;
 	uint32_t lt = ljt_u8(T, lay->linktype);
+	if (!A->linkname_known[lt] && c->nolua)
+		return -2;
 	if (!A->linkname_known[lt]) {
 		lua_pushinteger(L, tr);
 		call_util(L, c, U_TRACEINFO, 1, 1);
@@ -97,15 +82,15 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		lua_pop(L, 2);
 	}
 	pstr(pk, "info");
-	msgpack_pack_map(pk, 5);
+	pk_map(pk, 5);
 	pstr(pk, "nins");
-	msgpack_pack_int64(pk, (int64_t)nins - B - 1);
+	pk_int(pk, (int64_t)nins - B - 1);
 	pstr(pk, "nk");
-	msgpack_pack_int64(pk, (int64_t)B - nk);
+	pk_int(pk, (int64_t)B - nk);
 	pstr(pk, "link");
-	msgpack_pack_int64(pk, ljt_u16(T, lay->link));
+	pk_int(pk, ljt_u16(T, lay->link));
 	pstr(pk, "nexit");
-	msgpack_pack_int64(pk, nsnap);
+	pk_int(pk, nsnap);
 	pstr(pk, "linktype");
 	pstr(pk, A->linkname[lt]);
 
@@ -127,6 +112,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		ops[nops++] = (uint8_t)o;
 		if (A->irmode_known[o])
 			continue;
+		if (c->nolua)
+			return -2;
 		int64_t op1 = ljt_u16(in, 0), op2 = ljt_u16(in, 2);
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)(ref - B));
@@ -164,8 +151,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	size_t len = ALOG_RAW_HEAD + 2 * (size_t)nops + 16 + nir + nsn +
 		     4 * (size_t)nmap;
 	pstr(pk, "raw");
-	msgpack_pack_bin(pk, len);
-	char *p = mp_room(sb, len);
+	pk_bin(pk, len);
+	char *p = alog_mpw_room(sb, len);
 	if (!p)
 		return -1;
 	uint8_t *r = (uint8_t *)p;
@@ -203,11 +190,23 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	uint8_t kop[K_N];
 	for (int i = 0; i < K_N; i++)
 		kop[i] = (uint8_t)A->kop[i];
+	if (!A->kcls_ready) { /* the tests below, once per opcode */
+		for (unsigned o = 0; o < 256; o++)
+			A->kcls[o] =
+			    (uint8_t)((is_k64(A, (int)o) ? VA_KC_K64 : 0) |
+				      (alog_raw_k_inline(kop, o, 3) ? VA_KC_INL
+								    : 0) |
+				      (alog_raw_k_inline(kop, o, 0) ? VA_KC_PRI
+								    : 0) |
+				      ((int)o == A->kop[K_SLOT] ? VA_KC_SLOT
+								: 0));
+		A->kcls_ready = 1;
+	}
 	for (uint32_t ref = nk; ref < B; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref, *v = in;
 		int o = in[5], slot = -1;
 		int64_t idx = (int64_t)ref - B;
-		if (o == A->kop[K_SLOT]) {
+		if (A->kcls[o] & VA_KC_SLOT) {
 			uint32_t to = ljt_u16(in, 0);
 			if (to < nk || to >= B)
 				return -1;
@@ -216,11 +215,12 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		}
 		int vo = v[5];
 		uint32_t t = v[4] & 0x1f; /* irt_type */
-		if (is_k64(A, o))
+		if (A->kcls[o] & VA_KC_K64)
 			ref++;
-		if (alog_raw_k_inline(kop, (unsigned)vo, t))
+		if ((A->kcls[vo] & VA_KC_INL) ||
+		    ((A->kcls[vo] & VA_KC_PRI) && t <= 2))
 			continue;
-		msgpack_pack_int64(pk, idx);
+		pk_int(pk, idx);
 		n++;
 		if (vo == A->kop[K_GC] && t == IRT_STR && A->str_len > 0) {
 			/* a string: its bytes follow the GCstr header */
@@ -228,11 +228,12 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			    (const uint8_t *)(uintptr_t)ljt_u64(v, 8);
 			if (!gs || gs[9] != GCT_STR)
 				return -1;
-			msgpack_pack_str_with_body(pk, gs + 24,
-						   ljt_u32(gs, A->str_len));
+			pk_str(pk, gs + 24, ljt_u32(gs, A->str_len));
 			continue;
 		}
 		/* a Lua value: ask jit.util */
+		if (c->nolua)
+			return -2;
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)idx);
 		call_util(L, c, U_TRACEK, 2, 3);
@@ -254,18 +255,18 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	pstr(pk, "mc");
 	if (mc) {
 		uint32_t ml = ljt_u32(T, lay->szmcode);
-		msgpack_pack_bin(pk, ml);
-		msgpack_pack_bin_body(pk, mc, ml);
+		pk_bin(pk, ml);
+		pk_body(pk, mc, ml);
 		pstr(pk, "addr");
 		pnum(pk, (lua_Number)(intptr_t)mc);
 		pstr(pk, "loop");
 		pnum(pk, ljt_u32(T, lay->mcloop));
 	} else {
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 		pstr(pk, "addr");
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 		pstr(pk, "loop");
-		msgpack_pack_nil(pk);
+		pk_nil(pk);
 	}
 	return 6;
 }
@@ -342,6 +343,26 @@ uint32_t va_pack_stop_trace(lua_State *L, struct ctx *c, msgpack_packer *pk,
 {
 	struct vaudit *A = c->A;
 	msgpack_packer p2;
+	if (c->nolua) {
+		/* unprotected (auditint.h): only a raw read needing no
+		 * jit.util, not a check trace, no new shared exit stub */
+		int go = A->raw == RAW_ON && A->raw_mask &&
+			 (A->raw_stops + 1) % A->raw_recheck;
+		const struct ljt_layout *lay =
+		    go ? &ljt_layouts[__builtin_ctz(A->raw_mask)] : NULL;
+		const uint8_t *T = go ? ljt_trace(L, (uint32_t)tr, lay) : NULL;
+		size_t at = sb->size;
+		if (!T || c->a->gexit_none ||
+		    ljt_u16(T, lay->nsnap) > c->a->gexit ||
+		    pack_trace_raw(L, c, pk, sb, tr, T, lay, nexit) != 6) {
+			sb->size = at;
+			c->bail = 1;
+			return 0;
+		}
+		A->raw_stops++;
+		A->raw_traces++;
+		return 6;
+	}
 	if (A->raw == RAW_UNTRIED)
 		raw_discover(L, c, tr);
 	if (A->raw == RAW_ON && ++A->raw_stops % A->raw_recheck) {

@@ -31,7 +31,8 @@ void va_put_record(struct vaudit *A, msgpack_sbuffer *sb, int defer)
 	uint64_t t0 = jsf_now_ns();
 	int err = defer ? alogw_defer(A->w, sb->data, sb->size)
 			: alogw_write(A->w, sb->data, sb->size);
-	A->write_ns += jsf_now_ns() - t0;
+	A->put_end = jsf_now_ns(); /* the event's end too (event()) */
+	A->write_ns += A->put_end - t0;
 	if (err) {
 		alogw_close(A->w, NULL); /* the writer left its note */
 		A->w = NULL;
@@ -113,6 +114,30 @@ static void event(struct vaudit *A, lua_State *L, const char *kind,
 	if (!lua_checkstack(L, n + 48))
 		return;
 	struct ctx c = {.A = A, .a = a, .spadj = spadj, .kind = kind};
+	if (kind[0] == 't' && kind[1] == 'r') { /* "trace" */
+		/* Unprotected first: a start, a stop read raw, a flush or an
+		 * abort whose functions have their ids already call no Lua
+		 * function and cannot raise (auditint.h, ctx.nolua), so no
+		 * lua_pcall; else (bail) the same build again, protected. */
+		c.nolua = 1;
+		uint64_t t0 = jsf_now_ns();
+		c.now = t0; /* the records' ns */
+		A->put_end = 0;
+		lua_pushlightuserdata(L, &c);
+		lua_insert(L, 1);
+		va_build(L);
+		lua_settop(L, n + 1);
+		lua_remove(L, 1);
+		if (!c.bail) {
+			/* the write, if any, was the build's last step */
+			A->event_ns +=
+			    (A->put_end ? A->put_end : jsf_now_ns()) - t0;
+			A->direct++;
+			return;
+		}
+		A->event_ns += jsf_now_ns() - t0;
+		c = (struct ctx){.A = A, .a = a, .spadj = spadj, .kind = kind};
+	}
 	lua_rawgeti(L, LUA_REGISTRYINDEX, a->build_ref);
 	lua_pushlightuserdata(L, &c);
 	for (int i = 1; i <= n; i++)
@@ -244,6 +269,9 @@ void vaudit_stats(const struct vaudit *A, lua_State *L)
 	lua_setfield(L, -2, "dropped");
 	lua_pushnumber(L, (lua_Number)A->funcs);
 	lua_setfield(L, -2, "funcs");
+	/* trace events built without lua_pcall (audit_write.c) */
+	lua_pushnumber(L, (lua_Number)A->direct);
+	lua_setfield(L, -2, "direct");
 	/* time (ns) in building records (func records included), in func
 	 * records alone, and in write(2) */
 	lua_pushnumber(L, (lua_Number)A->event_ns);

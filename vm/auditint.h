@@ -52,6 +52,12 @@ struct ctx {
 	int defer;	  /* set by build: write with the next record */
 	int in_func;	  /* building a func record: functions not followed */
 	int kbox;	  /* packing a tracek value of type I64/U64 */
+	/* Built without lua_pcall (audit_write.c): nothing may call into Lua
+	 * or raise. Where the build would need to (a new function, jit.util,
+	 * a check trace, a Lua value's tostring) it sets bail and stops; the
+	 * event is then built again, protected, from the start. */
+	int nolua, bail;
+	uint64_t now; /* the event's CLOCK_MONOTONIC ns, 0: read it */
 };
 
 /* IR opcodes of the constants, from the log's own jit.vmdef.irnames */
@@ -66,19 +72,66 @@ enum { RAW_UNTRIED, RAW_CHECKING, RAW_ON, RAW_OFF };
 
 /* ----------------------------------------------------------- packing */
 
+/* Every packer here writes into a msgpack_sbuffer (pk->data): values go
+ * straight into it through audit/auditmp.h (msgpack-c's bytes, without a
+ * callback per element). */
+#define PK_SB(pk) ((msgpack_sbuffer *)(pk)->data)
+
+static inline void pk_int(msgpack_packer *pk, int64_t v)
+{
+	alog_mpw_int(PK_SB(pk), v);
+}
+static inline void pk_uint(msgpack_packer *pk, uint64_t v)
+{
+	alog_mpw_uint(PK_SB(pk), v);
+}
+static inline void pk_map(msgpack_packer *pk, size_t n)
+{
+	alog_mpw_map(PK_SB(pk), n);
+}
+static inline void pk_array(msgpack_packer *pk, size_t n)
+{
+	alog_mpw_array(PK_SB(pk), n);
+}
+static inline void pk_nil(msgpack_packer *pk)
+{
+	alog_mpw_nil(PK_SB(pk));
+}
+static inline void pk_bool(msgpack_packer *pk, int b)
+{
+	alog_mpw_bool(PK_SB(pk), b);
+}
+static inline void pk_double(msgpack_packer *pk, double d)
+{
+	alog_mpw_double(PK_SB(pk), d);
+}
+static inline void pk_str(msgpack_packer *pk, const void *s, size_t n)
+{
+	alog_mpw_str(PK_SB(pk), s, n);
+}
+static inline void pk_bin(msgpack_packer *pk, size_t n)
+{
+	alog_mpw_binhead(PK_SB(pk), n);
+}
+static inline void pk_body(msgpack_packer *pk, const void *b, size_t n)
+{
+	alog_mpw_bytes(PK_SB(pk), b, n);
+}
+
 static inline void pstr(msgpack_packer *pk, const char *s)
 {
-	msgpack_pack_str_with_body(pk, s, strlen(s));
+	pk_str(pk, s, strlen(s));
 }
 
 static inline void pnum(msgpack_packer *pk, lua_Number d)
 {
-	/* integral, in range and not -0: an int; else the exact double */
+	/* integral, in range and not -0: an int; else the exact double
+	 * (in range, d is integral exactly when its truncation equals it) */
 	if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
-	    d == floor(d) && !(d == 0 && signbit(d)))
-		msgpack_pack_int64(pk, (int64_t)d);
+	    (double)(int64_t)d == d && !(d == 0 && signbit(d)))
+		pk_int(pk, (int64_t)d);
 	else
-		msgpack_pack_double(pk, d);
+		pk_double(pk, d);
 }
 
 /* A map whose size is filled in at the end (map32, size patched). */
@@ -86,7 +139,7 @@ static inline size_t map_begin(msgpack_sbuffer *sb)
 {
 	static const char m[5] = {(char)0xdf, 0, 0, 0, 0};
 	size_t at = sb->size;
-	msgpack_sbuffer_write(sb, m, 5);
+	alog_mpw_bytes(sb, m, 5);
 	return at;
 }
 
@@ -103,10 +156,19 @@ static inline void map_end(msgpack_sbuffer *sb, size_t at, uint32_t n)
 static inline void call_util(lua_State *L, struct ctx *c, int u, int nargs,
 			     int nres)
 {
+	/* never reached with c->nolua: every caller bails first */
 	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[u]);
 	lua_insert(L, -1 - nargs);
 	lua_call(L, nargs, nres);
 }
+
+/* what the raw reader's constant loop asks of an opcode (vaudit.kcls) */
+enum {
+	VA_KC_K64 = 1,	/* is_k64 */
+	VA_KC_INL = 2,	/* alog_raw_k_inline whatever the type */
+	VA_KC_PRI = 4,	/* alog_raw_k_inline if the type is <= 2 */
+	VA_KC_SLOT = 8, /* KSLOT */
+};
 
 /* a constant op whose value takes the next slot too */
 static inline int is_k64(const struct vaudit *A, int o)
@@ -124,8 +186,22 @@ void va_kv_top(lua_State *L, struct ctx *c, msgpack_packer *pk, const char *k,
 	       int expand);
 /* The id of the function at idx; its func record goes out first. */
 uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx);
-uint64_t va_rec_head(msgpack_packer *pk, const char *ev);
-void va_field_int(msgpack_packer *pk, const char *k, lua_State *L, int idx);
+/* "ev" and "ns": the event's time (c->now, read once per event) unless
+ * a func record went out since (0: read the clock) */
+uint64_t va_rec_head(struct ctx *c, msgpack_packer *pk, const char *ev);
+/* key k, then the number at idx (nil if none); inline: k's length is
+ * known where k is a literal */
+static inline void va_field_int(msgpack_packer *pk, const char *k, lua_State *L,
+				int idx)
+{
+	pstr(pk, k);
+	if (lua_type(L, idx) == LUA_TNUMBER)
+		pnum(pk, lua_tonumber(L, idx));
+	else if (lua_isnumber(L, idx)) /* a numeric string, as before */
+		pnum(pk, lua_tonumber(L, idx));
+	else
+		pk_nil(pk);
+}
 /* A trace through jit.util (see audit_build.c). */
 uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			    msgpack_sbuffer *sb, lua_Integer tr, int mc,
