@@ -247,6 +247,15 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint64_t fde_cap = 2 * (uint64_t)nlive + 16;
 		if (fde_cap < r->initial)
 			fde_cap = r->initial;
+		/* Never below what the live set already needed (16 bytes a
+		 * slot): a producer whose live set empties and fills again (a
+		 * LuaJIT flush, then recompiles) otherwise got a small index
+		 * from the rebuild that grew its log, and rebuilt the whole
+		 * block, all history with it, each time the live set grew
+		 * back past it (6 of 13 rebuilds in bench/workloads/
+		 * flushstorm, milliseconds each). */
+		if (!force_drop && fde_cap < r->fde_cap)
+			fde_cap = r->fde_cap;
 		uint64_t log_cap = 2 * (uint64_t)kept + 16;
 		if (log_cap < r->initial)
 			log_cap = r->initial;
