@@ -147,12 +147,14 @@ $(eval $(call program,rel,$(B)/jitsframe))
 $(eval $(call program,asan,$(B)/asan/jitsframe))
 
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API;
-# it exports luaopen_jitsframe alone (vm/jitsframe.map) ---
+# it exports luaopen_jitsframe alone (vm/jitsframe.map); -z now: symbols
+# are bound at require, not on first use inside the first traces' events ---
 $(B)/lua/jitsframe.so: $(patsubst %.c,$(B)/rel/%.o,$(vm_SRC)) $(call closure,rel,vm) vm/jitsframe.map
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,--version-script=vm/jitsframe.map \
 		-Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
-		$(filter %.o %.a,$^) -o $@ -lgcc_s $(call syslibs,vm) $(LDLIBS)
+		-Wl,-z,now $(filter %.o %.a,$^) -o $@ -lgcc_s \
+		$(call syslibs,vm) $(LDLIBS)
 
 # `jitsframe audit replay` runs this driver (found beside the CLI, in lua/)
 $(B)/lua/jitsframe_replay.lua: vm/replay.lua

@@ -108,18 +108,20 @@ int ljt_discover(const void *L, const struct ljt_known *k, unsigned *layouts,
 	int pfd[2] = {-1, -1};
 	*layouts = 0;
 	int ret = -1;
-	uint8_t *g = malloc(SCAN_BYTES);
-	uint8_t lbuf[24], T[128];
+	/* the first 8 KiB on the stack; 64 KiB from the heap only when the
+	 * array is not there (this runs inside a trace's first stop event:
+	 * a fresh 64 KiB block and the system call that read L were some
+	 * 7 us of its 25) */
+	uint8_t g0[8192], *g = g0, *gbig = NULL;
+	uint8_t T[128];
 	size_t scan;
-	if (!g) {
-		snprintf(why, whylen, "out of memory");
-		goto out;
-	}
-	if (!k->tr || !k->mcode || copy_safe(pfd, L, lbuf, 24) != 24) {
+	/* L is the caller's running lua_State (a live object, larger than
+	 * its first 24 bytes): read as it is, not through a system call */
+	if (!k->tr || !k->mcode || !L) {
 		snprintf(why, whylen, "no trace or no lua_State to start from");
 		goto out;
 	}
-	const uint8_t *G = (const uint8_t *)(uintptr_t)ljt_u64(lbuf, 16);
+	const uint8_t *G = G_of(L);
 	/* the first 8 KiB (where every known version keeps it), then 64 */
 	scan = copy_safe(pfd, G, g, 8192);
 	if (scan < 16) {
@@ -156,7 +158,13 @@ again:
 			mask = mk;
 		}
 	}
-	if (!hits && scan == 8192) {
+	if (!hits && scan == 8192 && g == g0) {
+		if (!(gbig = malloc(SCAN_BYTES))) {
+			snprintf(why, whylen, "out of memory");
+			goto out;
+		}
+		memcpy(gbig, g0, 8192);
+		g = gbig;
 		scan = 8192 +
 		       copy_safe(pfd, G + 8192, g + 8192, SCAN_BYTES - 8192);
 		if (scan > 8192)
@@ -175,7 +183,7 @@ again:
 	*layouts = mask;
 	ret = 0;
 out:
-	free(g);
+	free(gbig);
 	if (pfd[0] >= 0) {
 		close(pfd[0]);
 		close(pfd[1]);

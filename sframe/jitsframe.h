@@ -125,6 +125,12 @@ enum {
 	JSF_REGION_REPLACE = 1u << 0,
 	/* Do not mlock the region's live pages (see below). (1.1) */
 	JSF_REGION_NO_MLOCK = 1u << 1,
+	/* Functions will be added with names (jsf_region_add_named or
+	 * _mapped): the first section block is made at create with a name
+	 * area and room for initial_funcs functions' names and rows, so that
+	 * the first adds do not each rebuild it (a LuaJIT producer's first
+	 * traces). Only sizes differ. (1.1) */
+	JSF_REGION_NAMED = 1u << 2,
 };
 
 struct jsf_region_opts {

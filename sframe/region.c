@@ -247,6 +247,15 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint64_t fde_cap = 2 * (uint64_t)nlive + 16;
 		if (fde_cap < r->initial)
 			fde_cap = r->initial;
+		/* Never below what the live set already needed (16 bytes a
+		 * slot): a producer whose live set empties and fills again (a
+		 * LuaJIT flush, then recompiles) otherwise got a small index
+		 * from the rebuild that grew its log, and rebuilt the whole
+		 * block, all history with it, each time the live set grew
+		 * back past it (6 of 13 rebuilds in bench/workloads/
+		 * flushstorm, milliseconds each). */
+		if (!force_drop && fde_cap < r->fde_cap)
+			fde_cap = r->fde_cap;
 		uint64_t log_cap = 2 * (uint64_t)kept + 16;
 		if (log_cap < r->initial)
 			log_cap = r->initial;
@@ -263,8 +272,10 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			if (r->named) /* the name area after the log */
 				total = sf_names_layout(
 				    log_off, (uint32_t)log_cap,
-				    sf_names_kept(r->base + r->sec_off, remap,
-						  ln, r->mapped) +
+				    sf_names_kept(r->sec_total
+						      ? r->base + r->sec_off
+						      : NULL,
+						  remap, ln, r->mapped) +
 					r->name_need,
 				    &nlay);
 			fits = total <= r->max_size;
@@ -282,17 +293,25 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			keep_hist /= 2;
 			continue;
 		}
-		err = ensure_file(r, off + total);
-		if (err)
-			goto out;
 		err = -ENOMEM;
 		win = calloc(fde_cap, sizeof(*win));
 		wlog = malloc(fde_cap * sizeof(*wlog));
 		lattr = malloc(log_cap * sizeof(*lattr));
 		if (!win || !wlog || !lattr)
 			goto out;
-		/* Write the whole new block; no reader can reach it yet. */
+		err = ensure_file(r, off + total);
+		if (err)
+			goto out;
 		uint8_t *blk = r->base + off;
+		/* Resident before any reader can reach it (docs/ABI.md 3.6),
+		 * and before it is written: the pages populated writable in
+		 * one call, not one write fault per page as the copy below
+		 * first touches them (some 2-5 us each on ext4). Nothing can
+		 * fail from here on. */
+		uint64_t old_off = r->sec_off, old_total = r->sec_total;
+		bool old_locked = r->res.blk_locked;
+		r->res.blk_locked = sf_res_hold(&r->res, blk, total);
+		/* Write the whole new block; no reader can reach it yet. */
 		const uint8_t *old_fre = r->fre;
 		for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
 			ST64(blk + i, 0);
@@ -343,8 +362,10 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			}
 		}
 		if (r->named)
-			sf_names_carry(blk, &nlay, r->base + r->sec_off, remap,
-				       ln, r->mapped);
+			sf_names_carry(blk, &nlay,
+				       r->sec_total ? r->base + r->sec_off
+						    : NULL,
+				       remap, ln, r->mapped);
 		ST32(blk + SB_LOG_N, kept);
 		/* The new window, centred, from the sorted private mirror. */
 		uint32_t lo = (uint32_t)(fde_cap - nlive) / 2;
@@ -369,10 +390,6 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		ST32(sf + SH_NUM_FRES, num_fres);
 		ST32(sf + SH_FRE_LEN, fre_used);
 		ST32(sf + SH_FREOFF, 4 + fde_cap * SFRAME_V3_FDE_SIZE);
-		/* Resident before any reader can reach it (docs/ABI.md 3.6). */
-		uint64_t old_off = r->sec_off, old_total = r->sec_total;
-		bool old_locked = r->res.blk_locked;
-		r->res.blk_locked = sf_res_hold(&r->res, blk, total);
 		/* Switch: from here on this block is the region's table. */
 		free(r->win);
 		r->win = win;
@@ -429,7 +446,8 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 			       "architecture %u: %s regions are not "
 			       "implemented (x86-64 only)",
 			       o.arch, arch ? arch->name : "unknown");
-	const uint32_t known = JSF_REGION_REPLACE | JSF_REGION_NO_MLOCK;
+	const uint32_t known =
+	    JSF_REGION_REPLACE | JSF_REGION_NO_MLOCK | JSF_REGION_NAMED;
 	if (o.flags & ~known)
 		return sf_fail(-EINVAL,
 			       "jsf_region_opts.flags: unknown bits 0x%x",
@@ -513,7 +531,12 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	/* First section: placed right after the header (sec_off/total 0 make
 	 * rebuild() put it there). */
 	r->sec_off = SF_RHDR_SIZE + ((uint64_t)1 << 62);
-	err = rebuild(r, 0, false);
+	/* JSF_REGION_NAMED: a name area, and room for initial_funcs names
+	 * (48 bytes each: "TRACE_n::chunk:line") and rows (16 bytes) */
+	r->named = o.flags & JSF_REGION_NAMED;
+	r->name_need = r->named ? r->initial * 48 : 0;
+	err = rebuild(r, r->named ? r->initial * 16 : 0, false);
+	r->name_need = 0;
 	if (err)
 		goto fail;
 	r->compactions = 0;

@@ -241,8 +241,10 @@ static int l_start(lua_State *L)
 		m->want_perfmap = perfmap;
 		m->no_mlock = no_mlock;
 	}
-	if (fresh && m->layout > 0)
+	if (fresh && m->layout > 0) {
 		vm_luavm_check(m, L, &lay);
+		vm_prefault_self();
+	}
 	int err = vm_ensure_region(m);
 	if (!err)
 		vm_luavm_publish(m);

@@ -59,7 +59,7 @@ static int region_fallback(struct vmod *m, int why)
 	char want[sizeof(m->path)];
 	struct jsf_region_opts o = {
 	    .sz = sizeof(o),
-	    .flags = JSF_REGION_REPLACE |
+	    .flags = JSF_REGION_REPLACE | JSF_REGION_NAMED |
 		     (m->no_mlock ? (uint32_t)JSF_REGION_NO_MLOCK : 0)};
 	snprintf(want, sizeof(want), "%s", m->path);
 	int err = default_path(m->path, sizeof(m->path));
@@ -134,6 +134,9 @@ static int open_region(struct vmod *m)
 		o.flags = JSF_REGION_REPLACE;
 	if (m->no_mlock)
 		o.flags |= JSF_REGION_NO_MLOCK;
+	/* every trace is named: the first block is made with its name area
+	 * now, not rebuilt in the first trace's stop (some 25 us) */
+	o.flags |= JSF_REGION_NAMED;
 	err = jsf_region_create(&m->region, m->path, &o);
 	if (err && m->base_path[0] && not_ours(err))
 		err = region_fallback(m, err);
@@ -183,12 +186,38 @@ void vm_stop_publishing(struct vmod *m, const char *what, int err)
 	m->failed = 1;
 }
 
-/* The name perf shows: TRACE_n::chunk:line. */
-VM_HOT static void trace_name(const struct tinfo *ti, uint32_t tr, char *buf,
-			      size_t len)
+/* Decimal digits of v at p; the end. */
+VM_HOT static char *put_u32(char *p, uint32_t v)
 {
-	snprintf(buf, len, "TRACE_%u::%s:%u", tr, ti->file[0] ? ti->file : "?",
-		 ti->line);
+	char d[10];
+	int n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+/* The name perf shows: TRACE_n::chunk:line, as snprintf("TRACE_%u::%s:%u")
+ * would write it (every stop names its trace: snprintf took some 200 ns of
+ * a stop's 600). It always fits: ti->file is at most 95 bytes. */
+_Static_assert(sizeof(((struct tinfo *)0)->file) + 6 + 10 + 2 + 1 + 10 < 160,
+	       "a trace name fits its buffer");
+VM_HOT static void trace_name(const struct tinfo *ti, uint32_t tr, char *buf)
+{
+	char *p = buf;
+	memcpy(p, "TRACE_", 6);
+	p = put_u32(p + 6, tr);
+	*p++ = ':';
+	*p++ = ':';
+	const char *f = ti->file[0] ? ti->file : "?";
+	size_t n = strnlen(f, sizeof(ti->file) - 1);
+	memcpy(p, f, n);
+	p += n;
+	*p++ = ':';
+	p = put_u32(p, ti->line);
+	*p = 0;
 }
 
 /* Published traces of state ctx overlapping [lo, hi) (jitdump layout). */
@@ -264,7 +293,7 @@ VM_HOT static void publish_perf(struct vmod *m, struct lstate *s,
 	char name[160];
 	if (!m->jd && !m->pm)
 		return;
-	trace_name(ti, tr, name, sizeof(name));
+	trace_name(ti, tr, name);
 	if (m->jd) {
 		/* perf's line table ends at the last entry: give the trace's
 		 * line to its first and its last byte; with a Lua frame map,
@@ -308,7 +337,7 @@ VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
 	/* The rows with the trace's name, for readers outside the process
 	 * (jitsframe profile -p, report without a jitdump; docs/ABI.md 1.4) */
 	char name[160];
-	trace_name(ti, tr, name, sizeof(name));
+	trace_name(ti, tr, name);
 	int err =
 	    jsf_region_add_mapped(m->region, ti->start, ti->size, ti->rows,
 				  ti->nrows, name, ti->lmap, ti->lmap_len, now);
