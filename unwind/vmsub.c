@@ -163,10 +163,10 @@ static bool decode(const uint8_t *p, size_t avail, int64_t off, struct insn *in)
 			in->k = IK_ICALL;
 		else if (r == 4)
 			in->k = IK_IJMP;
-		else if (r != 0 && r != 1) /* far call/jmp, push r/m */
+		else if ((r != 0 && r != 1) || /* far call/jmp, push r/m */
+			 ((p[i] >> 6) == 3 && (p[i] & 7) == 4 &&
+			  !(rex & 1))) /* inc/dec rsp */
 			in->k = IK_RSP;
-		else if ((p[i] >> 6) == 3 && (p[i] & 7) == 4 && !(rex & 1))
-			in->k = IK_RSP; /* inc/dec rsp */
 		return true;
 	}
 	if ((op >= 0xd8 && op <= 0xdf)) /* x87: no general register written
