@@ -1289,6 +1289,7 @@ void smp_stats(const struct smp *s, struct smp_stats *st)
 		bpf_program__fd(s->skel->progs.smp_on_sample), &pi, &len)) {
 		st->run_ns = pi.run_time_ns;
 		st->run_cnt = pi.run_cnt;
+		st->verified_insns = pi.verified_insns;
 	}
 	st->objects = s->nobjs;
 	st->rows = s->next_row;
