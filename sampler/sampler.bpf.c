@@ -144,7 +144,10 @@ struct rowc {
 /* The Lua walk's state. */
 struct lwalk {
 	__u64 f, stack, pc;
-	__u64 L, cf; /* the thread walked; cf != 0: following its cframes */
+	__u64 L, cf;	 /* the thread walked; cf != 0: following its cframes */
+	__u64 lcf, ltop; /* the C frame of the frames walked (0: unknown),
+			    ltop the stack top it was made at when it has no
+			    Lua frame (nres < 0; else 0) */
 	__u32 seg, skip, inner, flags, stop;
 };
 
@@ -602,6 +605,33 @@ struct lctx {
 	struct smp_luavm *v;
 };
 
+/* The C frame (L->cframe's chain) whose VM entry the frames walked next
+ * run in: lj_frame.h's cframe_raw of cf, and the stack top it was made at
+ * when it is a C frame without a Lua frame (vm_cpcall's negative nres:
+ * -savestack(L, L->top); err_unwind's "frame reached" test is frame < that
+ * top). 0 when the layout gives no C frame offsets. */
+static __always_inline void lcf_set(struct lwalk *lw, struct smp_luavm *v,
+				    __u64 cf)
+{
+	__s32 nres = 0;
+	cf &= ~3ull;
+	lw->lcf = v->cf_prev ? cf : 0;
+	lw->ltop = 0;
+	if (lw->lcf &&
+	    !bpf_probe_read_user(&nres, 4, (void *)(cf + v->cf_nres)) &&
+	    nres < 0)
+		lw->ltop = lw->stack + (__u64)(-(__s64)nres);
+}
+/* past the C frame's VM entry: its previous one */
+static __always_inline void lcf_pop(struct lwalk *lw, struct smp_luavm *v)
+{
+	__u64 prev = 0;
+	if (lw->lcf &&
+	    bpf_probe_read_user(&prev, 8, (void *)(lw->lcf + v->cf_prev)))
+		prev = 0;
+	lcf_set(lw, v, prev);
+}
+
 /* At a thread's first frame: one step along its chain of C frames
  * (lj_frame.h, x86-64 SysV: the previous one at CFRAME_OFS_PREV, 32). The
  * last is the thread's first VM entry; one marked CFRAME_RESUME (bit 0) is
@@ -643,6 +673,7 @@ static __always_inline long cfstep(struct lwalk *lw, struct smp_luavm *v)
 		lw->L = rl;
 		lw->f = st[0] - 8;
 		lw->stack = st[1];
+		lcf_set(lw, v, rf);
 		lw->pc = 0; /* (the first frame's CP link counted the entry) */
 		lw->skip = 0;
 		lw->inner = 0;
@@ -664,6 +695,15 @@ static long lstep(__u32 i, void *vctx)
 	__u64 f = lw->f;
 	if (lw->cf)
 		return cfstep(lw, v);
+	if (lw->ltop && f < lw->ltop) {
+		/* a VM entry without a Lua frame between this frame and the
+		 * last (lj_vm_cpcall(L, NULL, ...): the FFI's type parser, the
+		 * JIT compiler, lua_load): its native interpreter frame gets
+		 * a segment of its own, empty */
+		lw->seg++;
+		lcf_pop(lw, v);
+		return 0;
+	}
 	if (f <= lw->stack + 8) {
 		/* the thread's first frame: a coroutine's resumer next */
 		__u64 cf = 0;
@@ -749,16 +789,19 @@ static long lstep(__u32 i, void *vctx)
 		lw->pc = 0;
 		if ((link & 7) == 3)
 			lw->skip = 1; /* vararg: the same call below */
-		else if ((link & 3) == 1)
+		else if ((link & 3) == 1) {
 			lw->seg++; /* C or CP: entered from C */
-		else if ((link & 7) == 2) {
+			lcf_pop(lw, v);
+		} else if ((link & 7) == 2) {
 			/* a continuation: LJ_CONT_FFI_CALLBACK (1) is an FFI
 			 * callback, entered from C (lj_frame.h's frame_contv,
 			 * FR2: 3 slots below the link) */
 			__u64 cont = 0;
 			if (!bpf_probe_read_user(&cont, 8, (void *)(f - 24)) &&
-			    cont == 1)
+			    cont == 1) {
 				lw->seg++;
+				lcf_pop(lw, v);
+			}
 		}
 	}
 	if (nf >= f) {
@@ -882,6 +925,10 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 	lw->L = L;
 	lw->cf = 0;
 	lw->stack = st[1];
+	__u64 lcf = 0;
+	if (bpf_probe_read_user(&lcf, 8, (void *)(L + v->L_cframe)))
+		lcf = 0;
+	lcf_set(lw, v, lcf);
 	lw->pc = pc;
 	lw->seg = 0;
 	lw->skip = 0;
