@@ -41,6 +41,7 @@ const volatile __u32 cfg_follow = 0;
 #define WAKE_BYTES (256 << 10)
 #define FRE_BUF 256 /* bytes of one function's FREs read at once */
 #define FRE_MAX 64  /* FREs scanned per function */
+#define ROWC_N 256  /* ELF row answers remembered per CPU (direct-mapped) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -128,10 +129,25 @@ struct frescan {
 	struct xrow x;
 };
 
+/* An ELF row answer by (object, address): rows and objects are only ever
+ * appended (sampler.c: an object's rows are written before its objs entry,
+ * ids and row indices never reused), so an answer once found holds for as
+ * long as the program runs. The outer frames of a process's samples (main,
+ * the VM's entry, the interpreter's) are the same return addresses sample
+ * after sample: a hit is one compare instead of a binary search. */
+struct rowc {
+	__u32 obj1; /* obj + 1; 0: empty */
+	__u32 vaddr;
+	struct xrow x;
+};
+
 /* The Lua walk's state. */
 struct lwalk {
 	__u64 f, stack, pc;
-	__u64 L, cf; /* the thread walked; cf != 0: following its cframes */
+	__u64 L, cf;	 /* the thread walked; cf != 0: following its cframes */
+	__u64 lcf, ltop; /* the C frame of the frames walked (0: unknown),
+			    ltop the stack top it was made at when it has no
+			    Lua frame (nres < 0; else 0) */
 	__u32 seg, skip, inner, flags, stop;
 };
 
@@ -142,10 +158,15 @@ struct walk {
 	struct lwalk lw;
 	__u64 pc, sp, bp;
 	__u32 stop, max;
+	__u32 mlo, mhi; /* the mapping search's bounds (see step) */
 	struct rsearch rs;
 	struct fsearch fsr;
 	struct frescan fr;
 	__u8 fre[2 * FRE_BUF];
+	/* a row lookup's answer (elf_row, region_row: global functions) */
+	struct xrow rx;
+	__u64 rfs;
+	struct rowc rowc[ROWC_N];
 };
 struct wctx {
 	struct walk *w;
@@ -186,14 +207,32 @@ static long row_step(__u32 i, void *vctx)
 	return 0;
 }
 
-static __always_inline int elf_row(struct walk *w, __u32 obj, __u64 vaddr,
-				   struct xrow *x)
+static __always_inline struct walk *walk_of(void)
 {
-	struct smp_obj *o = bpf_map_lookup_elem(&objs, &obj);
-	if (!o || !o->n)
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/* The row of object obj at vaddr into the walk's rx: 0 or a stop reason.
+ * A global function (scalar arguments, the state in the per-CPU scratch):
+ * the verifier checks it once on its own, not once per state of each
+ * frame walk step that calls it. */
+__noinline int elf_row(__u32 obj, __u64 vaddr)
+{
+	struct walk *w = walk_of();
+	if (!w)
 		return SMP_STOP_NO_ROWS;
 	if (vaddr >= 0xffffffffull)
 		return SMP_STOP_NO_ROW;
+	__u32 h = (((__u32)vaddr * 2654435761u) ^ (obj * 40503u)) >> 24;
+	struct rowc *rc = &w->rowc[h & (ROWC_N - 1)];
+	if (rc->obj1 == obj + 1 && rc->vaddr == (__u32)vaddr) {
+		w->rx = rc->x;
+		return 0;
+	}
+	struct smp_obj *o = bpf_map_lookup_elem(&objs, &obj);
+	if (!o || !o->n)
+		return SMP_STOP_NO_ROWS;
 	struct rsearch *rs = &w->rs;
 	rs->first = o->first;
 	rs->lo = 0;
@@ -213,6 +252,7 @@ static __always_inline int elf_row(struct walk *w, __u32 obj, __u64 vaddr,
 		return SMP_STOP_NO_ROW;
 	if (r->rule == SMP_RULE_UNSUP)
 		return SMP_STOP_UNSUP_RULE;
+	struct xrow *x = &w->rx;
 	x->rule = r->rule;
 	x->cfa_off = r->cfa_off;
 	x->fp_off = r->fp_off;
@@ -220,6 +260,9 @@ static __always_inline int elf_row(struct walk *w, __u32 obj, __u64 vaddr,
 	x->fp_saved = r->flags & SMP_ROW_FP_SAVED;
 	x->outermost = (r->flags & SMP_ROW_RA_UNDEF) != 0;
 	x->plt_k = r->plt_k;
+	rc->x = *x;
+	rc->obj1 = obj + 1;
+	rc->vaddr = (__u32)vaddr;
 	return 0;
 }
 
@@ -419,11 +462,14 @@ static __always_inline int region_once(struct walk *w, __u64 base, __u64 rsize,
 	return 0;
 }
 
-static __always_inline int region_row(struct walk *w, struct smp_proc *p,
-				      struct smp_counters *c, __u64 pc,
-				      struct xrow *x, __u64 *fs)
+/* The row of anonymous code at pc from the region mapped at base (rsize
+ * bytes) into the walk's rx, its function's start into rfs: 0 or a stop
+ * reason. A global function, as elf_row. */
+__noinline int region_row(__u64 base, __u64 rsize, __u64 pc)
 {
-	__u64 base = p->region_base, rsize = p->region_size;
+	struct walk *w = walk_of();
+	if (!w)
+		return SMP_STOP_NO_REGION;
 	if (!base)
 		return SMP_STOP_NO_REGION;
 	int rc = SMP_STOP_BUSY;
@@ -435,7 +481,7 @@ static __always_inline int region_row(struct walk *w, struct smp_proc *p,
 			w->s.retries++;
 			continue;
 		}
-		rc = region_once(w, base, rsize, &h, pc, x, fs);
+		rc = region_once(w, base, rsize, &h, pc, &w->rx, &w->rfs);
 		__u64 s2;
 		if (bpf_probe_read_user(&s2, 8, (void *)(base + 72)))
 			return SMP_STOP_NOT_RESIDENT;
@@ -465,32 +511,40 @@ static long step(__u32 i, void *vctx)
 	fr->fn_start = 0;
 	w->s.nframes = n + 1;
 	__u64 pc = w->pc, look = n ? pc - 1 : pc;
-	/* the mapping: the last one with start <= look */
-	__u32 lo = 0, hi = p->nmaps;
-	if (hi > SMP_MAX_MAPS)
-		hi = SMP_MAX_MAPS;
-	for (int k = 0; k < 9 && lo < hi; k++) {
+	/* the mapping: the last one with start <= look. The bounds live in
+	 * the map value, not in registers: each step reads them back as
+	 * unknown scalars, so the verifier's states after either branch are
+	 * the same and prune (in registers, each path's bounds were exact
+	 * and precise: 2^9 paths, each walked through the rest of the step) */
+	w->mlo = 0;
+	w->mhi = p->nmaps < SMP_MAX_MAPS ? p->nmaps : SMP_MAX_MAPS;
+	for (int k = 0; k < 9; k++) {
+		__asm__ __volatile__("" ::
+					 : "memory"); /* read back, each time */
+		__u32 lo = w->mlo, hi = w->mhi;
+		if (lo >= hi)
+			break;
 		__u32 m = lo + (hi - lo) / 2;
 		if (p->maps[m & (SMP_MAX_MAPS - 1)].start <= look)
-			lo = m + 1;
+			w->mlo = m + 1;
 		else
-			hi = m;
+			w->mhi = m;
 	}
+	__u32 lo = w->mlo;
 	struct smp_map *m = 0;
 	if (lo) {
 		m = &p->maps[(lo - 1) & (SMP_MAX_MAPS - 1)];
 		if (look >= m->end)
 			m = 0;
 	}
-	struct xrow x = {};
 	int rc;
+	w->rfs = 0;
 	if (!m || m->obj == SMP_OBJ_ANON) {
 		/* anonymous code, or a pc in no mapping the tables know yet
 		 * (a code area the JIT mapped since they were read): the
 		 * region decides. A live function of the process's own region
 		 * covering pc is its JIT code whatever the tables say. */
-		__u64 fs = 0;
-		rc = region_row(w, p, lc->c, look, &x, &fs);
+		rc = region_row(p->region_base, p->region_size, look);
 		if (!m && rc) {
 			w->stop = SMP_STOP_NO_MAPPING;
 			return 1;
@@ -498,16 +552,17 @@ static long step(__u32 i, void *vctx)
 		/* only a verified answer names the frame: a first try
 		 * that matched and was then discarded (the seq changed,
 		 * later tries busy) leaves fs set */
-		fr->fn_start = rc ? 0 : fs;
+		fr->fn_start = rc ? 0 : w->rfs;
 	} else if (m->obj == SMP_OBJ_NONE) {
 		rc = SMP_STOP_NO_ROWS;
 	} else {
-		rc = elf_row(w, m->obj, look - m->bias, &x);
+		rc = elf_row(m->obj, look - m->bias);
 	}
 	if (rc) {
 		w->stop = rc;
 		return 1;
 	}
+	struct xrow x = w->rx;
 	if (x.outermost) {
 		w->stop = SMP_STOP_OUTERMOST;
 		return 1;
@@ -550,6 +605,33 @@ struct lctx {
 	struct smp_luavm *v;
 };
 
+/* The C frame (L->cframe's chain) whose VM entry the frames walked next
+ * run in: lj_frame.h's cframe_raw of cf, and the stack top it was made at
+ * when it is a C frame without a Lua frame (vm_cpcall's negative nres:
+ * -savestack(L, L->top); err_unwind's "frame reached" test is frame < that
+ * top). 0 when the layout gives no C frame offsets. */
+static __always_inline void lcf_set(struct lwalk *lw, struct smp_luavm *v,
+				    __u64 cf)
+{
+	__s32 nres = 0;
+	cf &= ~3ull;
+	lw->lcf = v->cf_prev ? cf : 0;
+	lw->ltop = 0;
+	if (lw->lcf &&
+	    !bpf_probe_read_user(&nres, 4, (void *)(cf + v->cf_nres)) &&
+	    nres < 0)
+		lw->ltop = lw->stack + (__u64)(-(__s64)nres);
+}
+/* past the C frame's VM entry: its previous one */
+static __always_inline void lcf_pop(struct lwalk *lw, struct smp_luavm *v)
+{
+	__u64 prev = 0;
+	if (lw->lcf &&
+	    bpf_probe_read_user(&prev, 8, (void *)(lw->lcf + v->cf_prev)))
+		prev = 0;
+	lcf_set(lw, v, prev);
+}
+
 /* At a thread's first frame: one step along its chain of C frames
  * (lj_frame.h, x86-64 SysV: the previous one at CFRAME_OFS_PREV, 32). The
  * last is the thread's first VM entry; one marked CFRAME_RESUME (bit 0) is
@@ -591,6 +673,7 @@ static __always_inline long cfstep(struct lwalk *lw, struct smp_luavm *v)
 		lw->L = rl;
 		lw->f = st[0] - 8;
 		lw->stack = st[1];
+		lcf_set(lw, v, rf);
 		lw->pc = 0; /* (the first frame's CP link counted the entry) */
 		lw->skip = 0;
 		lw->inner = 0;
@@ -612,6 +695,15 @@ static long lstep(__u32 i, void *vctx)
 	__u64 f = lw->f;
 	if (lw->cf)
 		return cfstep(lw, v);
+	if (lw->ltop && f < lw->ltop) {
+		/* a VM entry without a Lua frame between this frame and the
+		 * last (lj_vm_cpcall(L, NULL, ...): the FFI's type parser, the
+		 * JIT compiler, lua_load): its native interpreter frame gets
+		 * a segment of its own, empty */
+		lw->seg++;
+		lcf_pop(lw, v);
+		return 0;
+	}
 	if (f <= lw->stack + 8) {
 		/* the thread's first frame: a coroutine's resumer next */
 		__u64 cf = 0;
@@ -697,16 +789,19 @@ static long lstep(__u32 i, void *vctx)
 		lw->pc = 0;
 		if ((link & 7) == 3)
 			lw->skip = 1; /* vararg: the same call below */
-		else if ((link & 3) == 1)
+		else if ((link & 3) == 1) {
 			lw->seg++; /* C or CP: entered from C */
-		else if ((link & 7) == 2) {
+			lcf_pop(lw, v);
+		} else if ((link & 7) == 2) {
 			/* a continuation: LJ_CONT_FFI_CALLBACK (1) is an FFI
 			 * callback, entered from C (lj_frame.h's frame_contv,
 			 * FR2: 3 slots below the link) */
 			__u64 cont = 0;
 			if (!bpf_probe_read_user(&cont, 8, (void *)(f - 24)) &&
-			    cont == 1)
+			    cont == 1) {
 				lw->seg++;
+				lcf_pop(lw, v);
+			}
 		}
 	}
 	if (nf >= f) {
@@ -830,6 +925,10 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 	lw->L = L;
 	lw->cf = 0;
 	lw->stack = st[1];
+	__u64 lcf = 0;
+	if (bpf_probe_read_user(&lcf, 8, (void *)(L + v->L_cframe)))
+		lcf = 0;
+	lcf_set(lw, v, lcf);
 	lw->pc = pc;
 	lw->seg = 0;
 	lw->skip = 0;

@@ -625,6 +625,10 @@ static int parse_lv(const uint8_t *h, struct smp_luavm *lv)
 	lv->str_len = o[15];
 	lv->str_data = o[16];
 	lv->flags = o[17];
+	if (sz >= 80) { /* the C frame chain's offsets */
+		memcpy(&lv->cf_prev, a + 72, 2);
+		memcpy(&lv->cf_nres, a + 74, 2);
+	}
 	/* the walk knows two-slot frames of GC64 values only */
 	return (lv->flags & 3) == 3 && lv->g ? 0 : -1;
 }
@@ -1289,6 +1293,7 @@ void smp_stats(const struct smp *s, struct smp_stats *st)
 		bpf_program__fd(s->skel->progs.smp_on_sample), &pi, &len)) {
 		st->run_ns = pi.run_time_ns;
 		st->run_cnt = pi.run_cnt;
+		st->verified_insns = pi.verified_insns;
 	}
 	st->objects = s->nobjs;
 	st->rows = s->next_row;

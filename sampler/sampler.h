@@ -159,7 +159,10 @@ struct smp_stats {
 	uint32_t procs, kprocs;	      /* watched: user side, kernel table */
 	uint64_t lua_samples;	      /* samples with a Lua record */
 	uint64_t lua_stop[SMP_LSTOP__N]; /* their Lua walks, per reason */
-	uint32_t lua_procs; /* processes whose VM layout was given */
+	uint32_t lua_procs;	 /* processes whose VM layout was given */
+	uint32_t verified_insns; /* the verifier's processed instructions of
+				    the sample program (bpf_prog_info; 0:
+				    unknown), of its limit of 1,000,000 */
 };
 void smp_stats(const struct smp *s, struct smp_stats *st);
 

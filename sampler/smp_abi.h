@@ -135,6 +135,10 @@ struct smp_luavm {
 	__u16 g_vmstate, g_cur_L, g_jit_base, L_base, L_stack, L_cframe, cf_pc,
 	    fn_ffid, fn_pc, pt_size, pt_sizebc, pt_chunkname, pt_firstline,
 	    pt_numline, pt_lineinfo, str_len, str_data, flags;
+	/* appended: the C frame's previous one and its (int32) nres
+	 * (CFRAME_OFS_PREV, CFRAME_OFS_NRES); 0: not given (an area of 72
+	 * bytes), then no segment for frameless C frames */
+	__u16 cf_prev, cf_nres;
 };
 /* Per trace and VM state (map vmprof, key {tgid, trace}): samples whose
  * vmstate was the trace (head/loop split by the pc against the trace's

@@ -334,6 +334,9 @@ int main(void)
 	else
 		printf("# BPF run time: unknown (kernel.bpf_stats_enabled "
 		       "off)\n");
+	printf("# verifier: smp_on_sample %u processed instructions of "
+	       "1000000\n",
+	       st.verified_insns);
 	smp_close(s);
 
 	/* raw copies: a second load with raw_every = 1 */
@@ -354,6 +357,9 @@ int main(void)
 		       (unsigned long long)a.raw, (unsigned long long)st.raw,
 		       (unsigned long long)a.raw_ip_ok,
 		       (unsigned long long)a.raw_sp_ok);
+		printf("# verifier (raw_every = 1): smp_on_sample %u processed "
+		       "instructions of 1000000\n",
+		       st.verified_insns);
 		CHECK(a.raw >= 20, "%llu raw", (unsigned long long)a.raw);
 		CHECK(a.raw_ip_ok == a.raw, "%llu of %llu",
 		      (unsigned long long)a.raw_ip_ok,

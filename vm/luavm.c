@@ -14,6 +14,15 @@
  * - lua_State: in a C function called with known arguments, top - base is
  *   lua_gettop and base[0] the number passed; stack <= base; the C frame
  *   L->cframe points at holds L (CFRAME_OFS_L);
+ * - the C frame chain (lj_frame.h, x64 GC64: CFRAME_OFS_PREV 32, the
+ *   int32 CFRAME_OFS_NRES 8): in the check's lua_pcall(L, 1, 1, 0) the C
+ *   frame's nres is 2 (nresults + 1, vm_pcall's) and its previous one the
+ *   L->cframe its caller saw; in lua_load's reader (lua_load runs the
+ *   parser under lj_vm_cpcall(L, NULL, ...), as the FFI's type parser and
+ *   the JIT compiler do) the C frame's nres is -(L->top - L->stack) as the
+ *   caller left it, in bytes (vm_cpcall's "C frame without a Lua frame"
+ *   mark), its previous one the same, and the caller's frame lies below
+ *   that top (err_unwind's "frame reached", the sampler's test);
  * - global_State: cur_L is the one word of g that holds the running
  *   coroutine inside a coroutine and the main thread outside; vmstate
  *   the one int32 that reads ~LJ_VMST_C (-2) in a C function and
@@ -50,6 +59,8 @@
 #define L_CFRAME 80
 #define CF_L 16
 #define CF_PC 24
+#define CF_NRES 8
+#define CF_PREV 32
 #define FN_FFID 10
 #define FN_PC 32
 #define PT_SIZE 104
@@ -87,6 +98,9 @@ struct lvck {
 	uint8_t cur_main[GSCAN / 8], cur_co[GSCAN / 8];
 	uint8_t vm_c[GSCAN / 4], vm_i[GSCAN / 4];
 	int hooked, hook_ok, walk_ok;
+	uint64_t outer_cf, top_b; /* L->cframe, L->top - L->stack: the
+				     caller's, before the checks' calls */
+	int cf_ok, cp_ok;
 	char why[160];
 };
 static struct lvck *g_ck; /* for the C callbacks (the hook has no upvalue) */
@@ -295,7 +309,36 @@ static int ck_walk(lua_State *L)
 	scan_i32(g, -2, c->vm_c);
 	scan_ptr(g, Lp, c->cur_main);
 	c->walk_ok = walk_check(c, L);
+	/* lua_pcall(L, 1, 1, 0)'s C frame (ck_walk is a C function called
+	 * from Lua: no C frame of its own) */
+	c->cf_ok = (int32_t)rd32(cf + lv->cf_nres) == 2 &&
+		   rd64(cf + lv->cf_prev) == c->outer_cf;
 	return 0;
+}
+
+/* lua_load's reader: it runs under lj_vm_cpcall(L, NULL, &ls, cpparser),
+ * a C frame without a Lua frame, whose nres is -(L->top - L->stack) in
+ * bytes as lua_load's caller left it, and the caller's frame (L->base) is
+ * below that top: the sampler's test for such a frame */
+static const char *ck_reader(lua_State *L, void *ud, size_t *sz)
+{
+	struct lvck *c = g_ck;
+	const struct lv_layout *lv = &c->lv;
+	int *calls = ud;
+	if ((*calls)++) {
+		*sz = 0;
+		return NULL;
+	}
+	uintptr_t Lp = (uintptr_t)L;
+	uintptr_t cf = (uintptr_t)rd64(Lp + lv->L_cframe) & ~3ull;
+	uintptr_t base = (uintptr_t)rd64(Lp + lv->L_base);
+	uintptr_t stack = (uintptr_t)rd64(Lp + lv->L_stack);
+	c->cp_ok = cf && rd64(cf + CF_L) == (uint64_t)Lp &&
+		   (int32_t)rd32(cf + lv->cf_nres) == -(int32_t)c->top_b &&
+		   rd64(cf + lv->cf_prev) == c->outer_cf &&
+		   base - 8 < stack + c->top_b;
+	*sz = 6;
+	return "return";
 }
 
 static const char ck_chunk[] =
@@ -372,6 +415,8 @@ void vm_luavm_check(struct vmod *m, lua_State *L, const struct lj_layout *vl)
 	lv->L_stack = L_STACK;
 	lv->L_cframe = L_CFRAME;
 	lv->cf_pc = CF_PC;
+	lv->cf_prev = CF_PREV;
+	lv->cf_nres = CF_NRES;
 	lv->fn_ffid = FN_FFID;
 	lv->fn_pc = FN_PC;
 	lv->pt_size = PT_SIZE;
@@ -410,6 +455,7 @@ void vm_luavm_check(struct vmod *m, lua_State *L, const struct lj_layout *vl)
 	}
 	lua_settop(L, chunk);
 	lua_pushcfunction(L, ck_walk);
+	c->outer_cf = rd64((uintptr_t)L + L_CFRAME);
 	lua_sethook(L, ck_hook, LUA_MASKCOUNT, 1);
 	int e = lua_pcall(L, 1, 1, 0);
 	lua_sethook(L, oh, omask, ocount);
@@ -428,6 +474,20 @@ void vm_luavm_check(struct vmod *m, lua_State *L, const struct lj_layout *vl)
 		goto done;
 	}
 	lua_settop(L, top);
+	/* a C frame without a Lua frame */
+	c->outer_cf = rd64((uintptr_t)L + L_CFRAME);
+	c->top_b = rd64((uintptr_t)L + L_TOP) - rd64((uintptr_t)L + L_STACK);
+	int calls = 0;
+	if (lua_load(L, ck_reader, &calls, "=jitsframe") != 0) {
+		fail(c, "the lua_load check failed to run");
+		goto done;
+	}
+	lua_settop(L, top);
+	if (!c->cf_ok || !c->cp_ok) {
+		fail(c, "the C frames' previous frame and nres are not where "
+			"LuaJIT 2.1 GC64 keeps them");
+		goto done;
+	}
 	if (!c->walk_ok) {
 		fail(c, "the frame walk does not give lua_getstack's "
 			"functions and lines");
@@ -509,6 +569,8 @@ void vm_luavm_publish(struct vmod *m)
 	    lv->pt_firstline, lv->pt_numline, lv->pt_lineinfo,
 	    lv->str_len,      lv->str_data,   lv->fr2_gc64 ? 3 : 0,
 	};
+	put16(b, 72, lv->cf_prev);
+	put16(b, 74, lv->cf_nres);
 	for (unsigned i = 0; i < sizeof(o) / sizeof(o[0]); i++)
 		put16(b, 32 + 2 * i, o[i]);
 	int err = jsf_region_set_runtime(m->region, b, sizeof(b));

@@ -47,9 +47,10 @@ struct lv_layout {
 	uint16_t g_vmstate, g_cur_L, g_jit_base, L_base, L_stack, L_cframe,
 	    cf_pc, fn_ffid, fn_pc, pt_size, pt_sizebc, pt_chunkname,
 	    pt_firstline, pt_numline, pt_lineinfo, str_len, str_data;
+	uint16_t cf_prev, cf_nres; /* the C frame's previous one, its nres */
 	int fr2_gc64;
 };
-#define LV_AREA_SIZE 72
+#define LV_AREA_SIZE 80 /* 72, and the C frame chain's two offsets */
 
 /* The module's process state: one region (and jitdump, perf map,
  * auditlog) per process, shared by every Lua state in it. mu guards it
