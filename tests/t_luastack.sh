@@ -16,28 +16,12 @@
 # Without root or BPF it skips visibly; under CI=true it fails instead.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 T=$(mktemp -d /tmp/jsf-t_luastack-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "1..1"
-		echo "not ok 1 - $1 (CI=true: BPF sampling must be available)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $1"
-	exit 0
-}
-[ "$(id -u)" = 0 ] || skip "not root (profile needs root, or CAP_BPF and CAP_PERFMON)"
-[ -r /sys/kernel/btf/vmlinux ] || skip "no BTF (/sys/kernel/btf/vmlinux)"
-"$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1
-rc=$?
-[ $rc -eq 4 ] && skip "cannot sample here: $(head -1 "$T/probe.out")"
-[ $rc -eq 0 ] || skip "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
+need_bpf
 echo "1..5"
 
 W=tests/lua/luastack.lua
