@@ -194,18 +194,40 @@ static int remap(struct alogw *w, size_t want)
 /* Fault the pages of [off, off + want) in ahead, POP_STEP at a time:
  * one madvise for 16 pages costs a quarter of 16 write faults on a shared
  * file mapping (ext4 here), while a whole window at once (~1 ms per MiB)
- * would be a stall. A kernel without MADV_POPULATE_WRITE (before 5.14)
- * says EINVAL: the pages then fault in as they are written. */
+ * would be a stall. The step's unwritten bytes are first written as zeros
+ * with pwrite(2): the page cache's folios are then made by the write path
+ * (with their blocks reserved) instead of the fault's, which reads each
+ * fresh page of the fallocated (unwritten) range in through readahead and
+ * then makes it writable one page at a time; in the VM (flushstorm, perf
+ * samples of the whole run) the two calls take 2.3-2.4% instead of the
+ * madvise's 3.7-3.9%. The zeros only ever cover bytes at or after off,
+ * which hold no record yet (one fstat(2) first: a file cut short by
+ * someone else is not extended again). A kernel without MADV_POPULATE_WRITE
+ * (before 5.14) says EINVAL: the pages then fault in as they are written. */
 #define POP_STEP (64u << 10)
 static void populate(struct alogw *w, size_t want)
 {
 #ifdef MADV_POPULATE_WRITE
+	static const uint8_t zeros[POP_STEP];
 	uint64_t need = w->off + want, end = w->mbase + w->mlen;
 	if (need <= w->pop)
 		return;
 	uint64_t to = (need + POP_STEP - 1) / POP_STEP * POP_STEP;
 	if (to > end)
 		to = end;
+	/* within the fallocated file (end <= fsize), unless someone cut it
+	 * short (then the copy's SIGBUS says so, as without the zeros); an
+	 * error leaves the fault's way, as before */
+	struct stat st;
+	uint64_t z = w->pop > w->off ? w->pop : w->off;
+	if (z < to && fstat(w->fd, &st) == 0 && (uint64_t)st.st_size >= to)
+		while (z < to) {
+			size_t k = to - z < sizeof(zeros) ? (size_t)(to - z)
+							  : sizeof(zeros);
+			if (pwrite(w->fd, zeros, k, (off_t)z) != (ssize_t)k)
+				break;
+			z += k;
+		}
 	if (madvise(w->map + (w->pop - w->mbase), (size_t)(to - w->pop),
 		    MADV_POPULATE_WRITE) == 0)
 		w->pop = to;
