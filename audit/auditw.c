@@ -208,7 +208,7 @@ static int remap(struct alogw *w, size_t want)
 static void populate(struct alogw *w, size_t want)
 {
 #ifdef MADV_POPULATE_WRITE
-	static const uint8_t zeros[POP_STEP];
+	static uint8_t zeros[POP_STEP]; /* .bss: never written */
 	uint64_t need = w->off + want, end = w->mbase + w->mlen;
 	if (need <= w->pop)
 		return;
