@@ -45,6 +45,7 @@ struct vaudit {
 	uint64_t direct; /* trace events built without lua_pcall */
 	uint64_t func_ns, event_ns, write_ns; /* time spent */
 	uint64_t put_end; /* the clock after the last write (audit_write.c) */
+	void *ast, *ast_reg; /* the last VM's astate and registry (or NULL) */
 	msgpack_sbuffer sb, sbf; /* the record, a func record */
 	/* the raw trace reader (audit_raw.c) */
 	int raw;	      /* RAW_* */

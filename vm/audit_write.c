@@ -28,9 +28,16 @@ void va_put_record(struct vaudit *A, msgpack_sbuffer *sb, int defer)
 {
 	if (!A->w)
 		return;
+	if (defer) { /* a copy into the pending buffer: not timed apart
+		      * (in event_ns), two clock reads fewer per attempt */
+		if (alogw_defer(A->w, sb->data, sb->size) == 0)
+			return;
+		alogw_close(A->w, NULL);
+		A->w = NULL;
+		return;
+	}
 	uint64_t t0 = jsf_now_ns();
-	int err = defer ? alogw_defer(A->w, sb->data, sb->size)
-			: alogw_write(A->w, sb->data, sb->size);
+	int err = alogw_write(A->w, sb->data, sb->size);
 	A->put_end = jsf_now_ns(); /* the event's end too (event()) */
 	A->write_ns += A->put_end - t0;
 	if (err) {
@@ -53,12 +60,33 @@ static void new_fnids(lua_State *L, struct astate *a)
 	a->fnids_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
+/* The astate's __gc (its VM closing): A's cache no longer points to it. */
+static int astate_gc(lua_State *L)
+{
+	struct astate *a = lua_touserdata(L, 1);
+	if (a && a->A && a->A->ast == a)
+		a->A->ast = a->A->ast_reg = NULL;
+	return 0;
+}
+
+/* This VM's astate (registry[&ASTATE_KEY]), made if create. The last one
+ * found is remembered in A with its VM's registry, which identifies the
+ * VM: a registry lookup fewer per event; the astate's __gc forgets it
+ * when that VM closes, so a later VM whose registry lands at the same
+ * address looks its own up. */
 static struct astate *get_astate(struct vaudit *A, lua_State *L, int create)
 {
+	const void *reg = lua_topointer(L, LUA_REGISTRYINDEX);
+	if (A->ast && A->ast_reg == reg)
+		return A->ast;
 	lua_pushlightuserdata(L, (void *)&ASTATE_KEY);
 	lua_rawget(L, LUA_REGISTRYINDEX);
 	struct astate *a = lua_touserdata(L, -1);
 	lua_pop(L, 1);
+	if (a) {
+		A->ast = a;
+		A->ast_reg = (void *)reg;
+	}
 	if (a || !create)
 		return a;
 	int top = lua_gettop(L);
@@ -69,7 +97,12 @@ static struct astate *get_astate(struct vaudit *A, lua_State *L, int create)
 	lua_pushlightuserdata(L, (void *)&ASTATE_KEY);
 	a = lua_newuserdata(L, sizeof(*a));
 	memset(a, 0, sizeof(*a));
+	a->A = A;
 	a->fnids_ref = a->typeof_ref = LUA_NOREF;
+	lua_createtable(L, 0, 1);
+	lua_pushcfunction(L, astate_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_setmetatable(L, -2);
 	lua_rawset(L, LUA_REGISTRYINDEX);
 	for (int u = 0; u < U_N; u++) {
 		lua_getfield(L, -1, util_names[u]);

@@ -19,6 +19,7 @@
 
 /* Per Lua state: cached functions and the function-id table. */
 struct astate {
+	struct vaudit *A; /* whose cache (vaudit.ast) may point here */
 	int util_ref, fnids_ref, tostring_ref, typeof_ref, build_ref;
 	int uref[16];	/* registry refs of the jit.util functions (U_*) */
 	unsigned gen;	/* writer generation the fnids belong to */
