@@ -502,9 +502,10 @@ static int prefault_one(struct dl_phdr_info *info, size_t size, void *ctx)
 /* Map this module's code and constants now (start()), so that the first
  * trace events do not take a page fault per code page they run first
  * (some microseconds in a trace's first stops). */
-void vm_prefault_self(void)
+void vm_prefault_self(lua_State *L)
 {
 	dl_iterate_phdr(prefault_one, (void *)(uintptr_t)&vm_prefault_self);
+	ljt_prewarm(L);
 }
 
 /* -------------------------------------------------- per-Lua-state */
