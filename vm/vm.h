@@ -123,6 +123,7 @@ struct lstate {
 	/* chains_ref: event name -> the handlers others attached, called
 	 * after ours; disps_ref: event name -> our dispatcher for it */
 	int chains_ref, orig_ref, disps_ref, util_ref;
+	int chained; /* handlers in all chains: 0, the dispatcher returns */
 	/* starts_ref: trace number -> the function its last start began in,
 	 * until that trace stops (its name is looked up then, not per
 	 * attempt); LUA_NOREF until first needed */
