@@ -69,10 +69,13 @@ syslibs = $(foreach d,$(1) $($(1)_DEPS),$($(d)_LIBS))
 all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
 all: $(B)/lua/jitsframe_replay.lua $(B)/libjitsframe.so.$(SOMAJOR)
 
-# --- flavours: rel (the product; -fPIC for the shared objects), asan
+# --- flavours: rel (the product; -fPIC for the shared objects; -fno-plt:
+# calls into other objects go straight through the GOT, which the module's
+# -z now fills at load, not through a PLT stub: one cold line fewer per
+# call site after a compile, 0.01-0.05 us of a trace stop's 0.4-0.8), asan
 # (ASan+UBSan), tsan, fuzz (clang, coverage for libFuzzer) ---
 rel_CC      := $(CC)
-rel_CFLAGS  := $(CFLAGS) -fPIC -fvisibility=hidden
+rel_CFLAGS  := $(CFLAGS) -fPIC -fvisibility=hidden -fno-plt
 asan_CC     := $(CC)
 asan_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 tsan_CC     := $(CC)

@@ -54,6 +54,10 @@ struct ljt_known {
 int ljt_discover(const void *L, const struct ljt_known *k, unsigned *layouts,
 		 char *why, size_t whylen);
 
+/* Before the first trace (a module's start()): do once what makes the
+ * first ljt_discover slow (its first system call, its stack pages). */
+void ljt_prewarm(const void *L);
+
 /* Has an earlier ljt_discover (by any caller: the rows' reader in
  * vm/traces.c runs first) found the trace array? 1 and the layouts its key
  * trace agreed with, else 0 (then call ljt_discover). */

@@ -28,6 +28,8 @@ VM_HOT static int dispatcher(lua_State *L)
 	if (s->enabled)
 		vm_event(L, s, (int)lua_tointeger(L, lua_upvalueindex(3)));
 	lua_settop(L, n);
+	if (!s->chained) /* no chain holds a handler: not looked at */
+		return 0;
 	int chain = lua_upvalueindex(4);
 	for (int i = 1;; i++) {
 		lua_rawgeti(L, chain, i);
@@ -64,7 +66,7 @@ static int chain_find(lua_State *L, int t, int fn)
 	}
 }
 
-static void chain_remove(lua_State *L, int t, int pos)
+static void chain_remove(lua_State *L, struct lstate *s, int t, int pos)
 {
 	int n = (int)lua_objlen(L, t);
 	for (int i = pos; i < n; i++) {
@@ -73,6 +75,7 @@ static void chain_remove(lua_State *L, int t, int pos)
 	}
 	lua_pushnil(L);
 	lua_rawseti(L, t, n);
+	s->chained--; /* (after: never below what the chains hold) */
 }
 
 /* jit.attach, as others see it while we are installed. */
@@ -92,6 +95,7 @@ static int attach_wrapper(lua_State *L)
 			if (!chain_find(L, t, 1)) {
 				lua_pushvalue(L, 1);
 				lua_rawseti(L, t, (int)lua_objlen(L, t) + 1);
+				s->chained++;
 			}
 			return 0;
 		}
@@ -101,7 +105,7 @@ static int attach_wrapper(lua_State *L)
 			int t = lua_gettop(L);
 			int pos = lua_istable(L, t) ? chain_find(L, t, 1) : 0;
 			if (pos)
-				chain_remove(L, t, pos);
+				chain_remove(L, s, t, pos);
 			lua_pop(L, 1);
 		}
 	}
@@ -173,9 +177,10 @@ static int hook_event(lua_State *L, struct lstate *s, const char *ev)
 			if (lua_rawequal(L, -1, disp)) {
 				lua_pushvalue(L, -2);
 				lua_rawget(L, snap);
-				if (lua_isfunction(L, -1))
+				if (lua_isfunction(L, -1)) {
 					lua_rawseti(L, chain, 1);
-				else
+					s->chained++;
+				} else
 					lua_pop(L, 1);
 			}
 			lua_pop(L, 1);
@@ -267,6 +272,7 @@ void vm_uninstall(lua_State *L, struct lstate *s)
 	luaL_unref(L, LUA_REGISTRYINDEX, s->basefn_ref);
 	s->chains_ref = s->disps_ref = s->orig_ref = s->starts_ref = LUA_NOREF;
 	s->basefn_ref = LUA_NOREF;
+	s->chained = 0;
 	for (uint32_t i = 0; i < s->used && s->t; i++)
 		s->t[i].pos_pending = 0; /* the table of starts is gone */
 	s->installed = 0;

@@ -243,7 +243,7 @@ static int l_start(lua_State *L)
 	}
 	if (fresh && m->layout > 0) {
 		vm_luavm_check(m, L, &lay);
-		vm_prefault_self();
+		vm_prefault_self(L);
 	}
 	int err = vm_ensure_region(m);
 	if (!err)

@@ -170,9 +170,10 @@ void vm_known_mc(lua_State *L, int idx, struct ljt_known *k)
 	k->mcloop = (uint32_t)lua_tointeger(L, idx + 2);
 }
 
-/* First stop: find the trace array (lj/ljtrace.h), keyed by trace tr. */
+/* First stop: find the trace array (lj/ljtrace.h), keyed by trace tr
+ * (its machine code: from f, what jit.util's tracemc said, else asked). */
 static void raw_discover(struct vmod *m, lua_State *L, struct lstate *s,
-			 uint32_t tr)
+			 uint32_t tr, const struct facts *f)
 {
 	int top = lua_gettop(L);
 	struct ljt_known k = {.tr = tr};
@@ -184,12 +185,18 @@ static void raw_discover(struct vmod *m, lua_State *L, struct lstate *s,
 	}
 	vm_known_info(L, -1, &k);
 	lua_settop(L, top);
-	lua_pushinteger(L, tr);
-	if (util_call(L, s, "tracemc", 1, 3) || !lua_isstring(L, -3)) {
-		raw_off(m, tr, "no machine code to start from");
-		goto out;
+	if (f) {
+		k.szmcode = f->len;
+		k.mcode = (uintptr_t)f->addr;
+		k.mcloop = f->loop;
+	} else {
+		lua_pushinteger(L, tr);
+		if (util_call(L, s, "tracemc", 1, 3) || !lua_isstring(L, -3)) {
+			raw_off(m, tr, "no machine code to start from");
+			goto out;
+		}
+		vm_known_mc(L, -3, &k);
 	}
-	vm_known_mc(L, -3, &k);
 	unsigned mask;
 	if (ljt_discover(L, &k, &mask, m->raw_why, sizeof(m->raw_why)))
 		goto out;
@@ -208,10 +215,16 @@ VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
 				      struct lstate *s, uint32_t tr,
 				      struct facts *f)
 {
-	if (m->raw == VM_RAW_UNTRIED) /* once: some 15-25 us */
-		raw_discover(m, L, s, tr);
+	/* once: some 15-20 us; jit.util's facts (asked first: the check
+	 * below needs them too) give the discovery its key's machine code */
+	const char *uwhy = NULL;
+	int asked = m->raw == VM_RAW_UNTRIED;
+	if (asked) {
+		uwhy = facts_util(L, s, tr, f);
+		raw_discover(m, L, s, tr, uwhy ? NULL : f);
+	}
 	if (m->raw == VM_RAW_OFF)
-		return facts_util(L, s, tr, f);
+		return asked ? uwhy : facts_util(L, s, tr, f);
 	const struct ljt_layout *lay = &ljt_layouts[__builtin_ctz(m->raw_mask)];
 	const uint8_t *T = ljt_trace(L, tr, lay);
 	struct facts r;
@@ -226,7 +239,7 @@ VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
 			raw_off(m, tr, "not found in the trace array");
 		/* no machine code or IR in memory: ask jit.util, check */
 	}
-	const char *why = facts_util(L, s, tr, f);
+	const char *why = asked ? uwhy : facts_util(L, s, tr, f);
 	m->raw_checks++;
 	if (m->raw == VM_RAW_OFF || (why && !rf)) /* or neither has code */
 		return why;
@@ -502,9 +515,10 @@ static int prefault_one(struct dl_phdr_info *info, size_t size, void *ctx)
 /* Map this module's code and constants now (start()), so that the first
  * trace events do not take a page fault per code page they run first
  * (some microseconds in a trace's first stops). */
-void vm_prefault_self(void)
+void vm_prefault_self(lua_State *L)
 {
 	dl_iterate_phdr(prefault_one, (void *)(uintptr_t)&vm_prefault_self);
+	ljt_prewarm(L);
 }
 
 /* -------------------------------------------------- per-Lua-state */

@@ -123,6 +123,7 @@ struct lstate {
 	/* chains_ref: event name -> the handlers others attached, called
 	 * after ours; disps_ref: event name -> our dispatcher for it */
 	int chains_ref, orig_ref, disps_ref, util_ref;
+	int chained; /* handlers in all chains: 0, the dispatcher returns */
 	/* starts_ref: trace number -> the function its last start began in,
 	 * until that trace stops (its name is looked up then, not per
 	 * attempt); LUA_NOREF until first needed */
@@ -155,7 +156,7 @@ struct lstate *vm_new_state(struct vmod *m, lua_State *L);
 /* Our part of VM event ev (VM_EV_*); its arguments are the stack, 1..top. */
 void vm_event(lua_State *L, struct lstate *s, int ev);
 /* Map this module's code and constants in now (once, from start()). */
-void vm_prefault_self(void);
+void vm_prefault_self(lua_State *L);
 /* Withdraw every trace of s (m->mu held). */
 void vm_on_flush(struct vmod *m, struct lstate *s);
 /* What jit.util said of a trace, as lj/ljtrace's discovery keys the trace
