@@ -1059,9 +1059,23 @@ int cmd_profile(int argc, char **argv)
 		/* the first 2 s drained every 10 ms (a new image's mappings,
 		 * its region, a library mapped late: the samples that tell
 		 * this side are read soon, and the sampler's tables made
-		 * current for the next ones), then every 100 ms */
+		 * current for the next ones), then every 100 ms. CMD's
+		 * region is looked for every 1 ms until found, samples or
+		 * not: the sampler walks no Lua frames before it has the
+		 * layout the region publishes, and CMD's module creates it
+		 * just before the script runs (at 10 ms, its first ~10
+		 * samples had none) */
+		bool early = jsf_now_ns() - t0 < 2000000000ull;
+		struct pinfo *cq =
+		    child > 0 && early ? pinfo_of(cx, (uint32_t)child) : NULL;
+		if (cq && !cq->region) {
+			cq->next_find = 0;
+			find_region(cx, cq, jsf_now_ns());
+		}
 		int pr = smp_poll(cx->s,
-				  jsf_now_ns() - t0 < 2000000000ull ? 10 : 100,
+				  cq && !cq->region ? 1
+				  : early	    ? 10
+						    : 100,
 				  on_sample, cx);
 		if (pr < 0 && pr != -EINTR) {
 			fprintf(stderr, WHO ": %s\n", strerror(-pr));
@@ -1070,7 +1084,14 @@ int cmd_profile(int argc, char **argv)
 		uint64_t now = jsf_now_ns();
 		if (end && now >= end)
 			break;
-		if (child > 0 && waitpid(child, &st, WNOHANG) == child) {
+		/* CMD's exit, not reaped yet: its last samples are still to
+		 * be read, and the sampler keeps a process it can see (its
+		 * Lua frames need its layout and prototypes) */
+		siginfo_t si = {0};
+		if (child > 0 &&
+		    !waitid(P_PID, (id_t)child, &si,
+			    WEXITED | WNOHANG | WNOWAIT) &&
+		    si.si_pid == child) {
 			exited = true;
 			break;
 		}
@@ -1099,8 +1120,8 @@ int cmd_profile(int argc, char **argv)
 	double run_s = (double)(jsf_now_ns() - t0) / 1e9;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (child > 0 && !exited) {
-		if (!stop_now && end)
+	if (child > 0) {
+		if (!exited && !stop_now && end)
 			kill(child, SIGINT); /* -d ended it */
 		while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 			;
