@@ -785,8 +785,16 @@ static long lstep(__u32 i, void *vctx)
 	}
 	__u64 tv = fr[0], link = fr[1];
 	if ((__s64)tv >> 47 != -9) {
-		lw->stop = SMP_LSTOP_BAD_FUNC;
-		return 1;
+		/* BC_RET to a Lua caller copying the results down over the
+		 * returning frame (its function slot the first): PC, the
+		 * interpreter's register, is already that frame's link. The
+		 * frame is gone, its function unknown: the walk goes on at
+		 * the caller, the frame left out */
+		if (!lw->inner || !lw->pc || lw->pc != link || (link & 3)) {
+			lw->stop = SMP_LSTOP_BAD_FUNC;
+			return 1;
+		}
+		lw->skip = 1;
 	}
 	__u64 fn = tv & GCVMASK;
 	if (!lw->skip) {
@@ -882,18 +890,20 @@ static __always_inline __u64 lframe_cf(struct walk *w, __u32 j)
 		return 0;
 	return lw->ch[ci & (LCH_N - 1)];
 }
-#define LSEG_NONE 0xffff /* a Lua frame whose native frame is not known */
+#define LSEG_NONE 0xffff /* no native frame known (smp_lframe.seg) */
 /* The Lua frames onto the native frames their VM entries run in, by
  * address: a VM entry's native frame — the interpreter's (or a frame in
- * it, as vm_cpcall's) or the trace's it runs — has the entry's C frame
- * for its sp (the interpreter), 8 above it (a subroutine it calls) or 16
- * (a trace's frame: CFA rsp + 96 where the interpreter's is rsp + 80).
- * smp_lframe.seg becomes the index of that native frame among the VM
- * entries of the native walk (the order the user side counts them in,
- * sampler.c's smp_lua_frames); a frame whose C frame is no native
- * frame's (a VM entry's frame not walked, or not made yet: an FFI
- * callback before lj_ccallback_enter set its C frame) or not known gets
- * LSEG_NONE: no native frame is sure. One native frame per step. */
+ * it, as vm_cpcall's), or the trace's it runs — holds the entry's C frame
+ * in its stack: at or above its sp (the interpreter runs with rsp the C
+ * frame; a trace below it by its spill area, 32 bytes here), below the
+ * next frame's sp. smp_lframe.seg becomes the index of that native frame
+ * among the VM entries of the native walk (the frames sampler.c's
+ * smp_lua_frames counts: trace code, or a pc in the VM's code); a frame
+ * whose C frame is not known, or no walked native frame's (the walk
+ * ended before it, or the VM entry has no frame of its own yet: an FFI
+ * callback before lj_ccallback_enter set its C frame, whose native frame
+ * holds no Lua frame then) gets LSEG_NONE. One step: one native frame
+ * looked at or one Lua frame placed. */
 static long lplace(__u32 i, void *vctx)
 {
 	struct lctx *lc = vctx;
