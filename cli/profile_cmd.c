@@ -544,13 +544,16 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	int nlf = e->lua ? smp_lua_frames(c->s, e, lf, SMP_MAX_LFRAMES) : 0;
 	for (int i = 0; i < nlf; i++) {
 		/* C functions are their native frames; a trace's own
-		 * function is its trace frame */
-		if (!lf[i].chunk || (lf[i].flags & SMP_LF_TRACE))
+		 * function is its trace frame, where the native walk has
+		 * one there (not in the VM's code the trace called or exited
+		 * to, vmstate still the trace's) */
+		uint32_t at = lf[i].at;
+		if (!lf[i].chunk || ((lf[i].flags & SMP_LF_TRACE) &&
+				     at < s->nframes && s->frames[at].fn_start))
 			continue;
 		const char *lab = intern(c, lf[i].chunk, lf[i].firstline);
 		if (!lab)
 			continue;
-		uint32_t at = lf[i].at;
 		kl[nl++] =
 		    (struct klua){lab, lf[i].line, at,
 				  at < nf && s->frames[at].fn_start != 0};

@@ -1031,7 +1031,11 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 		return 1;
 	}
 	lw->flags = 0;
-	if (vms > 0) { /* in a trace: its frame's base */
+	/* in a trace: its frame's base. Also with the pc in trace code
+	 * and vmstate still the interpreter's: a trace just entered
+	 * (BC_JLOOP set jit_base and jumped; the trace sets vmstate), whose
+	 * L->base frame is the trace's own function (its map gives it) */
+	if (vms > 0 || (vms == -1 && w->s.nframes && w->s.frames[0].fn_start)) {
 		if (bpf_probe_read_user(&base, 8, (void *)(g + v->g_jit_base)))
 			base = 0;
 		if (!base)
