@@ -20,6 +20,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -775,7 +776,8 @@ static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
 /* Fork CMD with the module's environment (cli_vm_env, as `run` sets it;
  * the jitdump into DIR): it waits on *go until the sampler watches it,
  * then execs. Its pid, or -1. */
-static pid_t spawn_cmd(char **argv, const char *adir, int *go)
+static pid_t spawn_cmd(char **argv, const char *adir, int *go, int *sync_r,
+		       int *sync_w)
 {
 	char region[PATH_MAX + 16];
 	snprintf(region, sizeof(region), "%s/region", adir);
@@ -783,14 +785,25 @@ static pid_t spawn_cmd(char **argv, const char *adir, int *go)
 	    setenv(JSF_ENV_JITDUMP, adir, 1) ||
 	    setenv(JSF_ENV_LUAMAP, "1", 0)) /* as record: Lua frames */
 		return -1;
-	int fds[2];
+	int fds[2], up[2] = {-1, -1}, down[2] = {-1, -1};
 	if (pipe(fds))
 		return -1;
+	/* the module's word that it published the VM's layout (up), and
+	 * this side's that the sampler has it (down): JSF_ENV_PROFILE_SYNC */
+	char sync[32];
+	if (!pipe(up) && !pipe(down)) {
+		snprintf(sync, sizeof(sync), "%d,%d", up[1], down[0]);
+		setenv(JSF_ENV_PROFILE_SYNC, sync, 1);
+	}
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
 		char b;
+		if (up[0] >= 0)
+			close(up[0]);
+		if (down[1] >= 0)
+			close(down[1]);
 		close(fds[1]);
 		if (read(fds[0], &b, 1) != 1)
 			_exit(127);
@@ -802,6 +815,19 @@ static pid_t spawn_cmd(char **argv, const char *adir, int *go)
 	}
 	close(fds[0]);
 	*go = fds[1];
+	unsetenv(JSF_ENV_PROFILE_SYNC);
+	if (up[1] >= 0)
+		close(up[1]);
+	if (down[0] >= 0)
+		close(down[0]);
+	*sync_r = up[0];
+	*sync_w = down[1];
+	if (up[0] >= 0) {
+		fcntl(up[0], F_SETFL, O_NONBLOCK);
+		fcntl(up[0], F_SETFD, FD_CLOEXEC);
+	}
+	if (down[1] >= 0)
+		fcntl(down[1], F_SETFD, FD_CLOEXEC);
 	return pid;
 }
 
@@ -998,14 +1024,14 @@ int cmd_profile(int argc, char **argv)
 		return EX_INPUT;
 	}
 	pid_t child = -1;
-	int go = -1;
+	int go = -1, sync_r = -1, sync_w = -1;
 	if (ncmd)
 		preload_cmd(cx->s, argv[optind]);
 	if (ncmd) {
 		char jd[PATH_MAX + 32];
 		snprintf(jd, sizeof(jd), "%s/region", adir);
 		unlink(jd);
-		child = spawn_cmd(argv + optind, adir, &go);
+		child = spawn_cmd(argv + optind, adir, &go, &sync_r, &sync_w);
 		if (child < 0) {
 			fprintf(stderr, WHO ": cannot run %s: %s\n",
 				argv[optind], strerror(errno));
@@ -1074,6 +1100,24 @@ int cmd_profile(int argc, char **argv)
 		if (cq && !cq->region) {
 			cq->next_find = 0;
 			find_region(cx, cq, jsf_now_ns());
+		}
+		/* CMD's module published the layout and waits: the region
+		 * once more (the sampler then has the layout), then its go */
+		char sb[16];
+		ssize_t sn = sync_r >= 0 ? read(sync_r, sb, sizeof(sb)) : -1;
+		if (sn > 0 && child > 0) {
+			struct pinfo *q = pinfo_of(cx, (uint32_t)child);
+			if (q && !q->region) {
+				q->next_find = 0;
+				find_region(cx, q, jsf_now_ns());
+			}
+			if (write(sync_w, sb, (size_t)sn) != sn)
+				sn = 0;
+		}
+		if (sn == 0) { /* the module's end closed */
+			close(sync_r);
+			close(sync_w);
+			sync_r = sync_w = -1;
 		}
 		int pr = smp_poll(cx->s,
 				  cq && !cq->region ? 1
