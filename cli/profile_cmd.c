@@ -1088,21 +1088,14 @@ int cmd_profile(int argc, char **argv)
 		/* the first 2 s drained every 10 ms (a new image's mappings,
 		 * its region, a library mapped late: the samples that tell
 		 * this side are read soon, and the sampler's tables made
-		 * current for the next ones), then every 100 ms. CMD's
-		 * region is looked for every 1 ms until found, samples or
-		 * not: the sampler walks no Lua frames before it has the
-		 * layout the region publishes, and CMD's module creates it
-		 * just before the script runs (at 10 ms, its first ~10
-		 * samples had none) */
+		 * current for the next ones), then every 100 ms; every 1 ms
+		 * while CMD's module waits for its word (below) */
 		bool early = jsf_now_ns() - t0 < 2000000000ull;
-		struct pinfo *cq =
-		    child > 0 && early ? pinfo_of(cx, (uint32_t)child) : NULL;
-		if (cq && !cq->region) {
-			cq->next_find = 0;
-			find_region(cx, cq, jsf_now_ns());
-		}
-		/* CMD's module published the layout and waits: the region
-		 * once more (the sampler then has the layout), then its go */
+		/* CMD's module started (its region made, the VM's layout
+		 * published) and waits: the region now (the sampler then has
+		 * the layout: the script's first samples get Lua frames;
+		 * looked for on samples alone, it was found some 10 ms late,
+		 * up to ~50 on a loaded machine), then its word */
 		char sb[16];
 		ssize_t sn = sync_r >= 0 ? read(sync_r, sb, sizeof(sb)) : -1;
 		if (sn > 0 && child > 0) {
@@ -1120,9 +1113,9 @@ int cmd_profile(int argc, char **argv)
 			sync_r = sync_w = -1;
 		}
 		int pr = smp_poll(cx->s,
-				  cq && !cq->region ? 1
-				  : early	    ? 10
-						    : 100,
+				  sync_r >= 0 ? 1
+				  : early     ? 10
+					      : 100,
 				  on_sample, cx);
 		if (pr < 0 && pr != -EINTR) {
 			fprintf(stderr, WHO ": %s\n", strerror(-pr));

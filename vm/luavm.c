@@ -550,11 +550,13 @@ static void put64(uint8_t *b, unsigned off, uint64_t v)
 		b[off + i] = (uint8_t)(v >> (8 * i));
 }
 
-/* Under `profile -- CMD` (JSF_ENV_PROFILE_SYNC): the layout is published;
- * the profiler is told and answers once the sampler has it (up to 1 s),
- * so that the script's first samples get their Lua frames. Once per
- * process; the pipe ends must be pipes (never a byte into another file). */
-static void luavm_sync(void)
+/* Under `profile -- CMD` (JSF_ENV_PROFILE_SYNC), at the end of the first
+ * start() (the layout published): the profiler is told and answers once
+ * the sampler has the layout (up to 1 s), so that the script's first
+ * samples get their Lua frames (and start()'s own none: its caller, a
+ * LUA_INIT chunk, is no part of the script). Once per process; the pipe
+ * ends must be pipes (never a byte into another file). */
+void vm_luavm_sync(void)
 {
 	const char *e = getenv(JSF_ENV_PROFILE_SYNC);
 	int w = -1, r = -1;
@@ -605,7 +607,6 @@ void vm_luavm_publish(struct vmod *m)
 	int err = jsf_region_set_runtime(m->region, b, sizeof(b));
 	if (!err || err == -EEXIST) {
 		m->lv_epoch = m->epoch;
-		luavm_sync();
 	} else
 		vm_log(m, "cannot publish the VM's layout: %s",
 		       jsf_strerror(err));
