@@ -20,6 +20,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -544,13 +545,16 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	int nlf = e->lua ? smp_lua_frames(c->s, e, lf, SMP_MAX_LFRAMES) : 0;
 	for (int i = 0; i < nlf; i++) {
 		/* C functions are their native frames; a trace's own
-		 * function is its trace frame */
-		if (!lf[i].chunk || (lf[i].flags & SMP_LF_TRACE))
+		 * function is its trace frame, where the native walk has
+		 * one there (not in the VM's code the trace called or exited
+		 * to, vmstate still the trace's) */
+		uint32_t at = lf[i].at;
+		if (!lf[i].chunk || ((lf[i].flags & SMP_LF_TRACE) &&
+				     at < s->nframes && s->frames[at].fn_start))
 			continue;
 		const char *lab = intern(c, lf[i].chunk, lf[i].firstline);
 		if (!lab)
 			continue;
-		uint32_t at = lf[i].at;
 		kl[nl++] =
 		    (struct klua){lab, lf[i].line, at,
 				  at < nf && s->frames[at].fn_start != 0};
@@ -772,7 +776,8 @@ static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
 /* Fork CMD with the module's environment (cli_vm_env, as `run` sets it;
  * the jitdump into DIR): it waits on *go until the sampler watches it,
  * then execs. Its pid, or -1. */
-static pid_t spawn_cmd(char **argv, const char *adir, int *go)
+static pid_t spawn_cmd(char **argv, const char *adir, int *go, int *sync_r,
+		       int *sync_w)
 {
 	char region[PATH_MAX + 16];
 	snprintf(region, sizeof(region), "%s/region", adir);
@@ -780,14 +785,25 @@ static pid_t spawn_cmd(char **argv, const char *adir, int *go)
 	    setenv(JSF_ENV_JITDUMP, adir, 1) ||
 	    setenv(JSF_ENV_LUAMAP, "1", 0)) /* as record: Lua frames */
 		return -1;
-	int fds[2];
+	int fds[2], up[2] = {-1, -1}, down[2] = {-1, -1};
 	if (pipe(fds))
 		return -1;
+	/* the module's word that it published the VM's layout (up), and
+	 * this side's that the sampler has it (down): JSF_ENV_PROFILE_SYNC */
+	char sync[32];
+	if (!pipe(up) && !pipe(down)) {
+		snprintf(sync, sizeof(sync), "%d,%d", up[1], down[0]);
+		setenv(JSF_ENV_PROFILE_SYNC, sync, 1);
+	}
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
 		char b;
+		if (up[0] >= 0)
+			close(up[0]);
+		if (down[1] >= 0)
+			close(down[1]);
 		close(fds[1]);
 		if (read(fds[0], &b, 1) != 1)
 			_exit(127);
@@ -799,6 +815,19 @@ static pid_t spawn_cmd(char **argv, const char *adir, int *go)
 	}
 	close(fds[0]);
 	*go = fds[1];
+	unsetenv(JSF_ENV_PROFILE_SYNC);
+	if (up[1] >= 0)
+		close(up[1]);
+	if (down[0] >= 0)
+		close(down[0]);
+	*sync_r = up[0];
+	*sync_w = down[1];
+	if (up[0] >= 0) {
+		fcntl(up[0], F_SETFL, O_NONBLOCK);
+		fcntl(up[0], F_SETFD, FD_CLOEXEC);
+	}
+	if (down[1] >= 0)
+		fcntl(down[1], F_SETFD, FD_CLOEXEC);
 	return pid;
 }
 
@@ -995,14 +1024,14 @@ int cmd_profile(int argc, char **argv)
 		return EX_INPUT;
 	}
 	pid_t child = -1;
-	int go = -1;
+	int go = -1, sync_r = -1, sync_w = -1;
 	if (ncmd)
 		preload_cmd(cx->s, argv[optind]);
 	if (ncmd) {
 		char jd[PATH_MAX + 32];
 		snprintf(jd, sizeof(jd), "%s/region", adir);
 		unlink(jd);
-		child = spawn_cmd(argv + optind, adir, &go);
+		child = spawn_cmd(argv + optind, adir, &go, &sync_r, &sync_w);
 		if (child < 0) {
 			fprintf(stderr, WHO ": cannot run %s: %s\n",
 				argv[optind], strerror(errno));
@@ -1059,9 +1088,34 @@ int cmd_profile(int argc, char **argv)
 		/* the first 2 s drained every 10 ms (a new image's mappings,
 		 * its region, a library mapped late: the samples that tell
 		 * this side are read soon, and the sampler's tables made
-		 * current for the next ones), then every 100 ms */
+		 * current for the next ones), then every 100 ms; every 1 ms
+		 * while CMD's module waits for its word (below) */
+		bool early = jsf_now_ns() - t0 < 2000000000ull;
+		/* CMD's module started (its region made, the VM's layout
+		 * published) and waits: the region now (the sampler then has
+		 * the layout: the script's first samples get Lua frames;
+		 * looked for on samples alone, it was found some 10 ms late,
+		 * up to ~50 on a loaded machine), then its word */
+		char sb[16];
+		ssize_t sn = sync_r >= 0 ? read(sync_r, sb, sizeof(sb)) : -1;
+		if (sn > 0 && child > 0) {
+			struct pinfo *q = pinfo_of(cx, (uint32_t)child);
+			if (q && !q->region) {
+				q->next_find = 0;
+				find_region(cx, q, jsf_now_ns());
+			}
+			if (write(sync_w, sb, (size_t)sn) != sn)
+				sn = 0;
+		}
+		if (sn == 0) { /* the module's end closed */
+			close(sync_r);
+			close(sync_w);
+			sync_r = sync_w = -1;
+		}
 		int pr = smp_poll(cx->s,
-				  jsf_now_ns() - t0 < 2000000000ull ? 10 : 100,
+				  sync_r >= 0 ? 1
+				  : early     ? 10
+					      : 100,
 				  on_sample, cx);
 		if (pr < 0 && pr != -EINTR) {
 			fprintf(stderr, WHO ": %s\n", strerror(-pr));
@@ -1070,7 +1124,14 @@ int cmd_profile(int argc, char **argv)
 		uint64_t now = jsf_now_ns();
 		if (end && now >= end)
 			break;
-		if (child > 0 && waitpid(child, &st, WNOHANG) == child) {
+		/* CMD's exit, not reaped yet: its last samples are still to
+		 * be read, and the sampler keeps a process it can see (its
+		 * Lua frames need its layout and prototypes) */
+		siginfo_t si = {0};
+		if (child > 0 &&
+		    !waitid(P_PID, (id_t)child, &si,
+			    WEXITED | WNOHANG | WNOWAIT) &&
+		    si.si_pid == child) {
 			exited = true;
 			break;
 		}
@@ -1099,8 +1160,8 @@ int cmd_profile(int argc, char **argv)
 	double run_s = (double)(jsf_now_ns() - t0) / 1e9;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (child > 0 && !exited) {
-		if (!stop_now && end)
+	if (child > 0) {
+		if (!exited && !stop_now && end)
 			kill(child, SIGINT); /* -d ended it */
 		while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 			;

@@ -34,6 +34,12 @@
  * trace's Lua frames by machine-code offset (vm/luamap.c; it costs some
  * microseconds per trace stop, so it is off unless profiling) */
 #define JSF_ENV_LUAMAP "JITSFRAME_LUAMAP"
+/* set by `profile -- CMD` ("W,R": two pipe ends CMD inherits), read by
+ * the module once it has published the VM's layout: it writes a byte to
+ * W and waits (up to 1 s) for one on R, the profiler's word that the
+ * sampler has the layout (the script's first samples get Lua frames);
+ * then unset, the pipes closed (vm/luavm.c) */
+#define JSF_ENV_PROFILE_SYNC "JITSFRAME_PROFILE_SYNC"
 /* set by `run --auditlog`, read by start(): the auditlog's path */
 #define JSF_ENV_AUDITLOG "JITSFRAME_AUDITLOG"
 /* set by `run --auditlog-level`, read by start(): "default" or "full" */

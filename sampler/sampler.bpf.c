@@ -141,6 +141,8 @@ struct rowc {
 	struct xrow x;
 };
 
+#define LCH_N 32 /* C frames remembered per sample */
+#define LTH_N 8	 /* threads (a coroutine, its resumers) */
 /* The Lua walk's state. */
 struct lwalk {
 	__u64 f, stack, pc;
@@ -149,6 +151,12 @@ struct lwalk {
 			    ltop the stack top it was made at when it has no
 			    Lua frame (nres < 0; else 0) */
 	__u32 seg, skip, inner, flags, stop;
+	/* the C frames met, in order (ch[ci] is lcf), per thread walked
+	 * (th): how many C frames its chain had left at its first frame
+	 * (thsh, see lstep) */
+	__u64 ch[LCH_N];
+	__u32 ci, nch, th;
+	__u8 thsh[LTH_N];
 };
 
 /* The walk's state, per CPU (too big for the 512-byte stack). */
@@ -156,6 +164,14 @@ struct walk {
 	struct smp_sample s;
 	struct smp_lua lua;
 	struct lwalk lw;
+	__u64 fsp[SMP_MAX_FRAMES]; /* each native frame's sp */
+	__u8 lfci[SMP_MAX_LFRAMES], lfth[SMP_MAX_LFRAMES]; /* each Lua frame's
+					       lw.ci and lw.th */
+	/* lplace: the next Lua frame, native frame, VM entry count; the
+	 * VM entry's native frame: its index among them, its sp and the
+	 * next frame's (have: found) */
+	__u32 mj, mi, me, mcur, mhave;
+	__u64 msp, mup;
 	__u64 pc, sp, bp;
 	__u32 stop, max;
 	__u32 mlo, mhi; /* the mapping search's bounds (see step) */
@@ -509,6 +525,7 @@ static long step(__u32 i, void *vctx)
 	struct smp_frame *fr = &w->s.frames[n & (SMP_MAX_FRAMES - 1)];
 	fr->pc = w->pc;
 	fr->fn_start = 0;
+	w->fsp[n & (SMP_MAX_FRAMES - 1)] = w->sp;
 	w->s.nframes = n + 1;
 	__u64 pc = w->pc, look = n ? pc - 1 : pc;
 	/* the mapping: the last one with start <= look. The bounds live in
@@ -617,6 +634,10 @@ static __always_inline void lcf_set(struct lwalk *lw, struct smp_luavm *v,
 	cf &= ~3ull;
 	lw->lcf = v->cf_prev ? cf : 0;
 	lw->ltop = 0;
+	lw->ci = lw->nch;
+	lw->ch[lw->nch & (LCH_N - 1)] = lw->lcf;
+	if (lw->nch < LCH_N - 1)
+		lw->nch++;
 	if (lw->lcf &&
 	    !bpf_probe_read_user(&nres, 4, (void *)(cf + v->cf_nres)) &&
 	    nres < 0)
@@ -630,6 +651,40 @@ static __always_inline void lcf_pop(struct lwalk *lw, struct smp_luavm *v)
 	    bpf_probe_read_user(&prev, 8, (void *)(lw->lcf + v->cf_prev)))
 		prev = 0;
 	lcf_set(lw, v, prev);
+}
+
+/* At a thread's first frame, every C frame of its chain should have been
+ * passed at a link (a C or CP frame, an FFI callback's continuation) or as
+ * a frameless one (ltop). One left over (lcf != 0) is a VM entry whose
+ * frames are not built yet or already gone: an FFI callback's C frame
+ * that lj_ccallback_enter set before callback_conv_args built its
+ * continuation frame, or that lj_ccallback_leave pops after the callback
+ * returned; a lua_pcall/lua_call entry between its C frame and its first
+ * frame. Its frames were then paired with the C frame one newer than
+ * their own, each of them: counted from the bottom instead (the thread's
+ * first VM entry is its outermost C frame), a frame at chain index ci
+ * runs in the C frame k further on, k the C frames left (appended to the
+ * chain here). */
+static __always_inline void lch_left(struct lwalk *lw, struct smp_luavm *v)
+{
+	__u64 c = lw->lcf;
+	__u32 k = 0;
+	for (int i = 0; i < 4 && c; i++) {
+		__u64 prev = 0;
+		k++;
+		if (bpf_probe_read_user(&prev, 8, (void *)(c + v->cf_prev)))
+			prev = 0;
+		prev &= ~3ull;
+		if (prev) {
+			lw->ch[lw->nch & (LCH_N - 1)] = prev;
+			if (lw->nch < LCH_N - 1)
+				lw->nch++;
+		}
+		c = prev;
+	}
+	if (c)
+		k = 0xff; /* a longer chain: no C frame is sure */
+	lw->thsh[lw->th & (LTH_N - 1)] = (__u8)k;
 }
 
 /* At a thread's first frame: one step along its chain of C frames
@@ -673,6 +728,8 @@ static __always_inline long cfstep(struct lwalk *lw, struct smp_luavm *v)
 		lw->L = rl;
 		lw->f = st[0] - 8;
 		lw->stack = st[1];
+		if (lw->th < LTH_N - 1)
+			lw->th++;
 		lcf_set(lw, v, rf);
 		lw->pc = 0; /* (the first frame's CP link counted the entry) */
 		lw->skip = 0;
@@ -708,6 +765,7 @@ static long lstep(__u32 i, void *vctx)
 		/* the thread's first frame: a coroutine's resumer next */
 		__u64 cf = 0;
 		lw->stop = SMP_LSTOP_BOTTOM;
+		lch_left(lw, v);
 		if (!lw->L ||
 		    bpf_probe_read_user(&cf, 8, (void *)(lw->L + v->L_cframe)))
 			return 1;
@@ -727,8 +785,16 @@ static long lstep(__u32 i, void *vctx)
 	}
 	__u64 tv = fr[0], link = fr[1];
 	if ((__s64)tv >> 47 != -9) {
-		lw->stop = SMP_LSTOP_BAD_FUNC;
-		return 1;
+		/* BC_RET to a Lua caller copying the results down over the
+		 * returning frame (its function slot the first): PC, the
+		 * interpreter's register, is already that frame's link. The
+		 * frame is gone, its function unknown: the walk goes on at
+		 * the caller, the frame left out */
+		if (!lw->inner || !lw->pc || lw->pc != link || (link & 3)) {
+			lw->stop = SMP_LSTOP_BAD_FUNC;
+			return 1;
+		}
+		lw->skip = 1;
 	}
 	__u64 fn = tv & GCVMASK;
 	if (!lw->skip) {
@@ -740,6 +806,8 @@ static long lstep(__u32 i, void *vctx)
 		}
 		o->seg = lw->seg;
 		o->flags = (__u8)lw->flags;
+		w->lfci[n & (SMP_MAX_LFRAMES - 1)] = (__u8)lw->ci;
+		w->lfth[n & (SMP_MAX_LFRAMES - 1)] = (__u8)lw->th;
 		o->ffid = ffid;
 		o->pad = 0;
 		if (!ffid) {
@@ -809,6 +877,72 @@ static long lstep(__u32 i, void *vctx)
 		return 1;
 	}
 	lw->f = nf;
+	return 0;
+}
+
+/* The C frame a walked Lua frame runs in (0: not known). */
+static __always_inline __u64 lframe_cf(struct walk *w, __u32 j)
+{
+	struct lwalk *lw = &w->lw;
+	__u32 sh = lw->thsh[w->lfth[j & (SMP_MAX_LFRAMES - 1)] & (LTH_N - 1)];
+	__u32 ci = w->lfci[j & (SMP_MAX_LFRAMES - 1)] + sh;
+	if (sh == 0xff || ci >= lw->nch)
+		return 0;
+	return lw->ch[ci & (LCH_N - 1)];
+}
+#define LSEG_NONE 0xffff /* no native frame known (smp_lframe.seg) */
+/* The Lua frames onto the native frames their VM entries run in, by
+ * address: a VM entry's native frame — the interpreter's (or a frame in
+ * it, as vm_cpcall's), or the trace's it runs — holds the entry's C frame
+ * in its stack: at or above its sp (the interpreter runs with rsp the C
+ * frame; a trace below it by its spill area, 32 bytes here), below the
+ * next frame's sp. smp_lframe.seg becomes the index of that native frame
+ * among the VM entries of the native walk (the frames sampler.c's
+ * smp_lua_frames counts: trace code, or a pc in the VM's code); a frame
+ * whose C frame is not known, or no walked native frame's (the walk
+ * ended before it, or the VM entry has no frame of its own yet: an FFI
+ * callback before lj_ccallback_enter set its C frame, whose native frame
+ * holds no Lua frame then) gets LSEG_NONE. One step: one native frame
+ * looked at or one Lua frame placed. */
+static long lplace(__u32 i, void *vctx)
+{
+	struct lctx *lc = vctx;
+	struct walk *w = lc->w;
+	struct smp_luavm *v = lc->v;
+	if (!w || !v)
+		return 1;
+	__u32 nf = w->s.nframes, nl = w->lua.nlframes, j = w->mj;
+	if (j >= nl)
+		return 1;
+	j &= SMP_MAX_LFRAMES - 1;
+	if (!w->mhave) { /* the next VM entry's native frame */
+		__u32 k = w->mi;
+		if (k >= nf) { /* beyond the walk */
+			w->lua.lf[j].seg = LSEG_NONE;
+			w->mj = j + 1;
+			return 0;
+		}
+		w->mi = k + 1;
+		k &= SMP_MAX_FRAMES - 1;
+		struct smp_frame *fr = &w->s.frames[k];
+		__u64 look = k ? fr->pc - 1 : fr->pc;
+		if (!fr->fn_start && (look < v->vm_start || look >= v->vm_end))
+			return 0;
+		w->msp = w->fsp[k];
+		w->mup = w->msp + 256;
+		if (k + 1 < nf)
+			w->mup = w->fsp[(k + 1) & (SMP_MAX_FRAMES - 1)];
+		w->mcur = w->me++;
+		w->mhave = 1;
+		return 0;
+	}
+	__u64 c = lframe_cf(w, j);
+	if (c >= w->mup) { /* an outer entry's */
+		w->mhave = 0;
+		return 0;
+	}
+	w->lua.lf[j].seg = c && c >= w->msp ? w->mcur : LSEG_NONE;
+	w->mj = j + 1;
 	return 0;
 }
 
@@ -897,15 +1031,36 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 		return 1;
 	}
 	lw->flags = 0;
-	if (vms > 0) { /* in a trace: its frame's base */
+	/* in a trace: its frame's base. Also with the pc in trace code
+	 * and vmstate still the interpreter's: a trace just entered
+	 * (BC_JLOOP set jit_base and jumped; the trace sets vmstate), whose
+	 * L->base frame is the trace's own function (its map gives it) */
+	if (vms > 0 || (vms == -1 && w->s.nframes && w->s.frames[0].fn_start)) {
 		if (bpf_probe_read_user(&base, 8, (void *)(g + v->g_jit_base)))
 			base = 0;
 		if (!base)
 			base = st[0];
 		lw->flags = SMP_LF_TRACE;
 	} else if (vms == -1 && ip >= v->vm_start && ip < v->vm_end) {
-		base = regs->dx; /* BASE and PC: the interpreter's registers */
-		pc = regs->bx;
+		/* BASE and PC: the interpreter's registers, where it runs on
+		 * L->cframe (rsp is the C frame; 8 below in the subroutines
+		 * it calls, vm_mod...). Elsewhere in the VM's code they are
+		 * not set yet or no longer: an FFI callback's entry before
+		 * lj_ccallback_enter, its exit after lj_ccallback_leave
+		 * (vmstate still the interpreter's, left from the callback
+		 * before), a VM entry's prologue. There the frames are those
+		 * of L->base, which the VM stored before it called the C
+		 * code that entered it; lplace puts them on the native frame
+		 * whose C frame they run in, none on the entry being made */
+		__u64 cf = 0;
+		bpf_probe_read_user(&cf, 8, (void *)(L + v->L_cframe));
+		cf &= ~3ull;
+		if (v->cf_prev && (cf < regs->sp || cf - regs->sp > 8)) {
+			base = st[0];
+		} else {
+			base = regs->dx;
+			pc = regs->bx;
+		}
 	} else {
 		base = st[0];
 		if (vms != -2) { /* a helper, GC, the compiler: SAVE_PC */
@@ -925,6 +1080,10 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 	lw->L = L;
 	lw->cf = 0;
 	lw->stack = st[1];
+	lw->nch = 0;
+	lw->th = 0;
+	for (int k = 0; k < LTH_N; k++)
+		lw->thsh[k] = 0;
 	__u64 lcf = 0;
 	if (bpf_probe_read_user(&lcf, 8, (void *)(L + v->L_cframe)))
 		lcf = 0;
@@ -937,6 +1096,10 @@ static __always_inline int lua_walk(struct walk *w, struct pt_regs *regs,
 	struct lctx lc = {.w = w, .v = v};
 	bpf_loop(SMP_MAX_LFRAMES + 32, lstep, &lc, 0);
 	o->lstop = (__u16)lw->stop;
+	if (v->cf_prev) {
+		w->mj = w->mi = w->me = w->mhave = 0;
+		bpf_loop(2 * SMP_MAX_FRAMES + SMP_MAX_LFRAMES, lplace, &lc, 0);
+	}
 	return 1;
 }
 

@@ -104,7 +104,9 @@ enum smp_lstop {
  * a pcall/C/continuation link, an unverified innermost pc); pt == 0: a C
  * function or builtin (pc: its GCfunc, ffid its builtin id, 0: C). seg:
  * which VM entry the frame runs in, 0 the innermost: segment k belongs
- * above the k-th native frame in the interpreter or a trace. */
+ * above the k-th native frame in the interpreter or a trace (with the C
+ * frame offsets, cf_prev: the one whose stack holds the frame's C frame;
+ * 0xffff: none known, the user side places it beyond the native walk). */
 struct smp_lframe {
 	__u64 pt, pc;
 	__u32 seg;

@@ -47,9 +47,12 @@
 
 #include <errno.h>
 #include <lauxlib.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* LuaJIT 2.1 GC64 (lj_obj.h, lj_frame.h) */
 #define L_GLREF 16
@@ -547,6 +550,34 @@ static void put64(uint8_t *b, unsigned off, uint64_t v)
 		b[off + i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Under `profile -- CMD` (JSF_ENV_PROFILE_SYNC), at the end of the first
+ * start() (the layout published): the profiler is told and answers once
+ * the sampler has the layout (up to 1 s), so that the script's first
+ * samples get their Lua frames (and start()'s own none: its caller, a
+ * LUA_INIT chunk, is no part of the script). Once per process; the pipe
+ * ends must be pipes (never a byte into another file). */
+void vm_luavm_sync(void)
+{
+	const char *e = getenv(JSF_ENV_PROFILE_SYNC);
+	int w = -1, r = -1;
+	if (!e)
+		return;
+	int ok = sscanf(e, "%d,%d", &w, &r) == 2;
+	unsetenv(JSF_ENV_PROFILE_SYNC);
+	struct stat sw, sr;
+	if (!ok || fstat(w, &sw) || fstat(r, &sr) || !S_ISFIFO(sw.st_mode) ||
+	    !S_ISFIFO(sr.st_mode))
+		return;
+	char b = 'r';
+	if (write(w, &b, 1) == 1) {
+		struct pollfd p = {.fd = r, .events = POLLIN};
+		if (poll(&p, 1, 1000) == 1 && read(r, &b, 1) < 0)
+			b = 0;
+	}
+	close(w);
+	close(r);
+}
+
 void vm_luavm_publish(struct vmod *m)
 {
 	if (m->lv_state != 1 || !m->region || m->lv_epoch == m->epoch)
@@ -574,9 +605,9 @@ void vm_luavm_publish(struct vmod *m)
 	for (unsigned i = 0; i < sizeof(o) / sizeof(o[0]); i++)
 		put16(b, 32 + 2 * i, o[i]);
 	int err = jsf_region_set_runtime(m->region, b, sizeof(b));
-	if (!err || err == -EEXIST)
+	if (!err || err == -EEXIST) {
 		m->lv_epoch = m->epoch;
-	else
+	} else
 		vm_log(m, "cannot publish the VM's layout: %s",
 		       jsf_strerror(err));
 }

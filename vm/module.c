@@ -270,6 +270,7 @@ static int l_start(lua_State *L)
 	}
 	if (vm_install(L, s))
 		return fail(L, "jitsframe: cannot attach to trace events");
+	vm_luavm_sync(); /* profile -- CMD */
 	s->enabled = 1;
 	lua_pushboolean(L, 1);
 	lua_pushstring(L, m->path);

@@ -179,6 +179,9 @@ void vm_luamap_start(lua_State *L, struct lstate *s, uint32_t tr);
 struct lj_layout;
 void vm_luavm_check(struct vmod *m, lua_State *L, const struct lj_layout *vl);
 void vm_luavm_publish(struct vmod *m);
+/* `profile -- CMD`: tell the profiler start() is done, wait for its word
+ * (JSF_ENV_PROFILE_SYNC); once per process */
+void vm_luavm_sync(void);
 /* A start position through the verified layout (luavm.c): 0, or -1 */
 int vm_luavm_pos(const struct vmod *m, const void *fn, uint32_t pos, char *file,
 		 size_t filelen, uint32_t *line);
