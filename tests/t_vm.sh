@@ -63,9 +63,19 @@ for vm in $VMS; do
 		pre=
 		[ "$s" = flush ] && pre=$MCREUSE
 		start=$SECONDS
-		JSF_TEST_REGION=$R LD_PRELOAD=$pre timeout 120 "$LJ" tests/vm/exact.lua "$s" >"$T/out" 2>&1
-		rc=$?
-		res=$(grep -E '^(PASS|FAIL) ' "$T/out" | tail -n 1)
+		# A scenario whose trace shape LuaJIT did not make this time
+		# ("no side trace of a side trace ...": its own decisions
+		# vary with the memory layout, a run in some dozens) is run
+		# again, up to three tries; never one that found a wrong row
+		# (its probe's mismatches, lookup errors, an unpublished trace)
+		for try in 1 2 3; do
+			rm -f "$R"
+			JSF_TEST_REGION=$R LD_PRELOAD=$pre timeout 120 "$LJ" tests/vm/exact.lua "$s" >"$T/out" 2>&1
+			rc=$?
+			res=$(grep -E '^(PASS|FAIL) ' "$T/out" | tail -n 1)
+			[[ $res == "FAIL $s: no "* ]] && grep -q ', 0 mismatches)' "$T/out" || break
+			echo "# $vm $s, try $try: the trace shape was not made (${res#FAIL $s: }): again"
+		done
 		at=$(sed -n 's/^AT //p' "$T/out" | tail -n 1)
 		[ -e "$R" ] && { regions+=("$R"); ats+=("${at:-}"); }
 		if [ $rc -eq 0 ] && [[ $res == PASS* ]]; then
