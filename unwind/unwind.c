@@ -986,15 +986,16 @@ int uw_unwind_regs(struct uwstate *u, uint32_t pid, uint32_t tid, uint64_t ts,
 	return unwind(u, proc_get(u, pid, false), &s, ts, fr, why, true);
 }
 
-int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
-		  const struct uframe *f, struct uw_luaframe *out, int max)
+/* The source map of trace frame f's function (its region's at ts) in
+ * u->srcmap, grown to fit: its length, and in *off the offset in it of the
+ * address the frame's lookup used (callers: pc - 1); 0 when there is none
+ * or it is not the function the walk found. */
+static int frame_srcmap(struct uwstate *u, uint32_t pid, uint64_t ts,
+			const struct uframe *f, uint32_t *off)
 {
-	if (!f->is_trace || max <= 0)
-		return 0;
 	const struct jsf_view *v = region_of(u->t, pid, ts);
 	if (!v)
 		return 0;
-	/* the address the frame's lookup used (callers: pc - 1) */
 	uint64_t look = f->map_start + f->symoff, fstart = 0;
 	int len;
 	for (;;) {
@@ -1011,11 +1012,23 @@ int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 		u->srcmap_cap = (size_t)len;
 	}
 	if (fstart != f->map_start || look - fstart > UINT32_MAX)
-		return 0; /* not the function the walk found */
+		return 0;
+	*off = (uint32_t)(look - fstart);
+	return len;
+}
+
+int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
+		  const struct uframe *f, struct uw_luaframe *out, int max)
+{
+	if (!f->is_trace || max <= 0)
+		return 0;
+	uint32_t off;
+	int len = frame_srcmap(u, pid, ts, f, &off);
+	if (len <= 0)
+		return 0;
 	struct jsf_srcframe sf[64];
 	uint32_t flags = 0;
-	int n = jsf_srcmap_frames(u->srcmap, (size_t)len,
-				  (uint32_t)(look - fstart), sf, 64, &flags);
+	int n = jsf_srcmap_frames(u->srcmap, (size_t)len, off, sf, 64, &flags);
 	if (n <= 0 || !(flags & JSF_SRCMAP_EXACT))
 		return 0;
 	if (n > 64)
@@ -1033,29 +1046,13 @@ int uw_trace_loop(struct uwstate *u, uint32_t pid, uint64_t ts,
 {
 	if (!f->is_trace)
 		return -1;
-	const struct jsf_view *v = region_of(u->t, pid, ts);
-	if (!v)
-		return -1;
-	uint64_t look = f->map_start + f->symoff, fstart = 0;
-	int len;
-	for (;;) {
-		len = jsf_view_srcmap(v, look, ts, u->srcmap, u->srcmap_cap,
-				      &fstart);
-		if (len <= 0)
-			return -1;
-		if ((size_t)len <= u->srcmap_cap)
-			break;
-		void *n = realloc(u->srcmap, (size_t)len);
-		if (!n)
-			return -1;
-		u->srcmap = n;
-		u->srcmap_cap = (size_t)len;
-	}
-	if (fstart != f->map_start || look - fstart > UINT32_MAX)
+	uint32_t off;
+	int len = frame_srcmap(u, pid, ts, f, &off);
+	if (len <= 0)
 		return -1;
 	uint32_t flags = 0;
-	if (jsf_srcmap_frames(u->srcmap, (size_t)len, (uint32_t)(look - fstart),
-			      NULL, 0, &flags) < 0 ||
+	if (jsf_srcmap_frames(u->srcmap, (size_t)len, off, NULL, 0, &flags) <
+		0 ||
 	    !(flags & JSF_SRCMAP_LOOPS))
 		return -1;
 	return (flags & JSF_SRCMAP_LOOP) != 0;
