@@ -56,9 +56,11 @@ static const char usage[] =
     "                     ${TMPDIR:-/tmp}/jitsframe-UID/PID.region)\n"
     "  -a, --all          sample every process\n"
     "  --dump FILE        every sample's user frames as symbolized, one\n"
-    "                     'S TIME PID TID STOP N main|-' line and N\n"
-    "                     'F PC START KIND NAME MAPPING' lines (KIND j\n"
-    "                     trace, e ELF, u unknown; STOP the sampler's)\n"
+    "                     'S TIME PID TID STOP N main|- VM m|-' line\n"
+    "                     and N 'F PC START KIND NAME MAPPING' lines\n"
+    "                     (KIND j trace, e ELF, u unknown; STOP the\n"
+    "                     sampler's; VM the VM's g->vmstate, - if none;\n"
+    "                     m: in the module's VM event handler)\n"
     "  --check N          the oracle: copy the registers and stack of one\n"
     "                     sample in N, unwind the copies with jitsframe's\n"
     "                     own unwinder and compare them frame for frame with\n"
@@ -99,7 +101,9 @@ struct kept {
 	uint64_t time;
 	uint16_t nframes, nk;
 	uint16_t stop;
-	uint16_t nl; /* Lua frames (struct klua) after the kernel pcs */
+	uint16_t nl;	 /* Lua frames (struct klua) after the kernel pcs */
+	int32_t vmstate; /* the VM's g->vmstate at the sample (has_vm) */
+	uint8_t has_vm, inmod; /* a VM state read; a frame in the module */
 };
 /* A Lua frame kept: its label ("chunk:firstline" + NUL + chunk, interned),
  * line, and the native frame it goes beside (smp_luaframe.at, trace or not). */
@@ -585,7 +589,10 @@ static int on_sample(const struct smp_event *e, void *ctx)
 			 .nframes = nf,
 			 .nk = (uint16_t)nk,
 			 .stop = stop,
-			 .nl = nl};
+			 .nl = nl,
+			 .vmstate = e->lua ? e->lua->vmstate : 0,
+			 .has_vm = e->lua != NULL,
+			 .inmod = inmod};
 	unsigned char *p = c->a + c->alen;
 	memcpy(p, &k, sizeof(k));
 	p += sizeof(k);
@@ -677,9 +684,13 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 				main_ = true;
 		}
 		if (c->dump) {
-			fprintf(c->dump, "S %llu %u %u %u %u %s\n",
+			char vm[16] = "-";
+			if (k.has_vm)
+				snprintf(vm, sizeof(vm), "%d", (int)k.vmstate);
+			fprintf(c->dump, "S %llu %u %u %u %u %s %s %s\n",
 				(unsigned long long)k.time, k.pid, k.tid, stop,
-				k.nframes, main_ ? "main" : "-");
+				k.nframes, main_ ? "main" : "-", vm,
+				k.inmod ? "m" : "-");
 			for (uint16_t i = 0; i < k.nframes; i++) {
 				const struct uframe *f = &fr[i];
 				fprintf(c->dump, "F %llx %llx %c %s %s\n",
