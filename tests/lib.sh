@@ -36,3 +36,25 @@ need_bpf() {
 	[ $rc -eq 4 ] && skip_all_ci "cannot sample here: $(head -1 "$T/probe.out")"
 	[ $rc -eq 0 ] || skip_all_ci "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
 }
+# check NAME COMMAND...: one case, ok when COMMAND succeeds (its output,
+# if any, in parentheses), else not ok with the first 12 lines of it
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then ok "$name${out:+ ($out)}"; else
+		mapfile -t l < <(head -n 12 <<<"$out")
+		notok "$name" "${l[@]}"
+	fi
+}
+# rj_fixtures FILE: the RaptorJIT fixtures' directory (the first of
+# $JITSFRAME_RAPTORJIT_DATA, ../shared/raptorjit, /work/shared/raptorjit
+# that holds FILE), or nothing
+rj_fixtures() {
+	local d
+	for d in "${JITSFRAME_RAPTORJIT_DATA:-}" "$PWD/../shared/raptorjit" /work/shared/raptorjit; do
+		if [ -n "$d" ] && [ -e "$d/$1" ]; then
+			echo "$d"
+			return
+		fi
+	done
+}

@@ -15,24 +15,13 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
-D=
-for d in "${JITSFRAME_RAPTORJIT_DATA:-}" ../shared/raptorjit /work/shared/raptorjit; do
-	if [ -n "$d" ] && [ -e "$d/numeric.auditlog" ]; then D=$d; break; fi
-done
+D=$(rj_fixtures numeric.auditlog)
 if [ -z "$D" ]; then
 	echo "1..0 # SKIP RaptorJIT fixtures not found (set JITSFRAME_RAPTORJIT_DATA)"
 	exit 0
 fi
 T=$(mktemp -d /tmp/jsf-t_audit_rj-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-check() {
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then ok "$name${out:+ ($out)}"; else
-		mapfile -t l < <(head -n 12 <<<"$out")
-		notok "$name" "${l[@]}"
-	fi
-}
 if [ ! -x "$J" ]; then
 	echo "1..1"
 	echo "not ok 1 - $J not built (make)"
@@ -41,27 +30,8 @@ fi
 
 cat >"$T/chk.py" <<'PY'
 import json, re, struct, sys
-
-def tsv(path):
-    rows = [l.split("\t") for l in open(path).read().split("\n") if l]
-    h = rows[0]
-    return [dict(zip(h, r)) for r in rows[1:]]
-
-def readme_aborts(readme, log):
-    # the table row of LOG: its trace_abort column, "N (NAME k, ...)"
-    for l in open(readme):
-        c = [x.strip() for x in l.split("|")]
-        if len(c) > 7 and c[1] == log + ".auditlog":
-            m = re.match(r"(\d+)\s*(?:\((.*)\))?", c[7])
-            total, names = int(m.group(1)), {}
-            for part in (m.group(2) or "").split(","):
-                p = part.split()
-                if len(p) == 2:
-                    names[p[0]] = int(p[1])
-                elif len(p) == 1 and total:  # "10 (LINNER)"
-                    names[p[0]] = total
-            return total, names
-    raise SystemExit("no README row for " + log)
+sys.path.insert(0, "tests")
+from rjfix import mp, readme_aborts, tsv
 
 def listing(js, tsvp, readme, log, text):
     j = json.load(open(js))
@@ -114,26 +84,6 @@ def listing(js, tsvp, readme, log, text):
     if not bad:
         print("%d traces, %d aborts" % (len(ws), len(ab)))
     return 1 if bad else 0
-
-def mp(b, o):
-    t = b[o]
-    if 0x80 <= t <= 0x8f:
-        d = {}
-        o += 1
-        for _ in range(t & 15):
-            k, o = mp(b, o)
-            v, o = mp(b, o)
-            d[k] = v
-        return d, o
-    if t == 0xda:
-        n = struct.unpack_from(">H", b, o + 1)[0]
-        return b[o + 3:o + 3 + n].decode("latin1"), o + 3 + n
-    if t == 0xcf:
-        return struct.unpack_from(">Q", b, o + 1)[0], o + 9
-    if t == 0xc6:
-        n = struct.unpack_from(">I", b, o + 1)[0]
-        return b[o + 5:o + 5 + n], o + 5 + n
-    raise ValueError(o)
 
 def dump(out, logp, tsvp, tr, epoch):
     rows = tsv(tsvp)

@@ -21,10 +21,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
-D=
-for d in "${JITSFRAME_RAPTORJIT_DATA:-}" ../shared/raptorjit /work/shared/raptorjit; do
-	if [ -n "$d" ] && [ -e "$d/numeric.auditlog" ]; then D=$d; break; fi
-done
+D=$(rj_fixtures numeric.auditlog)
 if [ -z "$D" ]; then
 	echo "1..0 # SKIP RaptorJIT fixtures not found (set JITSFRAME_RAPTORJIT_DATA)"
 	exit 0
@@ -35,14 +32,6 @@ if ! command -v luajit >/dev/null && [ -z "${JITSFRAME_LUAJIT:-}" ]; then
 fi
 T=$(mktemp -d /tmp/jsf-t_audit_rj_replay-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-check() {
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then ok "$name${out:+ ($out)}"; else
-		mapfile -t l < <(head -n 12 <<<"$out")
-		notok "$name" "${l[@]}"
-	fi
-}
 if [ ! -x "$J" ] || [ ! -e build/lua/jitsframe_replay.lua ]; then
 	echo "1..1"
 	echo "not ok 1 - $J or build/lua not built (make)"
@@ -51,29 +40,12 @@ fi
 
 cat >"$T/chk.py" <<'PY'
 import os, re, struct, sys
+sys.path.insert(0, "tests")
+from rjfix import mp, readme_aborts, tsv
 
 # LuaJIT's trace link names (lib_jit.c), by TraceLink value
 LINK = ["none", "root", "loop", "tail-recursion", "up-recursion",
         "down-recursion", "interpreter", "return", "stitch"]
-
-def tsv(path):
-    rows = [l.split("\t") for l in open(path).read().split("\n") if l]
-    return [dict(zip(rows[0], r)) for r in rows[1:]]
-
-def readme_aborts(readme, log):
-    for l in open(readme):
-        c = [x.strip() for x in l.split("|")]
-        if len(c) > 7 and c[1] == log + ".auditlog":
-            m = re.match(r"(\d+)\s*(?:\((.*)\))?", c[7])
-            total, names = int(m.group(1)), {}
-            for part in (m.group(2) or "").split(","):
-                p = part.split()
-                if len(p) == 2:
-                    names[p[0]] = int(p[1])
-                elif len(p) == 1 and total:
-                    names[p[0]] = total
-            return total, names
-    raise SystemExit("no README row for " + log)
 
 def jv(out, tsvp, readme, log, listing):
     lines = [l for l in open(out).read().split("\n") if l]
@@ -139,26 +111,6 @@ def jv(out, tsvp, readme, log, listing):
     if not bad:
         print("%d lines, %d aborts" % (len(got), len(ab)))
     return 1 if bad else 0
-
-def mp(b, o):
-    t = b[o]
-    if 0x80 <= t <= 0x8f:
-        d = {}
-        o += 1
-        for _ in range(t & 15):
-            k, o = mp(b, o)
-            v, o = mp(b, o)
-            d[k] = v
-        return d, o
-    if t == 0xda:
-        n = struct.unpack_from(">H", b, o + 1)[0]
-        return b[o + 3:o + 3 + n].decode("latin1"), o + 3 + n
-    if t == 0xcf:
-        return struct.unpack_from(">Q", b, o + 1)[0], o + 9
-    if t == 0xc6:
-        n = struct.unpack_from(">I", b, o + 1)[0]
-        return b[o + 5:o + 5 + n], o + 5 + n
-    raise ValueError(o)
 
 def blocks(path):
     # -jdump output -> {(epoch, tr): {"ir": [(ref, op)], "mc": ..}} for

@@ -23,10 +23,7 @@ J=$PWD/${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_rjrecord-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
-F=
-for d in "${JITSFRAME_RAPTORJIT_DATA:-}" "$PWD/../shared/raptorjit" /work/shared/raptorjit; do
-	if [ -n "$d" ] && [ -f "$d/numeric.auditlog" ]; then F=$d; break; fi
-done
+F=$(rj_fixtures numeric.auditlog)
 
 # ---- 1. region import on the fixtures
 if [ -z "$F" ] && [ -z "${RAPTORJIT:-}" ]; then

@@ -18,24 +18,13 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 J=${JSF_CLI:-build/jitsframe}
-D=
-for d in "${JITSFRAME_RAPTORJIT_DATA:-}" ../shared/raptorjit /work/shared/raptorjit; do
-	if [ -n "$d" ] && [ -e "$d/numeric.vmprofile" ]; then D=$d; break; fi
-done
+D=$(rj_fixtures numeric.vmprofile)
 if [ -z "$D" ]; then
 	echo "1..0 # SKIP RaptorJIT fixtures not found (set JITSFRAME_RAPTORJIT_DATA)"
 	exit 0
 fi
 T=$(mktemp -d /tmp/jsf-t_vmprofile-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-check() { # NAME COMMAND...: ok when COMMAND succeeds, its output as diagnostics
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then ok "$name"; else
-		mapfile -t l < <(head -n 12 <<<"$out")
-		notok "$name" "${l[@]}"
-	fi
-}
 if [ ! -x "$J" ]; then
 	echo "1..1"
 	echo "not ok 1 - $J not built (make)"
