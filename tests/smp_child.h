@@ -51,19 +51,6 @@ __attribute__((noinline)) static void chain_a(void)
 	sink++;
 }
 
-static int skip_or_fail(const char *why)
-{
-	const char *ci = getenv("CI");
-	if (ci && !strcmp(ci, "true")) {
-		printf("not ok 1 - the sampler can run (CI=true: required): "
-		       "%s\n1..1\n",
-		       why);
-		return 1;
-	}
-	printf("1..0 # SKIP %s\n", why);
-	return 0;
-}
-
 static uint64_t mono_ns(void)
 {
 	return jsf_now_ns(); /* CLOCK_MONOTONIC, the samples' clock */

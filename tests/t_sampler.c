@@ -168,7 +168,7 @@ int main(void)
 		char why[600];
 		snprintf(why, sizeof(why), "the sampler does not load: %s",
 			 msg);
-		return skip_or_fail(why);
+		return h_skip_or_fail(why);
 	}
 	truth = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -488,7 +488,7 @@ int main(void)
 		char why[600];
 		snprintf(why, sizeof(why), "the sampler does not load: %s",
 			 msg);
-		return skip_or_fail(why);
+		return h_skip_or_fail(why);
 	}
 	int have_lua = access("build/lua/jitsframe.so", R_OK) == 0 &&
 		       access("bench/workloads/numeric.lua", R_OK) == 0;

@@ -386,19 +386,6 @@ static int on_event(const struct smp_event *e, void *ctx)
 	return 0;
 }
 
-static int skip_or_fail(const char *why)
-{
-	const char *ci = getenv("CI");
-	if (ci && !strcmp(ci, "true")) {
-		printf("not ok 1 - the sampler can run (CI=true: required): "
-		       "%s\n1..1\n",
-		       why);
-		return 1;
-	}
-	printf("1..0 # SKIP %s\n", why);
-	return 0;
-}
-
 /* the log's function at start fs live at t (bracketed), or NULL; the
  * log is in add order, so its entries for one start are disjoint */
 static const struct fnlog *live_at(uint64_t fs, uint64_t t)
@@ -433,7 +420,7 @@ int main(void)
 		char why[600];
 		snprintf(why, sizeof(why), "the sampler does not load: %s",
 			 msg);
-		return skip_or_fail(why);
+		return h_skip_or_fail(why);
 	}
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
