@@ -167,40 +167,7 @@ fi
 "$J" profile -o "$T/flush" -F 1999 --dump "$T/flush.dump" -- env LD_PRELOAD="$MCREUSE" JSF_MCREUSE_LOG=1 \
 	$LJV tests/lua/flushreuse.lua 1e8 >"$T/flush.out" 2>"$T/flush.err"
 rc=$?
-res=$(python3 - "$T/flush.out" "$T/flush.dump" tests/lua/flushreuse.lua <<'PY'
-import sys, re
-flush = int(re.search(r"FLUSH (\d+)", open(sys.argv[1]).read()).group(1))
-src = open(sys.argv[3]).read().split("\n")
-la = next(i + 1 for i, l in enumerate(src) if "-- LOOP_A" in l)
-lb = next(i + 1 for i, l in enumerate(src) if "-- LOOP_B" in l)
-samples, cur = [], None
-for line in open(sys.argv[2]):
-    p = line.split()
-    if p[0] == "S":
-        cur = [int(p[1]), None]
-        samples.append(cur)
-    elif p[0] == "F" and cur[1] is None:
-        cur[1] = (int(p[2], 16), p[3], p[4])
-right = wrong = 0
-before, after, bad = {}, {}, []
-for t, leaf in samples:
-    if not leaf or leaf[1] != "j":
-        continue
-    m = re.search(r":(\d+)$", leaf[2])
-    line = int(m.group(1)) if m else -1
-    want = la if t < flush else lb
-    if line == want:
-        right += 1
-        (before if t < flush else after).setdefault(leaf[0], leaf[2])
-    else:
-        wrong += 1
-        if len(bad) < 3:
-            bad.append("%d %x %s want line %d" % (t, leaf[0], leaf[2], want))
-shared = sorted(set(before) & set(after))
-ex = ("%x: %s before, %s after" % (shared[0], before[shared[0]], after[shared[0]])) if shared else "-"
-print(right, wrong, len(shared), ex, "|", "; ".join(bad))
-PY
-)
+res=$(python3 tests/flushreuse_check.py "$T/flush.out" "$T/flush.dump" tests/lua/flushreuse.lua 2)
 read -r right wrong shared rest <<<"$res"
 echo "# flush-reuse ($LJV): $right trace-leaf samples named by the trace of their time, $wrong not; $shared addresses in both phases; $rest"
 if [ $rc -eq 0 ] && grep -q "mcreuse: area" "$T/flush.err" && [ "${shared:-0}" -ge 1 ] && [ "${wrong:-1}" -eq 0 ] && [ "${right:-0}" -ge 200 ]; then
