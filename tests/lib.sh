@@ -58,3 +58,15 @@ rj_fixtures() {
 		fi
 	done
 }
+# vm_env VM: LJ (the binary) and LUA_PATH for VM: debian (Debian's
+# luajit, $LUAJIT) or openresty (luajit2 in $LJ2_DIR, default
+# build/luajit2, with its own jit/*.lua)
+vm_env() {
+	local d=${LJ2_DIR:-$PWD/build/luajit2}
+	case $1 in
+	debian) LJ=${LUAJIT:-/usr/bin/luajit}; unset LUA_PATH ;;
+	openresty)
+		LJ=$d/usr/bin/luajit
+		export LUA_PATH="$d/usr/share/luajit-2.1.0-beta3/?.lua;;" ;;
+	esac
+}

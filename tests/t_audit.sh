@@ -23,15 +23,6 @@ LJ2_DIR=${LJ2_DIR:-$PWD/build/luajit2}
 VMS=${JSF_VMS:-"debian openresty"}
 export LUA_CPATH="$PWD/build/lua/?.so;;"
 
-vm_env() {
-	case $1 in
-	debian) LJ=${LUAJIT:-/usr/bin/luajit}; unset LUA_PATH ;;
-	openresty)
-		LJ=$LJ2_DIR/usr/bin/luajit
-		export LUA_PATH="$LJ2_DIR/usr/share/luajit-2.1.0-beta3/?.lua;;" ;;
-	esac
-}
-
 for vm in $VMS; do
 	vm_env "$vm"
 	if [ ! -x "$LJ" ]; then notok "$vm: no $LJ (make deps)"; continue; fi

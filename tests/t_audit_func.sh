@@ -14,17 +14,11 @@ T=$(mktemp -d /tmp/jsf-t_audit_func-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 LJ2_DIR=${LJ2_DIR:-$PWD/build/luajit2}
 export LUA_CPATH="$PWD/build/lua/?.so;;"
-n=0 fails=0
+. tests/lib.sh
 for vm in debian openresty; do
-	case $vm in
-	debian) LJ=${LUAJIT:-/usr/bin/luajit}; unset LUA_PATH ;;
-	openresty)
-		LJ=$LJ2_DIR/usr/bin/luajit
-		export LUA_PATH="$LJ2_DIR/usr/share/luajit-2.1.0-beta3/?.lua;;" ;;
-	esac
+	vm_env "$vm"
 	if [ ! -x "$LJ" ]; then
-		n=$((n + 1)); fails=$((fails + 1))
-		echo "not ok $n - $vm: no $LJ (make deps)"
+		notok "$vm: no $LJ (make deps)"
 		continue
 	fi
 	out=$("$LJ" tests/lua/audit_func_check.lua "$T/$vm.log" 2>&1)
@@ -32,14 +26,13 @@ for vm in debian openresty; do
 	got=0
 	while IFS= read -r line; do
 		case $line in
-		"ok "*) n=$((n + 1)); got=$((got + 1)); echo "ok $n - $vm: ${line#ok * - }" ;;
-		"not ok "*) n=$((n + 1)); got=$((got + 1)); fails=$((fails + 1)); echo "not ok $n - $vm: ${line#not ok * - }" ;;
+		"ok "*) got=$((got + 1)); ok "$vm: ${line#ok * - }" ;;
+		"not ok "*) got=$((got + 1)); notok "$vm: ${line#not ok * - }" ;;
 		*) echo "# $line" ;;
 		esac
 	done <<<"$out"
 	if [ $rc -ne 0 ] || [ $got -lt 20 ]; then
-		n=$((n + 1)); fails=$((fails + 1))
-		echo "not ok $n - $vm: audit_func_check.lua exit $rc, $got results"
+		notok "$vm: audit_func_check.lua exit $rc, $got results"
 	fi
 done
 echo "1..$n"

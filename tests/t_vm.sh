@@ -37,16 +37,6 @@ for f in "$PROBE" "$FAKEFDE" "$MCREUSE" "$J" build/lua/jitsframe.so; do
 	[ -e "$f" ] || { echo "Bail out! $f not built (make check builds it)"; exit 1; }
 done
 
-# vm_env VM: set LJ (the binary) and LUA_PATH for VM
-vm_env() {
-	case $1 in
-	debian) LJ=${LUAJIT:-/usr/bin/luajit}; unset LUA_PATH ;;
-	openresty)
-		LJ=$LJ2_DIR/usr/bin/luajit
-		export LUA_PATH="$LJ2_DIR/usr/share/luajit-2.1.0-beta3/?.lua;;" ;;
-	esac
-}
-
 for vm in $VMS; do
 	vm_env "$vm"
 	if [ ! -x "$LJ" ]; then
