@@ -151,8 +151,7 @@ struct pctx {
 	FILE *dump; /* --dump: every sample's user frames as symbolized */
 	int err;
 	/* Lua frames: interned labels */
-	char **labels;
-	size_t nlabels, caplabels;
+	struct prof_intern *labels;
 	uint64_t lua_samples, lua_frames;
 	/* the VM-state profile (cli/vmstate.c): each sample's VM state,
 	 * classified after the run */
@@ -201,29 +200,15 @@ static int keep_vm(struct pctx *c, const struct smp_event *e,
  * after the NUL (the frame's file), interned. */
 static const char *intern(struct pctx *c, const char *chunk, uint32_t first)
 {
-	char b[600];
+	char b[1200];
 	int w = snprintf(b, sizeof(b), "%s:%u", chunk, first);
-	if (w < 0 || (size_t)w >= sizeof(b))
-		return NULL;
-	for (size_t i = c->nlabels; i-- > 0;)
-		if (!strcmp(c->labels[i], b))
-			return c->labels[i];
-	if (c->nlabels == c->caplabels) {
-		size_t cap = c->caplabels ? 2 * c->caplabels : 256;
-		char **n = realloc(c->labels, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		c->labels = n;
-		c->caplabels = cap;
-	}
 	size_t cl = strlen(chunk);
-	char *d = malloc((size_t)w + 1 + cl + 1);
-	if (d) {
-		memcpy(d, b, (size_t)w + 1);
-		memcpy(d + w + 1, chunk, cl + 1);
-		c->labels[c->nlabels++] = d;
-	}
-	return d;
+	if (w < 0 || (size_t)w + 1 + cl + 1 > sizeof(b))
+		return NULL;
+	memcpy(b + w + 1, chunk, cl + 1);
+	if (!c->labels && !(c->labels = prof_intern_new()))
+		return NULL;
+	return prof_intern(c->labels, b, (size_t)w + 1 + cl);
 }
 
 static struct pinfo *pinfo_of(struct pctx *c, uint32_t pid)
@@ -1302,6 +1287,7 @@ out:
 	free(cx->p);
 	free(cx->a);
 	free(cx->vs);
+	prof_intern_free(cx->labels);
 	free(cx);
 	return rc;
 }

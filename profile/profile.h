@@ -88,4 +88,11 @@ int pf_vmprofile_parse(struct pf_vmprofile *out, const void *buf, size_t len,
 		       char *msg, size_t msglen);
 int pf_vmprofile_read(struct pf_vmprofile *out, const char *path, char *msg,
 		      size_t msglen);
+/* A set of interned byte strings (profile/intern.c): prof_intern returns
+ * the one NUL-terminated copy of the n bytes at s (which may hold NULs of
+ * their own), stable until prof_intern_free; NULL when out of memory. */
+struct prof_intern;
+struct prof_intern *prof_intern_new(void);
+const char *prof_intern(struct prof_intern *t, const void *s, size_t n);
+void prof_intern_free(struct prof_intern *t);
 #endif
