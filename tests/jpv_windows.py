@@ -18,9 +18,12 @@ LuaJIT's counts and ours sample the same time. Our samples elsewhere
 (merged windows, after the last callback), and those inside the module's
 own handlers (LuaJIT's profiler never sees a tick there: it would have
 merged), are left out on both sides. Prints the shares and how much was
-left out; exits 1 if a state differs by more than POINTS or fewer than
-MIN_SAMPLES (default 200) of LuaJIT's samples are exact; 2 if every state
-is within POINTS but on fewer samples than that."""
+left out. Exit 0: every state within POINTS, on at least MIN_SAMPLES
+(default 200) exact samples on each side; 2: within POINTS on fewer; 3: a
+state off by more than POINTS, but not by more than the two samplings'
+error explains (|a - b| - POINTS <= 3.29 standard errors of a - b, both
+shares being independent binomial estimates: p < 0.001 two-sided); 1:
+off beyond that (or nothing to compare)."""
 import bisect
 import sys
 
@@ -71,11 +74,14 @@ for l in open(dump):
     ours[letter(f[7])] += 1
 
 ot, jt = sum(ours.values()), sum(theirs.values())
-worst, parts = 0.0, []
+worst, parts, beyond = 0.0, [], False
 for s in STATES:
     a = 100.0 * ours[s] / ot if ot else 0
     b = 100.0 * theirs[s] / jt if jt else 0
     worst = max(worst, abs(a - b))
+    se = 100.0 * ((a / 100 * (1 - a / 100) / ot if ot else 1) +
+                  (b / 100 * (1 - b / 100) / jt if jt else 1)) ** 0.5
+    beyond |= abs(a - b) - pts > 3.29 * se
     parts.append("%s %.1f/%.1f" % (NAMES[s], a, b))
 big = max([c[1] for c in cbs] or [0])
 print("%s (ours/-jp=v where its count is exact: %d/%d samples; left out: "
@@ -84,6 +90,8 @@ print("%s (ours/-jp=v where its count is exact: %d/%d samples; left out: "
       "%.1f)"
       % (", ".join(parts), ot, jt, merged, merged + jt, big, out_w, total,
          out_mod, worst))
-if worst > pts or not jt or not ot:
+if not jt or not ot or beyond:
     sys.exit(1)
+if worst > pts:
+    sys.exit(3)
 sys.exit(0 if jt >= minn and ot >= minn else 2)
