@@ -703,12 +703,7 @@ int cmd_audit(int argc, char **argv)
 			fputs(usage, stdout);
 			return EX_OK;
 		default:
-			fprintf(stderr,
-				"jitsframe audit: unknown or incomplete "
-				"option '%s'\nTry 'jitsframe audit "
-				"--help'.\n",
-				argv[optind - 1]);
-			return EX_USAGE;
+			return cli_bad_option("audit", argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1) {

@@ -22,6 +22,10 @@ enum {
 /* Parse an unsigned number (decimal or 0x hex); false if malformed. */
 bool cli_u64(const char *s, uint64_t *out);
 
+/* getopt's '?' for `jitsframe CMD`: "jitsframe CMD: unknown or incomplete
+ * option 'ARG'" and where --help is, on stderr; returns EX_USAGE. */
+int cli_bad_option(const char *cmd, const char *arg);
+
 /* Print s as a JSON string literal. */
 void json_str(FILE *f, const char *s);
 

@@ -952,11 +952,7 @@ int cmd_profile(int argc, char **argv)
 			fputs(usage, stdout);
 			return EX_OK;
 		default:
-			fprintf(stderr,
-				WHO ": unknown or incomplete option '%s'\n"
-				    "Try 'jitsframe profile --help'.\n",
-				argv[optind - 1]);
-			return EX_USAGE;
+			return cli_bad_option("profile", argv[optind - 1]);
 		}
 	}
 	int ncmd = argc - optind;

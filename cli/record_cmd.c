@@ -691,12 +691,7 @@ int cmd_record(int argc, char **argv)
 			fputs(usage, stdout);
 			return EX_OK;
 		default:
-			fprintf(stderr,
-				"jitsframe record: unknown or incomplete "
-				"option "
-				"'%s'\nTry 'jitsframe record --help'.\n",
-				argv[optind - 1]);
-			return EX_USAGE;
+			return cli_bad_option("record", argv[optind - 1]);
 		}
 	}
 	if (perf_script && no_inject) {

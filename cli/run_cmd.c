@@ -155,11 +155,7 @@ int cmd_run(int argc, char **argv)
 			fputs(usage, stdout);
 			return EX_OK;
 		default:
-			fprintf(stderr,
-				"jitsframe run: unknown or incomplete option "
-				"'%s'\nTry 'jitsframe run --help'.\n",
-				argv[optind - 1]);
-			return EX_USAGE;
+			return cli_bad_option("run", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc) {

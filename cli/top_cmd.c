@@ -83,11 +83,7 @@ int cmd_top(int argc, char **argv)
 			fputs(top_usage, stdout);
 			return EX_OK;
 		default:
-			fprintf(stderr,
-				"jitsframe top: unknown or incomplete option "
-				"'%s'\nTry 'jitsframe top --help'.\n",
-				argv[optind - 1]);
-			return EX_USAGE;
+			return cli_bad_option("top", argv[optind - 1]);
 		}
 	}
 	if (!npids || optind != argc) {

@@ -38,6 +38,14 @@ void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+int cli_bad_option(const char *cmd, const char *arg)
+{
+	fprintf(stderr,
+		"jitsframe %s: unknown or incomplete option '%s'\n"
+		"Try 'jitsframe %s --help'.\n",
+		cmd, arg, cmd);
+	return EX_USAGE;
+}
 int cli_exe_dir(char *buf, size_t len)
 {
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);

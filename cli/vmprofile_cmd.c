@@ -238,12 +238,7 @@ int cmd_vmprofile(int argc, char **argv)
 			fputs(usage, stdout);
 			return EX_OK;
 		default:
-			fprintf(stderr,
-				"jitsframe vmprofile: unknown or incomplete "
-				"option '%s'\nTry 'jitsframe vmprofile "
-				"--help'.\n",
-				argv[optind - 1]);
-			return EX_USAGE;
+			return cli_bad_option("vmprofile", argv[optind - 1]);
 		}
 	}
 	if (npids) {
