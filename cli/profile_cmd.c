@@ -60,7 +60,9 @@ static const char usage[] =
     "                     and N 'F PC START KIND NAME MAPPING' lines\n"
     "                     (KIND j trace, e ELF, u unknown; STOP the\n"
     "                     sampler's; VM the VM's g->vmstate, - if none;\n"
-    "                     m: in the module's VM event handler)\n"
+    "                     m: in the module's VM event handler), then\n"
+    "                     'L CHUNK:FIRSTLINE LINE' per Lua frame (leaf\n"
+    "                     first, as the profiles have them)\n"
     "  --check N          the oracle: copy the registers and stack of one\n"
     "                     sample in N, unwind the copies with jitsframe's\n"
     "                     own unwinder and compare them frame for frame with\n"
@@ -720,6 +722,12 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 			else
 				m->stop_through[stop]++;
 		}
+		if (c->dump) /* the Lua frames as the profiles have them */
+			for (uint32_t i = nk; i < nk + nu; i++)
+				if (all[i].kind == PF_LUA)
+					fprintf(c->dump, "L %s %u\n",
+						all[i].name ? all[i].name : "-",
+						all[i].line);
 		const char *comm = uw_comm(c->u, k.pid);
 		uint32_t n = nk + nu;
 		if ((n || k.nk + k.nframes) &&
