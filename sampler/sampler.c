@@ -1356,7 +1356,7 @@ static struct lproto *get_proto(struct smp *s, const struct wproc *w,
 	cn &= (1ull << 47) - 1;
 	uint32_t len = 0;
 	char name[512];
-	if (cn && !mem_read(w->pid, cn + lv->str_len, &len, 4)) {
+	if (cn && !mem_read(w->pid, cn + lv->str_len, &len, 4) && len < 4096) {
 		uint32_t n = len < sizeof(name) - 1 ? len : sizeof(name) - 1;
 		if (!mem_read(w->pid, cn + lv->str_data, name, n)) {
 			name[n] = 0;
@@ -1366,8 +1366,13 @@ static struct lproto *get_proto(struct smp *s, const struct wproc *w,
 			q->chunk = strdup(c);
 		}
 	}
-	if (!q->chunk)
-		q->chunk = strdup("?");
+	if (!q->chunk) {
+		/* no chunk name readable: not a prototype this side can
+		 * name (freed, or not one at all): its frame is not
+		 * published (smp_lua_frames stops there), nor is it kept */
+		free(q);
+		return NULL;
+	}
 	uint32_t slot = h;
 	for (uint32_t k = 0; k < 8; k++)
 		if (!s->lp[(h + k) & ((1u << LPROTO_BITS) - 1)]) {
@@ -1423,12 +1428,21 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 	for (uint32_t i = 0; i < l->nlframes && i < SMP_MAX_LFRAMES && n < max;
 	     i++) {
 		const struct smp_lframe *f = &l->lf[i];
+		uint32_t at = f->seg < nent ? ent[f->seg] : UINT32_MAX;
+		/* a frame no native frame holds goes beyond the native walk
+		 * (rootward of where it stopped); a walk that reached the
+		 * outermost frame has no beyond: the frame's place is not
+		 * known (a coroutine's frames while coroutine.yield leaves it,
+		 * L->cframe already cleared): it and the frames after it are
+		 * left out, the sample stops short */
+		if (at == UINT32_MAX && e->s->stop == SMP_STOP_OUTERMOST)
+			break;
 		struct smp_luaframe *o = &out[n++];
 		memset(o, 0, sizeof(*o));
 		o->seg = f->seg;
 		o->flags = f->flags;
 		o->ffid = f->ffid;
-		o->at = f->seg < nent ? ent[f->seg] : UINT32_MAX;
+		o->at = at;
 		if (!f->pt) {
 			o->pt = f->pc;
 			continue;
@@ -1436,8 +1450,8 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 		o->pt = f->pt;
 		struct lproto *q = get_proto(s, w, f->pt);
 		if (!q) {
-			o->chunk = "?";
-			continue;
+			n--; /* unnamed: the frames from it on left out */
+			break;
 		}
 		o->chunk = q->chunk;
 		o->firstline = q->firstline;
