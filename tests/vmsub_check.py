@@ -102,6 +102,23 @@ def rsp_effect(t):
     return 0
 
 
+def lea_entry(ins, k, off, K):
+    # an entry that is lea D(%rsp),%rX; loads into other registers;
+    # mov %rX,%rsp; then code at the row's rsp (vm_exit_interp): rsp + D
+    # is the row's, CFA = rsp + K + D
+    m = re.match(r"^lea\s+0x([0-9a-f]+)\(%rsp\),%(\w+)$", ins[k][1])
+    if not m:
+        return False
+    d, x = int(m.group(1), 16), m.group(2)
+    for j in range(k + 1, min(k + 6, len(ins) - 1)):
+        t = ins[j][1]
+        if t == f"mov    %{x},%rsp" or re.match(rf"^mov\s+%{x},%rsp$", t):
+            return off == K + d and cfa_at(ins[j + 1][0]) == K
+        if re.search(rf",%({x}|rsp)$", t) or not t.startswith("mov"):
+            return False
+    return False
+
+
 def judge_edge(lo, hi, s, e, off, K):
     # an entry's or exit's row (unwind/vmsub.c's edges), against objdump:
     # CFA = rsp + off at each pc of [lo, hi) must follow from the
@@ -123,7 +140,7 @@ def judge_edge(lo, hi, s, e, off, K):
         pc = cfa_at(pa)
         if falls and pc is not None and (pe is None or pc + pe != off):
             return f"{lo:#x}: rsp+{off} after {pa:#x} {pt} at rsp+{pc}"
-        if not falls and off not in (8, 16):
+        if not falls and off not in (8, 16) and not lea_entry(ins, k, off, K):
             return f"{lo:#x}: an entry at rsp+{off}"
     for a, t in ins[k:]:
         if a >= hi:

@@ -450,6 +450,53 @@ static void none_fwd(const uint8_t *code, size_t n, size_t a, int32_t *ec)
 	}
 }
 
+/* mov rX, rsp at a after lea rX, [rsp + d] and loads into other
+ * registers (LuaJIT's vm_exit_interp, where a trace returns to the
+ * interpreter: lea RA, [rsp+16]; mov r13, [RA-8]; mov r12, [RA];
+ * mov rsp, RA): the code itself says rsp + d is the row's rsp, so
+ * CFA = rsp + K + d from the lea on, up to the first pc a jump lands on
+ * (another path, another rsp: those keep no row) */
+static void lea_back(const uint8_t *code, size_t n, const uint8_t *fl,
+		     const uint32_t *prev, size_t a, int64_t K, bool rowok,
+		     int32_t *ec)
+{
+	const uint8_t *p = code + a;
+	if (!rowok || n - a < 3 || p[0] != 0x48 || p[1] != 0x89 ||
+	    (p[2] >> 6) != 3 || (p[2] & 7) != 4)
+		return;
+	unsigned x = (p[2] >> 3) & 7;
+	uint32_t seq[6];
+	int k = 0;
+	seq[k++] = (uint32_t)a;
+	for (uint32_t q = prev[a]; q != UINT32_MAX && k < 6; q = prev[q]) {
+		struct insn qi;
+		if (!decode(code + q, n - q, q, &qi))
+			return;
+		const uint8_t *c = code + q;
+		if (qi.len == 5 && c[0] == 0x48 && c[1] == 0x8d &&
+		    c[2] == (0x44 | (x << 3)) && c[3] == 0x24 && c[4] < 0x80 &&
+		    c[4]) {
+			if (fl[q] & B_TGT)
+				return;
+			seq[k++] = q;
+			for (int i = k - 1; i >= 0; i--) {
+				if (fl[seq[i]] & B_TGT)
+					return;
+				ec[seq[i]] = (int32_t)(K + c[4]);
+			}
+			return;
+		}
+		/* a load into another register (not rX, not rsp) */
+		if (qi.len < 3 || (c[0] != 0x48 && c[0] != 0x4c) ||
+		    c[1] != 0x8b || (c[2] >> 6) == 3 || !falls_through(qi.k))
+			return;
+		unsigned dst = ((c[2] >> 3) & 7) + (c[0] & 4 ? 8 : 0);
+		if (dst == x || dst == 4)
+			return;
+		seq[k++] = q;
+	}
+}
+
 static void edges(const uint8_t *code, size_t n, const uint8_t *fl,
 		  const uint32_t *prev, const struct uw_row *row, int32_t *ec,
 		  uint8_t *efp)
@@ -625,6 +672,7 @@ static void edges(const uint8_t *code, size_t n, const uint8_t *fl,
 			if (!ec[q])
 				ec[q] = E_NONE;
 		}
+		lea_back(code, n, fl, prev, a, K, rowok, ec);
 		a = next;
 	}
 	/* pushes and pops no entry or exit above explained. One exception:
