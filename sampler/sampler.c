@@ -430,6 +430,10 @@ void smp_close(struct smp *s)
 
 /* ---- ELF objects: rows loaded once each */
 
+static int upload_rows(struct smp *s, struct sobj *ob, const struct smp_row *v,
+		       uint32_t n);
+static int mem_read(int pid, uint64_t a, void *buf, size_t n);
+
 /* The program's rows from unwind/'s: each row from its pc to the next
  * row's, a NONE row wherever the next does not start at its end. */
 static int load_rows(struct smp *s, struct sobj *ob, const char *path)
@@ -482,16 +486,22 @@ static int load_rows(struct smp *s, struct sobj *ob, const char *path)
 			v[n++] = (struct smp_row){.pc = (uint32_t)x->hi};
 	}
 	free(xr);
-	if (s->next_row + n > SMP_MAX_ROWS) {
-		free(v);
+	err = upload_rows(s, ob, v, n);
+	free(v);
+	return err;
+}
+
+/* rows v[0..n) into the program's rows map as object ob's */
+static int upload_rows(struct smp *s, struct sobj *ob, const struct smp_row *v,
+		       uint32_t n)
+{
+	int err;
+	if (s->next_row + n > SMP_MAX_ROWS)
 		return -ENOSPC;
-	}
 	int fd = bpf_map__fd(s->skel->maps.rows);
 	uint32_t *keys = malloc((n ? n : 1) * sizeof(*keys));
-	if (!keys) {
-		free(v);
+	if (!keys)
 		return -ENOMEM;
-	}
 	for (uint32_t i = 0; i < n; i++)
 		keys[i] = s->next_row + i;
 	uint32_t cnt = n;
@@ -500,7 +510,6 @@ static int load_rows(struct smp *s, struct sobj *ob, const char *path)
 		for (uint32_t i = 0, e = 0; i < n && !e; i++)
 			err = e = bpf_map_update_elem(fd, &keys[i], &v[i], 0);
 	free(keys);
-	free(v);
 	if (err)
 		return err;
 	struct smp_obj so = {.first = s->next_row, .n = n};
@@ -687,6 +696,103 @@ static void drop_proc(struct smp *s, struct wproc *w)
 	}
 }
 
+/* ---- LuaJIT's FFI callback trampolines (lj_ccallback.c's
+ * callback_mcode_init, x64 with GC64): an anonymous page of machine code,
+ * no rows anywhere, that a C function calls through a callback pointer:
+ * the address of lj_vm_ffi_callback (8 bytes), then per group of 32 slots
+ * `mov al, slot; jmp short` x 31 and `mov al, slot; push rbp; mov ah,
+ * slot >> 8; mov rbp, g; jmp [rip -> the page's first 8 bytes]`. Only a
+ * page whose every byte is that pattern, with the VM's own g and a target
+ * in the VM's code, gets rows: CFA = rsp + 8 up to the push of rbp (the
+ * return address into the C caller on top), rsp + 16 with rbp at CFA - 16
+ * after it; none for the head and for what follows the last group. The
+ * rows depend on the number of groups only: one object per count. */
+#define CB_GROUP (31 * 4 + 21)
+static uint32_t cb_groups(int pid, uint64_t lo, uint64_t hi,
+			  const struct smp_luavm *lv)
+{
+	static uint8_t b[1 << 16];
+	size_t sz = hi - lo > sizeof(b) ? sizeof(b) : hi - lo;
+	uint64_t tgt;
+	if (sz < 8 + CB_GROUP || (lv->flags & 3) != 3 ||
+	    mem_read(pid, lo, b, 8))
+		return 0;
+	memcpy(&tgt, b, 8);
+	if (tgt < lv->vm_start || tgt >= lv->vm_end || mem_read(pid, lo, b, sz))
+		return 0;
+	uint32_t ng = 0;
+	for (size_t base = 8; base + CB_GROUP <= sz; base += CB_GROUP, ng++) {
+		const uint8_t *q = b + base;
+		uint32_t slot0 = 32 * ng;
+		for (uint32_t j = 0; j < 31; j++, q += 4)
+			if (q[0] != 0xb0 || q[1] != (uint8_t)(slot0 + j) ||
+			    q[2] != 0xeb || q[3] != (uint8_t)(4 * (31 - j) - 2))
+				return ng;
+		uint64_t gv;
+		int32_t rel;
+		memcpy(&gv, q + 7, 8);
+		memcpy(&rel, q + 17, 4);
+		if (q[0] != 0xb0 || q[1] != (uint8_t)(slot0 + 31) ||
+		    q[2] != 0x55 || q[3] != 0xb4 ||
+		    q[4] != (uint8_t)((slot0 + 31) >> 8) || q[5] != 0x48 ||
+		    q[6] != 0xbd || gv != lv->g || q[15] != 0xff ||
+		    q[16] != 0x25 ||
+		    (int64_t)(base + 145) + rel != 0) /* jmp [page + 0] */
+			return ng;
+	}
+	return ng;
+}
+
+static struct sobj *cb_obj(struct smp *s, uint32_t ng)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "[luajit ffi callbacks %u]", ng);
+	for (uint32_t i = 0; i < s->nobjs; i++)
+		if (!strcmp(s->objs[i].key, key))
+			return &s->objs[i];
+	if (s->nobjs >= SMP_MAX_OBJS || ng > 4096)
+		return NULL;
+	if (s->nobjs == s->capobjs) {
+		uint32_t nc = s->capobjs ? 2 * s->capobjs : 64;
+		struct sobj *no = realloc(s->objs, nc * sizeof(*no));
+		if (!no)
+			return NULL;
+		s->objs = no;
+		s->capobjs = nc;
+	}
+	struct smp_row *v = calloc(2 * ng + 2, sizeof(*v));
+	if (!v)
+		return NULL;
+	uint32_t n = 0;
+	v[n++] = (struct smp_row){.pc = 0, .rule = SMP_RULE_NONE};
+	for (uint32_t g = 0; g < ng; g++) {
+		uint32_t base = 8 + CB_GROUP * g;
+		v[n++] = (struct smp_row){.pc = base,
+					  .rule = SMP_RULE_SP,
+					  .cfa_off = 8,
+					  .ra_off = -8};
+		v[n++] = (struct smp_row){.pc = base + 127,
+					  .rule = SMP_RULE_SP,
+					  .cfa_off = 16,
+					  .ra_off = -8,
+					  .fp_off = -16,
+					  .flags = SMP_ROW_FP_SAVED};
+	}
+	v[n++] =
+	    (struct smp_row){.pc = 8 + CB_GROUP * ng, .rule = SMP_RULE_NONE};
+	struct sobj *ob = &s->objs[s->nobjs];
+	memset(ob, 0, sizeof(*ob));
+	ob->key = strdup(key);
+	if (!ob->key) {
+		free(v);
+		return NULL;
+	}
+	ob->id = s->nobjs++;
+	ob->ok = upload_rows(s, ob, v, n) == 0;
+	free(v);
+	return ob;
+}
+
 int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	      size_t msglen)
 {
@@ -760,7 +866,10 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 				open_path = alt;
 			}
 		} else {
-			continue; /* anonymous code: the region */
+			/* anonymous code: the region (or FFI callback
+			 * trampolines, below) */
+			m->pad = name[0] ? 0 : 1;
+			continue;
 		}
 		struct sobj *ob = get_obj(s, key, open_path);
 		if (!ob || !ob->ok) {
@@ -785,13 +894,6 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 		return -ESRCH;
 	}
 	pr->start_ticks = t0;
-	uint64_t sig = 1469598103934665603ull; /* FNV-1a of the table */
-	for (uint32_t i = 0; i < pr->nmaps; i++) {
-		uint64_t v[3] = {pr->maps[i].start, pr->maps[i].end,
-				 pr->maps[i].obj};
-		for (int k = 0; k < 3; k++)
-			sig = (sig ^ v[k]) * 1099511628211ull;
-	}
 	uint64_t base = 0, size = 0;
 	char rmsg[512] = "";
 	struct smp_luavm lv;
@@ -806,6 +908,26 @@ int smp_watch(struct smp *s, int pid, const char *region, char *msg,
 	if (!rerr) {
 		pr->region_base = base;
 		pr->region_size = size;
+	}
+	for (uint32_t i = 0; i < pr->nmaps; i++) {
+		struct smp_map *m = &pr->maps[i];
+		uint32_t ng;
+		if (m->pad && has_lv &&
+		    (ng = cb_groups(pid, m->start, m->end, &lv))) {
+			struct sobj *ob = cb_obj(s, ng);
+			if (ob && ob->ok) {
+				m->obj = ob->id;
+				m->bias = m->start;
+			}
+		}
+		m->pad = 0;
+	}
+	uint64_t sig = 1469598103934665603ull; /* FNV-1a of the table */
+	for (uint32_t i = 0; i < pr->nmaps; i++) {
+		uint64_t v[3] = {pr->maps[i].start, pr->maps[i].end,
+				 pr->maps[i].obj};
+		for (int k = 0; k < 3; k++)
+			sig = (sig ^ v[k]) * 1099511628211ull;
 	}
 	int err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &pid,
 				      pr, BPF_ANY);
@@ -1356,7 +1478,7 @@ static struct lproto *get_proto(struct smp *s, const struct wproc *w,
 	cn &= (1ull << 47) - 1;
 	uint32_t len = 0;
 	char name[512];
-	if (cn && !mem_read(w->pid, cn + lv->str_len, &len, 4)) {
+	if (cn && !mem_read(w->pid, cn + lv->str_len, &len, 4) && len < 4096) {
 		uint32_t n = len < sizeof(name) - 1 ? len : sizeof(name) - 1;
 		if (!mem_read(w->pid, cn + lv->str_data, name, n)) {
 			name[n] = 0;
@@ -1366,8 +1488,13 @@ static struct lproto *get_proto(struct smp *s, const struct wproc *w,
 			q->chunk = strdup(c);
 		}
 	}
-	if (!q->chunk)
-		q->chunk = strdup("?");
+	if (!q->chunk) {
+		/* no chunk name readable: not a prototype this side can
+		 * name (freed, or not one at all): its frame is not
+		 * published (smp_lua_frames stops there), nor is it kept */
+		free(q);
+		return NULL;
+	}
 	uint32_t slot = h;
 	for (uint32_t k = 0; k < 8; k++)
 		if (!s->lp[(h + k) & ((1u << LPROTO_BITS) - 1)]) {
@@ -1423,12 +1550,21 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 	for (uint32_t i = 0; i < l->nlframes && i < SMP_MAX_LFRAMES && n < max;
 	     i++) {
 		const struct smp_lframe *f = &l->lf[i];
+		uint32_t at = f->seg < nent ? ent[f->seg] : UINT32_MAX;
+		/* a frame no native frame holds goes beyond the native walk
+		 * (rootward of where it stopped); a walk that reached the
+		 * outermost frame has no beyond: the frame's place is not
+		 * known (a coroutine's frames while coroutine.yield leaves it,
+		 * L->cframe already cleared): it and the frames after it are
+		 * left out, the sample stops short */
+		if (at == UINT32_MAX && e->s->stop == SMP_STOP_OUTERMOST)
+			break;
 		struct smp_luaframe *o = &out[n++];
 		memset(o, 0, sizeof(*o));
 		o->seg = f->seg;
 		o->flags = f->flags;
 		o->ffid = f->ffid;
-		o->at = f->seg < nent ? ent[f->seg] : UINT32_MAX;
+		o->at = at;
 		if (!f->pt) {
 			o->pt = f->pc;
 			continue;
@@ -1436,8 +1572,8 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 		o->pt = f->pt;
 		struct lproto *q = get_proto(s, w, f->pt);
 		if (!q) {
-			o->chunk = "?";
-			continue;
+			n--; /* unnamed: the frames from it on left out */
+			break;
 		}
 		o->chunk = q->chunk;
 		o->firstline = q->firstline;

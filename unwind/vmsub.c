@@ -26,6 +26,12 @@
  * JIT-compiled code: LuaJIT's traces call vm_floor/vm_ceil only on CPUs
  * without SSE4.1, where every subroutine is refused instead
  * (JITSFRAME_VMSUB_NOSSE41 set: as if this CPU were one).
+ *
+ * The same FDE's entries and exits (edges below: the pushes and sub rsp
+ * that make the VM's C frame, the add rsp and pops that give it up,
+ * BC_JLOOP's sub rsp before it jumps into a trace) get their exact rows
+ * from the same decode, or none; so does any other code that moves rsp
+ * away from the row (the trace exit handler, the unwinding entries).
  */
 #include "elfobj.h"
 #include "jsfenv.h"
@@ -211,7 +217,9 @@ static bool falls_through(enum ik k)
 /* the analysis of one FDE: spans (sorted, disjoint) of refined pcs */
 struct vmspan {
 	uint64_t lo, hi;
-	bool none; /* refused: no row; else CFA = rsp + K + 8 */
+	bool none;   /* refused: no row; else CFA = rsp + K + 8, or: */
+	int32_t cfa; /* nonzero: CFA = rsp + cfa (an entry or exit) */
+	bool fpsame; /* with cfa: rbp not saved yet (or restored) */
 };
 struct vmsubs {
 	struct vmsubs *next;
@@ -222,7 +230,14 @@ struct vmsubs {
 };
 
 /* per byte offset of the FDE's code */
-enum { B_START = 1, B_WALK = 2, B_ACC = 4, B_NONE = 8 };
+enum {
+	B_START = 1,
+	B_WALK = 2,
+	B_ACC = 4,
+	B_NONE = 8,
+	B_TGT = 16, /* a direct jump's or call's target */
+	B_CTGT = 32 /* a call's (and no jump's) */
+};
 
 static const uint8_t *code_at(struct elfobj *o, uint64_t s, uint64_t e)
 {
@@ -242,9 +257,12 @@ static const uint8_t *code_at(struct elfobj *o, uint64_t s, uint64_t e)
 }
 
 static int add_span(struct vmsubs *v, size_t *cap, uint64_t lo, uint64_t hi,
-		    bool none)
+		    bool none, int32_t cfa, bool fpsame)
 {
-	if (v->n && v->sp[v->n - 1].hi == lo && v->sp[v->n - 1].none == none) {
+	if (none)
+		cfa = 0, fpsame = false;
+	if (v->n && v->sp[v->n - 1].hi == lo && v->sp[v->n - 1].none == none &&
+	    v->sp[v->n - 1].cfa == cfa && v->sp[v->n - 1].fpsame == fpsame) {
 		v->sp[v->n - 1].hi = hi;
 		return 0;
 	}
@@ -256,7 +274,7 @@ static int add_span(struct vmsubs *v, size_t *cap, uint64_t lo, uint64_t hi,
 		v->sp = ns;
 		*cap = nc;
 	}
-	v->sp[v->n++] = (struct vmspan){lo, hi, none};
+	v->sp[v->n++] = (struct vmspan){lo, hi, none, cfa, fpsame};
 	return 0;
 }
 
@@ -318,6 +336,379 @@ static bool walk(const uint8_t *code, size_t n, const uint8_t *fl, uint32_t t,
 	return ok;
 }
 
+/* ---- the VM's entries and exits inside the one-row FDE: rsp moves
+ * there, the row holds only once the C frame is made (LuaJIT's saveregs:
+ * push rbp; push rbx; push r15; push r14; sub rsp, S, at lj_vm_call,
+ * lj_vm_pcall, lj_vm_cpcall, lj_vm_resume; vm_ffi_callback the same
+ * without the push of rbp, which the callback's trampoline made) and until
+ * it is given up (restoreregs: add rsp, S; pop ...; pop rbp; then ret or
+ * a tail jump out of the FDE), and BC_JLOOP's sub rsp, 16 before its
+ * indirect jump into the trace. Each such sequence gets its exact rows
+ * (CFA = rsp + the pushes so far; rbp's slot once it is pushed) when the
+ * arithmetic closes on the row's K (an entry: 8 for the return address,
+ * or 16 with rbp pushed before, + 8 per push + S == K; an exit: S + 8 per
+ * pop + 8 == K, rbp the last popped), no direct jump lands inside it
+ * and, for an entry, nothing falls into it; otherwise its pcs get no row.
+ * Any other instruction that writes rsp (mov r, rsp: the unwinding
+ * entries, the trace exit handler) gets no row, nor do the instructions
+ * falling through to it. */
+enum { E_NONE = -1 };
+
+static bool is_push(const uint8_t *p, int len)
+{
+	return (len == 1 && p[0] >= 0x50 && p[0] <= 0x57) ||
+	       (len == 2 && p[0] == 0x41 && p[1] >= 0x50 && p[1] <= 0x57);
+}
+static bool is_pop(const uint8_t *p, int len)
+{
+	return (len == 1 && p[0] >= 0x58 && p[0] <= 0x5f) ||
+	       (len == 2 && p[0] == 0x41 && p[1] >= 0x58 && p[1] <= 0x5f);
+}
+static bool is_nop(const uint8_t *p, int len)
+{
+	int i = 0;
+	while (i < len && (p[i] == 0x66 || p[i] == 0x2e))
+		i++;
+	return (i == len - 1 && p[i] == 0x90) ||
+	       (i + 1 < len && p[i] == 0x0f && p[i + 1] == 0x1f);
+}
+/* sub rsp, imm (sub: 1) or add rsp, imm (0): imm > 0, else -1 */
+static int64_t rsp_imm(const uint8_t *p, int len, int sub)
+{
+	uint8_t m = sub ? 0xec : 0xc4;
+	if (len == 4 && p[0] == 0x48 && p[1] == 0x83 && p[2] == m &&
+	    p[3] < 0x80 && p[3])
+		return p[3];
+	if (len == 7 && p[0] == 0x48 && p[1] == 0x81 && p[2] == m) {
+		int32_t d;
+		memcpy(&d, p + 3, 4);
+		return d > 0 ? d : -1;
+	}
+	return -1;
+}
+
+/* an instruction that surely writes rsp (decode's IK_RSP is wider: any
+ * ModRM field naming register 4): push, pop, and 64-bit ALU, mov and lea
+ * forms with rsp the destination */
+static bool writes_rsp(const uint8_t *p, int len)
+{
+	if (is_push(p, len) || is_pop(p, len))
+		return true;
+	if (len < 3 || (p[0] & 0xf8) != 0x48)
+		return false;
+	uint8_t op = p[1], m = p[2];
+	bool rm4 = (m >> 6) == 3 && (m & 7) == 4 && !(p[0] & 1);
+	bool reg4 = ((m >> 3) & 7) == 4 && !(p[0] & 4);
+	switch (op) {
+	case 0x01:
+	case 0x09:
+	case 0x21:
+	case 0x29:
+	case 0x31:
+	case 0x89:
+	case 0x81:
+	case 0x83:
+	case 0xc7:
+	case 0xf7:
+	case 0xff:
+		return rm4;
+	case 0x03:
+	case 0x0b:
+	case 0x23:
+	case 0x2b:
+	case 0x33:
+	case 0x8b:
+	case 0x8d:
+		return reg4;
+	default:
+		return false;
+	}
+}
+
+/* After an rsp change the row does not describe: no row from pc a on,
+ * until the code jumps away (or returns) or sets rsp from a register
+ * (LuaJIT's idiom for going back to the C frame), up to 256 instructions:
+ * the return addresses of the calls in between among them (the trace
+ * exit handler's call of lj_trace_exit) */
+static void none_fwd(const uint8_t *code, size_t n, size_t a, int32_t *ec)
+{
+	for (int j = 0; a < n && j < 256; j++) {
+		struct insn qi;
+		if (!decode(code + a, n - a, (int64_t)a, &qi))
+			return;
+		if (ec[a] > 0)
+			return; /* an entry's or exit's exact rows */
+		ec[a] = E_NONE;
+		if (!falls_through(qi.k))
+			return;
+		if (writes_rsp(code + a, qi.len) &&
+		    !is_push(code + a, qi.len) && !is_pop(code + a, qi.len) &&
+		    rsp_imm(code + a, qi.len, 0) < 0 &&
+		    rsp_imm(code + a, qi.len, 1) < 0)
+			return;
+		a += (size_t)qi.len;
+	}
+}
+
+/* mov rX, rsp at a after lea rX, [rsp + d] and loads into other
+ * registers (LuaJIT's vm_exit_interp, where a trace returns to the
+ * interpreter: lea RA, [rsp+16]; mov r13, [RA-8]; mov r12, [RA];
+ * mov rsp, RA): the code itself says rsp + d is the row's rsp, so
+ * CFA = rsp + K + d from the lea on, up to the first pc a jump lands on
+ * (another path, another rsp: those keep no row) */
+static void lea_back(const uint8_t *code, size_t n, const uint8_t *fl,
+		     const uint32_t *prev, size_t a, int64_t K, bool rowok,
+		     int32_t *ec)
+{
+	const uint8_t *p = code + a;
+	if (!rowok || n - a < 3 || p[0] != 0x48 || p[1] != 0x89 ||
+	    (p[2] >> 6) != 3 || (p[2] & 7) != 4)
+		return;
+	unsigned x = (p[2] >> 3) & 7;
+	uint32_t seq[6];
+	int k = 0;
+	seq[k++] = (uint32_t)a;
+	for (uint32_t q = prev[a]; q != UINT32_MAX && k < 6; q = prev[q]) {
+		struct insn qi;
+		if (!decode(code + q, n - q, q, &qi))
+			return;
+		const uint8_t *c = code + q;
+		if (qi.len == 5 && c[0] == 0x48 && c[1] == 0x8d &&
+		    c[2] == (0x44 | (x << 3)) && c[3] == 0x24 && c[4] < 0x80 &&
+		    c[4]) {
+			if (fl[q] & B_TGT)
+				return;
+			seq[k++] = q;
+			for (int i = k - 1; i >= 0; i--) {
+				if (fl[seq[i]] & B_TGT)
+					return;
+				ec[seq[i]] = (int32_t)(K + c[4]);
+			}
+			return;
+		}
+		/* a load into another register (not rX, not rsp) */
+		if (qi.len < 3 || (c[0] != 0x48 && c[0] != 0x4c) ||
+		    c[1] != 0x8b || (c[2] >> 6) == 3 || !falls_through(qi.k))
+			return;
+		unsigned dst = ((c[2] >> 3) & 7) + (c[0] & 4 ? 8 : 0);
+		if (dst == x || dst == 4)
+			return;
+		seq[k++] = q;
+	}
+}
+
+static void edges(const uint8_t *code, size_t n, const uint8_t *fl,
+		  const uint32_t *prev, const struct uw_row *row, int32_t *ec,
+		  uint8_t *efp)
+{
+	int64_t K = row->cfa_off;
+	bool rowok = row->cfa_rule == UW_CFA_SP && row->ra_rule == UW_RA_CFA &&
+		     row->ra_off == -8 && row->fp_rule == UW_FP_CFA &&
+		     row->fp_off == -16 && K >= 16;
+	for (size_t a = 0; a < n;) {
+		struct insn in;
+		if (!decode(code + a, n - a, (int64_t)a, &in))
+			return;
+		size_t next = a + (size_t)in.len;
+		if (in.k != IK_RSP || ec[a]) {
+			a = next;
+			continue;
+		}
+		const uint8_t *p = code + a;
+		int64_t S;
+		if ((S = rsp_imm(p, in.len, 1)) > 0) {
+			/* the pushes before it */
+			uint32_t e = (uint32_t)a, seq[10];
+			int np = 0;
+			for (uint32_t q = prev[a]; q != UINT32_MAX && np < 8;
+			     q = prev[q]) {
+				struct insn qi;
+				if (!decode(code + q, n - q, q, &qi) ||
+				    !is_push(code + q, qi.len))
+					break;
+				e = q;
+				np++;
+			}
+			if (np) {
+				bool rbp = code[e] == 0x55;
+				int64_t base = rbp ? 8 : 16;
+				bool ok = rowok && base + 8 * np + S == K;
+				/* nothing else in: no jump to it, nothing
+				 * falling into it (padding aside) */
+				int k = 0;
+				for (uint32_t q = e; q <= a && k <= np;) {
+					struct insn qi;
+					decode(code + q, n - q, q, &qi);
+					/* a call lands here as one from C does
+					 * (lj_vm_resume from coroutine.resume's
+					 * fast function): a jump does not */
+					if ((fl[q] & B_TGT) &&
+					    (q != e || !(fl[q] & B_CTGT)))
+						ok = false;
+					seq[k++] = q;
+					q += (uint32_t)qi.len;
+				}
+				if (k != np + 1)
+					ok = false;
+				for (uint32_t q = prev[e];
+				     ok && q != UINT32_MAX; q = prev[q]) {
+					struct insn qi;
+					if (!decode(code + q, n - q, q, &qi) ||
+					    (fl[q] & B_TGT)) {
+						ok = false;
+						break;
+					}
+					if (is_nop(code + q, qi.len))
+						continue;
+					ok = !falls_through(qi.k);
+					break;
+				}
+				/* not closing on the row (the trace exit
+				 * handler's pushes and sub rsp, 128): no row
+				 * until rsp is set again or the code jumps
+				 * away, the return addresses of its calls
+				 * (lj_trace_exit's) among them */
+				if (!ok)
+					none_fwd(code, n, next, ec);
+				for (int i = 0; i < k; i++) {
+					ec[seq[i]] =
+					    ok ? (int32_t)(base + 8 * i)
+					       : E_NONE;
+					/* 1: rbp not pushed yet; 2: an entry,
+					 * whose first pc the walk from a call
+					 * to it refused (its push) */
+					efp[seq[i]] =
+					    (uint8_t)((ok && rbp && i == 0
+							   ? 1
+							   : 0) |
+						      (ok ? 2 : 0));
+				}
+				a = next;
+				continue;
+			}
+			/* BC_JLOOP: sub rsp, S; stores; jmp reg */
+			size_t b = next;
+			bool ok = rowok;
+			int k = 0;
+			for (; b < n && k < 12; k++) {
+				struct insn bi;
+				if (!decode(code + b, n - b, (int64_t)b, &bi) ||
+				    (fl[b] & B_TGT)) {
+					ok = false;
+					break;
+				}
+				if (bi.k == IK_IJMP)
+					break;
+				if (bi.k != IK_SEQ) {
+					ok = false;
+					break;
+				}
+				b += (size_t)bi.len;
+			}
+			if (b >= n || k == 12)
+				ok = false;
+			for (size_t q = next; ok && q <= b;) {
+				struct insn qi;
+				decode(code + q, n - q, (int64_t)q, &qi);
+				ec[q] = (int32_t)(K + S);
+				q += (size_t)qi.len;
+			}
+			if (!ok)
+				none_fwd(code, n, next, ec);
+			a = next;
+			continue;
+		}
+		if ((S = rsp_imm(p, in.len, 0)) > 0) {
+			/* pops, then ret or a jump out of the FDE */
+			size_t b = next, seq[10];
+			int np = 0;
+			bool ok = rowok, rbp = false;
+			struct insn bi;
+			while (b < n && np < 8 &&
+			       decode(code + b, n - b, (int64_t)b, &bi) &&
+			       is_pop(code + b, bi.len)) {
+				if (fl[b] & B_TGT)
+					ok = false;
+				rbp = code[b] == 0x5d;
+				seq[np++] = b;
+				b += (size_t)bi.len;
+			}
+			ok = ok && np && rbp && b < n &&
+			     decode(code + b, n - b, (int64_t)b, &bi) &&
+			     !(fl[b] & B_TGT) &&
+			     (bi.k == IK_RET ||
+			      (bi.k == IK_JMP &&
+			       (bi.tgt < 0 || (uint64_t)bi.tgt >= n))) &&
+			     S + 8 * np + 8 == K;
+			if (!ok) {
+				none_fwd(code, n, next, ec);
+				a = next;
+				continue;
+			}
+			for (int i = 0; i < np; i++)
+				ec[seq[i]] = (int32_t)(K - S - 8 * i);
+			ec[b] = 8;
+			efp[b] = 1;
+			a = b;
+			continue;
+		}
+		/* another write of rsp: a push or pop (none forward), or rsp
+		 * set from a register: it and what falls through to it */
+		if (!writes_rsp(p, in.len)) {
+			a = next;
+			continue;
+		}
+		if (is_push(p, in.len) || is_pop(p, in.len)) {
+			a = next; /* the second pass */
+			continue;
+		}
+		ec[a] = E_NONE;
+		for (uint32_t q = prev[a], k = 0; q != UINT32_MAX && k < 16;
+		     q = prev[q], k++) {
+			struct insn qi;
+			if (!decode(code + q, n - q, q, &qi) ||
+			    !falls_through(qi.k))
+				break;
+			if (!ec[q])
+				ec[q] = E_NONE;
+		}
+		lea_back(code, n, fl, prev, a, K, rowok, ec);
+		a = next;
+	}
+	/* pushes and pops no entry or exit above explained. One exception:
+	 * a pop at a call target (no jump's) whose every call comes from a
+	 * pc at the row's rsp pops the return address the call pushed (the
+	 * interpreter's hook/hotcall helpers: pop rbp, the return address
+	 * kept in the C frame): rsp + K + 8 there, the row after it */
+	for (size_t a = 0; a < n;) {
+		struct insn in;
+		if (!decode(code + a, n - a, (int64_t)a, &in))
+			return;
+		if (!ec[a] && is_pop(code + a, in.len) && rowok &&
+		    (fl[a] & B_CTGT)) {
+			bool ok = true;
+			for (size_t c = 0; ok && c < n;) {
+				struct insn ci;
+				if (!decode(code + c, n - c, (int64_t)c, &ci))
+					return;
+				if (ci.k == IK_CALL && ci.tgt == (int64_t)a &&
+				    (ec[c] || (fl[c] & B_WALK)))
+					ok = false;
+				c += (size_t)ci.len;
+			}
+			if (ok) {
+				ec[a] = (int32_t)(K + 8);
+				a += (size_t)in.len;
+				continue;
+			}
+		}
+		if (!ec[a] &&
+		    (is_push(code + a, in.len) || is_pop(code + a, in.len)))
+			none_fwd(code, n, a, ec);
+		a += (size_t)in.len;
+	}
+}
+
 /* Analyse [s, e): the spans of v (none when the FDE cannot be decoded or
  * has no call inside). */
 static void analyse(struct elfobj *o, struct vmsubs *v)
@@ -332,7 +723,9 @@ static void analyse(struct elfobj *o, struct vmsubs *v)
 		 *stk = malloc(2 * n * sizeof(*stk) + 8);
 	uint32_t *tg = NULL;
 	size_t ntg = 0;
-	if (!fl || !mark || !prev || !lst || !stk)
+	int32_t *ec = calloc(n, sizeof(*ec));
+	uint8_t *efp = calloc(n, 1);
+	if (!fl || !mark || !prev || !lst || !stk || !ec || !efp)
 		goto out;
 	/* the linear decode: every byte an instruction of it, or nothing */
 	uint32_t last = UINT32_MAX;
@@ -341,6 +734,14 @@ static void analyse(struct elfobj *o, struct vmsubs *v)
 		if (!decode(code + a, n - a, (int64_t)a, &in))
 			goto out;
 		fl[a] |= B_START;
+		if ((in.k == IK_JCC || in.k == IK_JMP || in.k == IK_CALL) &&
+		    in.tgt >= 0 && (uint64_t)in.tgt < n) {
+			if (in.k == IK_CALL && !(fl[in.tgt] & B_TGT))
+				fl[in.tgt] |= B_CTGT;
+			else if (in.k != IK_CALL)
+				fl[in.tgt] &= (uint8_t)~B_CTGT;
+			fl[in.tgt] |= B_TGT;
+		}
 		prev[a] = last;
 		last = (uint32_t)a;
 		if (in.k == IK_CALL && in.tgt >= 0 && (uint64_t)in.tgt < n) {
@@ -411,13 +812,16 @@ static void analyse(struct elfobj *o, struct vmsubs *v)
 	 * lacks SSE4.1 no subroutine is accepted, every one refused. */
 	bool sure =
 	    __builtin_cpu_supports("sse4.1") && !getenv(JSF_ENV_VMSUB_NOSSE41);
+	edges(code, n, fl, prev, &v->row, ec, efp);
 	/* spans: an instruction's bytes take its mark; a refusal wins */
 	for (size_t a = 0; a < n;) {
 		struct insn in;
 		decode(code + a, n - a, (int64_t)a, &in);
-		if (fl[a] & (B_ACC | B_NONE) &&
+		bool sub = (fl[a] & (B_ACC | B_NONE)) && !(efp[a] & 2);
+		if ((sub || ec[a]) &&
 		    add_span(v, &cap, v->s + a, v->s + a + (size_t)in.len,
-			     (fl[a] & B_NONE) || !sure)) {
+			     sub ? (fl[a] & B_NONE) || !sure : ec[a] == E_NONE,
+			     sub ? 0 : ec[a], !sub && (efp[a] & 1))) {
 			free(v->sp);
 			v->sp = NULL;
 			v->n = 0;
@@ -432,6 +836,8 @@ out:
 	free(lst);
 	free(stk);
 	free(tg);
+	free(ec);
+	free(efp);
 }
 
 static void clip(const struct vmsubs *v, uint64_t vaddr, struct uw_row *r);
@@ -502,6 +908,12 @@ static void clip(const struct vmsubs *v, uint64_t vaddr, struct uw_row *r)
 			r->lo = v->sp[lo].lo;
 			r->hi = v->sp[lo].hi;
 			r->why = "vm subroutine: refused";
+		} else if (v->sp[lo].cfa) {
+			r->cfa_off = v->sp[lo].cfa;
+			if (v->sp[lo].fpsame) {
+				r->fp_rule = UW_FP_SAME;
+				r->fp_off = 0;
+			}
 		} else {
 			r->cfa_off += 8;
 		}
