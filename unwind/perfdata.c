@@ -60,7 +60,7 @@ enum {
 	PD_WIN = 512,	      /* pass 1's window */
 	PD_WIN_BACK = 64,     /* of it, before the header looked for */
 	PD_RB = 65536 + 64,   /* a record (sizes are u16) */
-	PD_STACK_MIN = 1024,  /* stack bytes read with a sample's head */
+	PD_STACK_MIN = 512,   /* stack bytes read with a sample's head */
 	PD_STACK_STEP = 4096, /* read more in steps of */
 	PD_SB_START = 4096,   /* pd_each_restart: records start in a buffer
 			       * before this, */
@@ -342,8 +342,8 @@ void pd_prefetch_stack(struct perfdata *pd, const uint32_t *off, size_t n)
 	if (pd->fd >= 0) { /* the next sample's first read: as deep */
 		uint64_t w = PD_STACK_MIN;
 		for (size_t k = 0; k < n; k++)
-			if ((uint64_t)off[k] + 64 + 256 > w)
-				w = (uint64_t)off[k] + 64 + 256;
+			if ((uint64_t)off[k] + 64 + 64 > w)
+				w = (uint64_t)off[k] + 64 + 64;
 		pd->stack_want = w;
 		return;
 	}
