@@ -1126,7 +1126,11 @@ static int stream(struct perfdata *io,
 		if (have_pend && (off >= end || idx)) {
 			/* the record before: out (after those held back that
 			 * come first), or held back too */
-			uint64_t upto = off >= end ? UINT64_MAX : smp_t;
+			/* up to the latest sample's time, and never past
+			 * this record's (it comes before the later ones) */
+			uint64_t upto = off >= end  ? UINT64_MAX
+					: t < smp_t ? t
+						    : smp_t;
 			if (pend_t <= upto) {
 				while (nhd && hd[nhd - 1].t <= pend_t)
 					if (st_held(io, hd, &nhd, &hd_bytes, cb,
