@@ -84,13 +84,65 @@ struct rep {
 	struct pframe pf[2 * UW_MAX];	      /* with Lua frames */
 	struct pframe all[KMAX + 2 * UW_MAX]; /* kernel frames, then pf */
 	int err;
+	/* what rep_begin starts from */
+	struct traces *t;
+	struct uw_opts uo;
+	const char *dir;
+	bool write;
 };
+
+static void use_recorded_kallsyms(struct uwstate *u, const char *dir);
+
+/* (Again) as before any event: a new unwinder and profile, the counts
+ * zero, the dump empty. 0, -ENOMEM, or the dump's truncation's -errno. */
+static int rep_begin(struct rep *r)
+{
+	FILE *dump = r->dump;
+	struct perfdata *pd = r->pd;
+	struct traces *t = r->t;
+	struct uw_opts uo = r->uo;
+	const char *dir = r->dir;
+	bool write = r->write;
+	int frames = r->frames, rc = 0;
+	uw_free(r->u);
+	if (r->prof)
+		prof_free(r->prof);
+	cli_exes_free(&r->exes);
+	memset(r, 0, sizeof(*r));
+	r->dump = dump;
+	r->pd = pd;
+	r->t = t;
+	r->uo = uo;
+	r->dir = dir;
+	r->write = write;
+	r->frames = frames;
+	if (dump) {
+		fflush(dump);
+		rewind(dump);
+		if (ftruncate(fileno(dump), 0))
+			rc = -errno;
+	}
+	if (!(r->u = uw_new(t, &uo)))
+		return -ENOMEM;
+	if (write)
+		r->prof = prof_new(pd_sample_period_ns(pd));
+	use_recorded_kallsyms(r->u, dir);
+	return rc;
+}
+
+/* pd_each_restart's reset */
+static void rep_reset(void *ctx)
+{
+	rep_begin(ctx);
+}
 
 static int on_event(const struct pd_event *e, void *ctx)
 {
 	struct rep *r = ctx;
 	enum stop_reason why = STOP_OUTERMOST;
 	const char *comm = NULL;
+	if (!r->u) /* rep_reset ran out of memory */
+		return -ENOMEM;
 	int n = uw_event(r->u, e, r->fr, &why, &comm);
 	if (n < 0)
 		return 0;
@@ -383,38 +435,27 @@ int report_run(const struct report_opts *opts)
 		rc = EX_INPUT;
 		goto out;
 	}
+	r->t = t;
+	r->uo = uo;
+	r->dir = dir;
+	r->write = write;
 	use_recorded_kallsyms(r->u, dir);
-	rc = pd_each(pd, on_event, r, err, sizeof(err));
+	rc = pd_each_restart(pd, on_event, rep_reset, r, err, sizeof(err));
 	struct found_reg found[8];
 	size_t nfound = 0;
 	if (!rc && !o.region && !o.nregions && r->nnoreg &&
 	    (nfound = find_missing(&t, r, dir, found, 8))) {
 		/* again, now with those regions */
-		FILE *dump = r->dump;
-		uw_free(r->u);
-		if (r->prof)
-			prof_free(r->prof);
-		memset(r, 0, sizeof(*r));
-		r->dump = dump;
-		if (dump) {
-			fflush(dump);
-			rewind(dump);
-			if (ftruncate(fileno(dump), 0))
-				rc = -errno;
-		}
-		r->u = uw_new(t, &uo);
-		r->pd = pd;
-		r->frames = o.frames;
-		if (!r->u) {
+		r->t = t;
+		rc = rep_begin(r);
+		if (rc == -ENOMEM) {
 			fprintf(stderr, "jitsframe report: out of memory\n");
 			rc = EX_INPUT;
 			goto out;
 		}
-		if (write)
-			r->prof = prof_new(pd_sample_period_ns(pd));
-		use_recorded_kallsyms(r->u, dir);
 		if (!rc)
-			rc = pd_each(pd, on_event, r, err, sizeof(err));
+			rc = pd_each_restart(pd, on_event, rep_reset, r, err,
+					     sizeof(err));
 	}
 	if (rc) {
 		fprintf(stderr, "jitsframe report: %s: %s\n", in,

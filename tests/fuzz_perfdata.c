@@ -17,7 +17,9 @@
  * MMAP file names are replaced by "//anon" before the unwinder sees them
  * (no files are opened). Oracles besides "no crash, no sanitizer report,
  * no leak": pd_each returns 0 or -EBADMSG with a message; every event's
- * pointers lie inside the input; frames come back within UW_MAX.
+ * pointers lie inside the input; frames come back within UW_MAX; the
+ * input as a file (pd_open, pd_each_restart) gives the same events,
+ * result and message as the buffer (pd_open_mem, pd_each).
  */
 #include "jitsframe.h"
 #include "perfdata.h"
@@ -28,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static const unsigned char *g_lo, *g_hi;
 
@@ -85,6 +89,153 @@ static int cb(const struct pd_event *e, void *ctx)
 		abort();
 	}
 	return 0;
+}
+
+/* Oracle: the input as a file through pd_open (read with pread, in one
+ * pass by pd_each_restart where it can, else pd_each's two) gives what
+ * pd_open_mem's pd_each does: the same events (a digest of each, the
+ * whole stack copy read through pd_stack_need), result and message. */
+struct dig {
+	uint64_t *h;
+	size_t n, cap;
+	int oom;
+};
+
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3ull;
+	return h;
+}
+
+#define MIXV(h, v)                               \
+	do {                                     \
+		uint64_t v_ = (uint64_t)(v);     \
+		(h) = mix((h), &v_, sizeof(v_)); \
+	} while (0)
+
+static int dcb(const struct pd_event *e, void *ctx)
+{
+	struct dig *d = ctx;
+	uint64_t h = 0xcbf29ce484222325ull;
+	MIXV(h, e->kind);
+	MIXV(h, e->time);
+	switch (e->kind) {
+	case PD_SAMPLE: {
+		const struct pd_sample *s = &e->u.s;
+		MIXV(h, s->pid);
+		MIXV(h, s->tid);
+		MIXV(h, s->time);
+		MIXV(h, s->ip);
+		MIXV(h, s->nr_callchain);
+		h = mix(h, s->callchain, s->nr_callchain * 8);
+		MIXV(h, s->regs_abi);
+		MIXV(h, s->regs_mask);
+		if (s->regs_abi)
+			h = mix(h, s->regs,
+				8 * (size_t)__builtin_popcountll(s->regs_mask));
+		MIXV(h, s->stack_size);
+		if (s->stack_size && pd_stack_need(s, s->stack_size)) {
+			fprintf(stderr, "oracle: stack copy not readable\n");
+			abort();
+		}
+		h = mix(h, s->stack, s->stack_size);
+		break;
+	}
+	case PD_MMAP: {
+		const struct pd_mmap *m = &e->u.m;
+		MIXV(h, m->pid);
+		MIXV(h, m->tid);
+		MIXV(h, m->start);
+		MIXV(h, m->len);
+		MIXV(h, m->pgoff);
+		MIXV(h, m->prot);
+		MIXV(h, m->has_build_id);
+		MIXV(h, m->build_id_size);
+		h = mix(h, m->build_id, sizeof(m->build_id));
+		h = mix(h, m->filename, strlen(m->filename));
+		MIXV(h, m->time);
+		break;
+	}
+	case PD_COMM:
+		MIXV(h, e->u.comm.pid);
+		MIXV(h, e->u.comm.tid);
+		MIXV(h, e->u.comm.exec);
+		h = mix(h, e->u.comm.comm, strlen(e->u.comm.comm));
+		break;
+	case PD_FORK:
+	case PD_EXIT:
+		MIXV(h, e->u.fork.pid);
+		MIXV(h, e->u.fork.ppid);
+		MIXV(h, e->u.fork.tid);
+		MIXV(h, e->u.fork.ptid);
+		break;
+	}
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? 2 * d->cap : 64;
+		uint64_t *nh = realloc(d->h, nc * sizeof(*nh));
+		if (!nh) {
+			d->oom = 1;
+			return -ENOMEM;
+		}
+		d->h = nh;
+		d->cap = nc;
+	}
+	d->h[d->n++] = h;
+	return 0;
+}
+
+static void dreset(void *ctx)
+{
+	((struct dig *)ctx)->n = 0;
+}
+
+static void same_as_file(const unsigned char *buf, size_t blen)
+{
+	int fd = memfd_create("fuzz_perfdata", MFD_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (size_t o = 0; o < blen;) {
+		ssize_t k = write(fd, buf + o, blen - o);
+		if (k <= 0) {
+			close(fd);
+			return;
+		}
+		o += (size_t)k;
+	}
+	char path[64], e1[256] = "", e2[256] = "";
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	struct perfdata *pm, *pf;
+	int om = pd_open_mem(&pm, buf, blen, e1, sizeof(e1));
+	int of = pd_open(&pf, path, e2, sizeof(e2));
+	if ((om == 0) != (of == 0) || (om && strcmp(e1, e2))) {
+		fprintf(stderr,
+			"oracle: pd_open %d (%s), pd_open_mem %d (%s)\n", of,
+			e2, om, e1);
+		abort();
+	}
+	if (!om) {
+		struct dig d1 = {0}, d2 = {0};
+		e1[0] = e2[0] = 0;
+		int r1 = pd_each(pm, dcb, &d1, e1, sizeof(e1));
+		int r2 = pd_each_restart(pf, dcb, dreset, &d2, e2, sizeof(e2));
+		if (!d1.oom && !d2.oom &&
+		    (r1 != r2 || strcmp(e1, e2) || d1.n != d2.n ||
+		     (d1.n && memcmp(d1.h, d2.h, d1.n * sizeof(*d1.h))))) {
+			fprintf(stderr,
+				"oracle: pd_each_restart of the file: %d (%s), "
+				"%zu events; pd_each of the buffer: %d (%s), "
+				"%zu events\n",
+				r2, e2, d2.n, r1, e1, d1.n);
+			abort();
+		}
+		free(d1.h);
+		free(d2.h);
+		pd_close(pm);
+		pd_close(pf);
+	}
+	close(fd);
 }
 
 static void put64(unsigned char *p, uint64_t v)
@@ -180,6 +331,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		free(f);
 		pd_close(pd);
 	}
+	same_as_file(buf, blen);
 	free(buf);
 	return 0;
 }

@@ -25,10 +25,18 @@
 #define MISC_MMAP_BUILD_ID (1u << 14)
 #define MISC_COMM_EXEC (1u << 13)
 
+/* pass 1 keeps the last PD_TAIL bytes of each record (pd_open): a
+ * sample's dyn_size, after its stack copy, is in them (with the fields
+ * that can follow it: DATA_SRC, WEIGHT, ...) */
+enum { PD_TAIL = 32 };
+
 struct rec {
 	uint64_t off, time;
 	uint64_t seq;
+	unsigned char tail[PD_TAIL]; /* pd_open: the record's last bytes,
+				      * if has_tail */
 	uint16_t size;
+	uint8_t has_tail;
 };
 
 /* pass 2 prefetches the headers and tails of the record PD_AHEAD ahead,
@@ -36,11 +44,60 @@ struct rec {
  * header, in the cache by then) */
 enum { PD_AHEAD = 8 };
 
+/* pd_open reads the file with pread, not through a mapping: mapping
+ * the page cache of a perf.data of 32 KB stack copies costs as much as
+ * the unwinding (the kernel maps every page around a fault, and unmaps
+ * them all at the end), where a walk reads the first KB or two of each
+ * copy (1.4 KB in the bench recording's). pd_each's pass 1 reads the
+ * records' headers through a small window (which takes the last bytes
+ * of the record before as well: a sample's dyn_size), its pass 2 each
+ * record's head and the first bytes of its stack copy (as far as the
+ * last walk read, and some), the rest of a copy only when a walk goes
+ * deeper (pd_stack_need). pd_each_restart does both in one read per
+ * record where the file allows (stream). A pread costs ~0.6 us here, so
+ * one per record, not two, is most of the gain. */
+enum {
+	PD_WIN = 512,	      /* pass 1's window */
+	PD_WIN_BACK = 64,     /* of it, before the header looked for */
+	PD_RB = 65536 + 64,   /* a record (sizes are u16) */
+	PD_STACK_MIN = 512,   /* stack bytes read with a sample's head */
+	PD_STACK_STEP = 4096, /* read more in steps of */
+	PD_SB_START = 4096,   /* pd_each_restart: records start in a buffer
+			       * before this, */
+	PD_SB = PD_SB_START + 65536 + 256 /* and fit */
+};
+
+/* pd_open: a record read, its first have bytes at rb (buf: in sb[buf], or
+ * -1: in rb) */
+struct cur {
+	unsigned char *rb;
+	uint64_t off, have, size;
+	int buf;
+};
+
+/* pd_each_restart: the file's [off, off + len) at b (PD_SB bytes) */
+struct sbuf {
+	unsigned char *b;
+	uint64_t off, len;
+};
+
 struct perfdata {
-	const unsigned char *buf;
+	const unsigned char *buf; /* pd_open_mem: the file; else NULL */
 	size_t len;
-	void *map; /* mmap'd by pd_open, else NULL */
-	size_t map_len;
+	int fd;		   /* pd_open: the file; else -1 */
+	unsigned char *wb; /* pass 1's window: the file's [wb_off, +wb_len) */
+	uint64_t wb_off, wb_len;
+	unsigned char *rb;   /* pass 2's buffer */
+	struct cur c;	     /* the record decoded */
+	struct sbuf sb[2];   /* pd_each_restart's buffers */
+	uint64_t stack_rel;  /* the sample's stack copy at c.rb + stack_rel */
+	uint64_t stack_len;  /* its valid bytes (dyn_size) */
+	uint64_t stack_have; /* of them read */
+	uint64_t stack_want; /* stack bytes read with a sample's head */
+	uint64_t head_want;  /* bytes before the stack copy, of the last */
+	const unsigned char *tail; /* the record's last PD_TAIL bytes, or
+				    * NULL */
+	int ioerr;
 	uint64_t sample_type, read_format, regs_mask, branch_type;
 	uint64_t period, flags;
 	uint32_t stack_user; /* sample_stack_user, of the first attr */
@@ -91,11 +148,14 @@ static int inside(uint64_t off, uint64_t n, uint64_t len)
 	return off <= len && n <= len - off;
 }
 
-int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
-		size_t errlen)
+struct hdr {
+	uint64_t attr_size, attrs_off, attrs_size, data_off, data_size;
+};
+
+/* Check the file header: b holds the file's first min(len, 64) bytes. */
+static int check_header(const unsigned char *b, size_t len, struct hdr *h,
+			char *err, size_t errlen)
 {
-	const unsigned char *b = buf;
-	*out = NULL;
 	if (len < 16 || memcmp(b, "PERFILE2", 8))
 		return fail(err, errlen,
 			    "not a perf.data file (no PERFILE2 magic)");
@@ -107,30 +167,39 @@ int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
 	if (hsz < 72 || !inside(0, hsz, len))
 		return fail(err, errlen,
 			    "perf.data header truncated (%zu bytes)", len);
-	uint64_t attr_size = rd64(b + 16), attrs_off = rd64(b + 24),
-		 attrs_size = rd64(b + 32), data_off = rd64(b + 40),
-		 data_size = rd64(b + 48);
-	if (attr_size < 96 + 16 || attr_size > 4096 || !attrs_size ||
-	    attrs_size % attr_size || !inside(attrs_off, attrs_size, len))
+	h->attr_size = rd64(b + 16);
+	h->attrs_off = rd64(b + 24);
+	h->attrs_size = rd64(b + 32);
+	h->data_off = rd64(b + 40);
+	h->data_size = rd64(b + 48);
+	if (h->attr_size < 96 + 16 || h->attr_size > 4096 || !h->attrs_size ||
+	    h->attrs_size % h->attr_size ||
+	    !inside(h->attrs_off, h->attrs_size, len))
 		return fail(err, errlen,
 			    "perf.data attribute section bad or truncated");
-	if (!inside(data_off, data_size, len))
+	if (!inside(h->data_off, h->data_size, len))
 		return fail(err, errlen,
 			    "perf.data truncated: data section [%llu, +%llu) "
 			    "beyond the file's %zu bytes",
-			    (unsigned long long)data_off,
-			    (unsigned long long)data_size, len);
+			    (unsigned long long)h->data_off,
+			    (unsigned long long)h->data_size, len);
+	return 0;
+}
+
+/* The attributes (the section's bytes at ab) into a new handle. */
+static int parse_attrs(struct perfdata **out, const struct hdr *h,
+		       const unsigned char *ab, char *err, size_t errlen)
+{
 	struct perfdata *pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;
-	pd->buf = b;
-	pd->len = len;
-	pd->data_off = data_off;
-	pd->data_size = data_size;
-	for (uint64_t a = 0; a < attrs_size / attr_size; a++) {
-		const unsigned char *at = b + attrs_off + a * attr_size;
+	pd->fd = -1;
+	pd->data_off = h->data_off;
+	pd->data_size = h->data_size;
+	for (uint64_t a = 0; a < h->attrs_size / h->attr_size; a++) {
+		const unsigned char *at = ab + a * h->attr_size;
 		uint32_t asz = rd32(at + 4);
-		if (asz < 96 || asz + 16 > attr_size) {
+		if (asz < 96 || asz + 16 > h->attr_size) {
 			free(pd);
 			return fail(err, errlen,
 				    "perf.data attribute %llu has size %u",
@@ -162,6 +231,42 @@ int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
 	return 0;
 }
 
+int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
+		size_t errlen)
+{
+	const unsigned char *b = buf;
+	struct hdr h;
+	*out = NULL;
+	int r = check_header(b, len, &h, err, errlen);
+	if (r)
+		return r;
+	r = parse_attrs(out, &h, b + h.attrs_off, err, errlen);
+	if (r)
+		return r;
+	(*out)->buf = b;
+	(*out)->len = len;
+	return 0;
+}
+
+/* n bytes at off into dst: 0, or -1 (a short read: the file changed). */
+static int pread_all(int fd, void *dst, size_t n, uint64_t off)
+{
+	unsigned char *d = dst;
+	while (n) {
+		ssize_t k = pread(fd, d, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k == 0)
+			errno = 0;
+		if (k <= 0)
+			return -1;
+		d += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
 int pd_open(struct perfdata **out, const char *path, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -178,54 +283,117 @@ int pd_open(struct perfdata **out, const char *path, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	size_t len = (size_t)sb.st_size;
-	void *m = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-	close(fd);
-	if (len && m == MAP_FAILED) {
-		int e = errno;
-		snprintf(err, errlen, "%s: mmap: %s", path, strerror(e));
-		return -e;
+	unsigned char hb[64] = {0};
+	struct hdr h;
+	unsigned char *ab = NULL;
+	int r;
+	if (pread_all(fd, hb, len < sizeof(hb) ? len : sizeof(hb), 0))
+		goto rderr;
+	if ((r = check_header(hb, len, &h, err, errlen)))
+		goto out;
+	if (!(ab = malloc(h.attrs_size))) {
+		r = -ENOMEM;
+		goto out;
 	}
-	/* Both passes walk the file from front to back: readahead. (Not
-	 * MADV_RANDOM: that does not stop the kernel's fault-around, which
-	 * maps the cached pages around each fault either way, but it makes
-	 * every page not in the page cache one synchronous read of 4 KB of
-	 * its own: 3.3 s instead of 0.8 s for a report of a 860 MB
-	 * perf.data read from disk, 1.9 s instead of 0.4 s with half of it
-	 * cached; no difference when all of it is.) */
-	if (len)
-		madvise(m, len, MADV_SEQUENTIAL);
-	/* And huge pages: what is read in from disk through this mapping
-	 * then comes in 2 MB folios, mapped by one entry each (the rest of
-	 * the costs of the walk, and their unmapping, go with the number of
-	 * entries: a report of the 860 MB bench recording in 12 ms of CPU
-	 * instead of 75 once read in so, with --no-write). What the page
-	 * cache already holds stays in the folios it has. */
-	if (len)
-		madvise(m, len, MADV_HUGEPAGE);
-	int r = pd_open_mem(out, m, len, err, errlen);
-	if (r) {
-		if (len)
-			munmap(m, len);
-		return r;
+	if (pread_all(fd, ab, h.attrs_size, h.attrs_off))
+		goto rderr;
+	if ((r = parse_attrs(out, &h, ab, err, errlen)))
+		goto out;
+	free(ab);
+	struct perfdata *pd = *out;
+	pd->len = len;
+	pd->fd = fd;
+	pd->stack_want = PD_STACK_MIN;
+	pd->wb = malloc(PD_WIN);
+	pd->rb = malloc(PD_RB);
+	if (!pd->wb || !pd->rb) {
+		pd_close(pd);
+		*out = NULL;
+		return -ENOMEM;
 	}
-	(*out)->map = m;
-	(*out)->map_len = len;
+	/* both passes go from the front to the back: readahead */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	return 0;
+rderr:
+	r = -EIO;
+	snprintf(err, errlen, "%s: read: %s", path,
+		 errno ? strerror(errno) : "short read");
+out:
+	free(ab);
+	close(fd);
+	return r;
 }
 
 void pd_close(struct perfdata *pd)
 {
 	if (!pd)
 		return;
-	if (pd->map)
-		munmap(pd->map, pd->map_len);
+	if (pd->fd >= 0)
+		close(pd->fd);
+	free(pd->wb);
+	free(pd->rb);
+	free(pd->sb[0].b);
+	free(pd->sb[1].b);
 	free(pd);
 }
 
 void pd_prefetch_stack(struct perfdata *pd, const uint32_t *off, size_t n)
 {
+	if (pd->fd >= 0) { /* the next sample's first read: as deep */
+		uint64_t w = PD_STACK_MIN;
+		for (size_t k = 0; k < n; k++)
+			if ((uint64_t)off[k] + 64 + 64 > w)
+				w = (uint64_t)off[k] + 64 + 64;
+		pd->stack_want = w;
+		return;
+	}
 	pd->npf = n < PD_PREFETCH ? n : PD_PREFETCH;
 	memcpy(pd->pf, off, pd->npf * sizeof(*off));
+}
+
+/* pd_open: the record c's bytes [0, end) read (end <= its size); 0, or
+ * -1 (ioerr set). */
+static int cur_fill(struct perfdata *io, struct cur *c, uint64_t end)
+{
+	if (end <= c->have)
+		return 0;
+	if (pread_all(io->fd, c->rb + c->have, end - c->have,
+		      c->off + c->have)) {
+		io->ioerr = 1;
+		return -1;
+	}
+	c->have = end;
+	if (c->buf >= 0) { /* the buffer holds more now */
+		struct sbuf *b = &io->sb[c->buf];
+		uint64_t e = (uint64_t)(c->rb - b->b) + end;
+		if (e > b->len)
+			b->len = e;
+	}
+	return 0;
+}
+
+static int rb_fill(struct perfdata *io, uint64_t end)
+{
+	return cur_fill(io, &io->c, end);
+}
+
+int pd_stack_need(const struct pd_sample *s, uint64_t end)
+{
+	struct perfdata *io = s->src;
+	if (!io)
+		return end <= s->stack_size ? 0 : -1;
+	if (end > io->stack_len)
+		return -1;
+	if (end <= io->stack_have)
+		return 0;
+	uint64_t want =
+	    (end + PD_STACK_STEP - 1) / PD_STACK_STEP * PD_STACK_STEP;
+	if (want > io->stack_len)
+		want = io->stack_len;
+	if (rb_fill(io, io->stack_rel + want))
+		return -1;
+	io->stack_have = want;
+	return 0;
 }
 
 uint64_t pd_sample_period_ns(const struct perfdata *pd)
@@ -281,16 +449,21 @@ static uint64_t id_trailer(const struct perfdata *pd, uint64_t *time_from_end)
 	return n;
 }
 
-/* Parse a sample's payload p[0..n). */
-static int parse_sample(const struct perfdata *pd, const unsigned char *p,
-			uint64_t n, struct pd_sample *s, uint64_t *time)
+/* Parse a sample's payload p[0..n). io (pd_open): p is io->rb + 8, of
+ * which what is needed is read here, the stack copy's bytes only as far
+ * as the head's read took them (pd_stack_need reads on). */
+static int parse_sample(const struct perfdata *pd, struct perfdata *io,
+			const unsigned char *p, uint64_t n, struct pd_sample *s,
+			uint64_t *time)
 {
 	uint64_t st = pd->sample_type, o = 0;
 	memset(s, 0, sizeof(*s));
-#define NEED(k)                         \
-	do {                            \
-		if (!inside(o, (k), n)) \
-			return -1;      \
+#define NEED(k)                                               \
+	do {                                                  \
+		if (!inside(o, (k), n))                       \
+			return -1;                            \
+		if (io && rb_fill(io, 8 + o + (uint64_t)(k))) \
+			return -1;                            \
 	} while (0)
 	if (st & PERF_SAMPLE_IDENTIFIER) {
 		NEED(8);
@@ -389,12 +562,43 @@ static int parse_sample(const struct perfdata *pd, const unsigned char *p,
 		uint64_t sz = rd64(p + o);
 		o += 8;
 		if (sz) {
-			NEED(sz);
+			if (!inside(o, sz, n))
+				return -1;
 			s->stack = p + o;
+			uint64_t so = o;
 			o += sz;
-			NEED(8);
-			uint64_t dyn = rd64(p + o);
+			if (!inside(o, 8, n))
+				return -1;
+			uint64_t dyn;
+			if (!io || 8 + o + 8 <= io->c.have) {
+				dyn = rd64(p + o);
+			} else if (io->tail && io->c.size >= PD_TAIL &&
+				   8 + o >= io->c.size - PD_TAIL) {
+				/* from pass 1's window */
+				dyn = rd64(io->tail +
+					   (8 + o - (io->c.size - PD_TAIL)));
+			} else {
+				unsigned char d8[8];
+				if (pread_all(io->fd, d8, 8,
+					      io->c.off + 8 + o)) {
+					io->ioerr = 1;
+					return -1;
+				}
+				dyn = rd64(d8);
+			}
 			s->stack_size = dyn < sz ? dyn : sz;
+			if (io) {
+				io->stack_rel = 8 + so;
+				io->stack_len = s->stack_size;
+				io->stack_have =
+				    io->c.have > io->stack_rel
+					? io->c.have - io->stack_rel
+					: 0;
+				if (io->stack_have > io->stack_len)
+					io->stack_have = io->stack_len;
+				s->stack_have = &io->stack_have;
+				s->src = io;
+			}
 		}
 	}
 #undef NEED
@@ -449,10 +653,10 @@ static int rec_sort(struct rec *rs, size_t nr)
 
 /* Decode record at offset into e; 1 if it is an event for the caller, 0
  * if skipped, -1 malformed (message in err). */
-static int decode(const struct perfdata *pd, uint64_t off, struct pd_event *e,
+static int decode(const struct perfdata *pd, struct perfdata *io,
+		  const unsigned char *r, uint64_t off, struct pd_event *e,
 		  char *err, size_t errlen)
 {
-	const unsigned char *r = pd->buf + off;
 	uint32_t type = rd32(r);
 	uint16_t misc = rd16(r + 4), size = rd16(r + 6);
 	const unsigned char *p = r + 8;
@@ -470,7 +674,7 @@ static int decode(const struct perfdata *pd, uint64_t off, struct pd_event *e,
 	switch (type) {
 	case PERF_RECORD_SAMPLE:
 		e->kind = PD_SAMPLE;
-		if (parse_sample(pd, p, n, &e->u.s, &e->time))
+		if (parse_sample(pd, io, p, n, &e->u.s, &e->time))
 			goto bad;
 		return 1;
 	case PERF_RECORD_MMAP:
@@ -534,11 +738,71 @@ static int decode(const struct perfdata *pd, uint64_t off, struct pd_event *e,
 		return 0;
 	}
 bad:
+	if (io && io->ioerr) {
+		snprintf(err, errlen,
+			 "perf.data: read error at offset %llu (the file "
+			 "changed?)",
+			 (unsigned long long)off);
+		return -1;
+	}
 	snprintf(err, errlen,
 		 "perf.data: malformed record (type %u, %u bytes) at offset "
 		 "%llu",
 		 type, size, (unsigned long long)off);
 	return -1;
+}
+
+/* Where pass 1 finds a record's time: its offset in the record, or 0 */
+static uint64_t time_pos(const struct perfdata *pd, uint32_t type,
+			 uint16_t size)
+{
+	uint64_t st = pd->sample_type;
+	if (type == PERF_RECORD_SAMPLE) {
+		if (!(st & PERF_SAMPLE_TIME))
+			return 0;
+		uint64_t to = 8;
+		to += st & PERF_SAMPLE_IDENTIFIER ? 8 : 0;
+		to += st & PERF_SAMPLE_IP ? 8 : 0;
+		to += st & PERF_SAMPLE_TID ? 8 : 0;
+		return to + 8 <= size ? to : 0;
+	}
+	if (type < 64 && pd->sample_id_all) {
+		uint64_t tfe, tr = id_trailer(pd, &tfe);
+		return tfe && tr + 8 <= size ? size - tfe : 0;
+	}
+	return 0;
+}
+
+/* The records pd_each passes on (or fails on) */
+static int indexed(uint32_t type)
+{
+	return type == PERF_RECORD_SAMPLE || type == PERF_RECORD_MMAP ||
+	       type == PERF_RECORD_MMAP2 || type == PERF_RECORD_COMM ||
+	       type == PERF_RECORD_FORK || type == PERF_RECORD_EXIT ||
+	       type == PERF_RECORD_COMPRESSED_;
+}
+
+/* pass 1 (pd_open): the bytes [off, off + n) of the data section (n <=
+ * PD_WIN - PD_WIN_BACK), through the window; NULL on a read error. */
+static const unsigned char *win(struct perfdata *pd, uint64_t off, uint64_t n)
+{
+	if (pd->buf)
+		return pd->buf + off;
+	if (off >= pd->wb_off && off - pd->wb_off <= pd->wb_len &&
+	    n <= pd->wb_len - (off - pd->wb_off))
+		return pd->wb + (off - pd->wb_off);
+	uint64_t from = off - pd->data_off >= PD_WIN_BACK ? off - PD_WIN_BACK
+							  : pd->data_off;
+	uint64_t end = pd->data_off + pd->data_size, len = PD_WIN;
+	if (len > end - from)
+		len = end - from;
+	if (pread_all(pd->fd, pd->wb, len, from)) {
+		pd->wb_len = 0;
+		return NULL;
+	}
+	pd->wb_off = from;
+	pd->wb_len = len;
+	return pd->wb + (off - from);
 }
 
 int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
@@ -552,6 +816,8 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 	uint64_t off = pd->data_off, end = pd->data_off + pd->data_size,
 		 last_t = 0;
 	int r = 0, sorted = 1;
+	const unsigned char *q;
+	pd->wb_off = pd->wb_len = 0;
 	while (off < end) {
 		if (end - off < 8) {
 			r = fail(
@@ -561,7 +827,17 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 			    (unsigned long long)off);
 			goto out;
 		}
-		uint16_t size = rd16(pd->buf + off + 6);
+		if (!(q = win(pd, off, 8)))
+			goto rderr;
+		uint16_t size = rd16(q + 6);
+		uint32_t type = rd32(q);
+		/* the last bytes of the record before (a sample's dyn_size),
+		 * in the window with this header */
+		if (!pd->buf && nr && rs[nr - 1].off + rs[nr - 1].size == off &&
+		    rs[nr - 1].size >= PD_TAIL && off - pd->wb_off >= PD_TAIL) {
+			memcpy(rs[nr - 1].tail, q - PD_TAIL, PD_TAIL);
+			rs[nr - 1].has_tail = 1;
+		}
 		if (size < 8 || size > end - off) {
 			r = fail(err, errlen,
 				 "perf.data truncated or corrupt: record of %u "
@@ -570,31 +846,15 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 				 (unsigned long long)end);
 			goto out;
 		}
-		uint32_t type = rd32(pd->buf + off);
-		uint64_t t = last_t;
-		if (type == PERF_RECORD_SAMPLE) {
-			if ((pd->sample_type & PERF_SAMPLE_TIME)) {
-				uint64_t to = 8;
-				to += pd->sample_type & PERF_SAMPLE_IDENTIFIER
-					  ? 8
-					  : 0;
-				to += pd->sample_type & PERF_SAMPLE_IP ? 8 : 0;
-				to += pd->sample_type & PERF_SAMPLE_TID ? 8 : 0;
-				if (to + 8 <= size)
-					t = rd64(pd->buf + off + to);
-			}
-		} else if (type < 64 && pd->sample_id_all) {
-			uint64_t tfe;
-			uint64_t tr = id_trailer(pd, &tfe);
-			if (tfe && tr + 8 <= size)
-				t = rd64(pd->buf + off + size - tfe);
-			if (!t)
-				t = last_t;
+		uint64_t t = last_t, tp = time_pos(pd, type, size);
+		if (tp) {
+			if (!(q = win(pd, off + tp, 8)))
+				goto rderr;
+			t = rd64(q);
 		}
-		if (type == PERF_RECORD_SAMPLE || type == PERF_RECORD_MMAP ||
-		    type == PERF_RECORD_MMAP2 || type == PERF_RECORD_COMM ||
-		    type == PERF_RECORD_FORK || type == PERF_RECORD_EXIT ||
-		    type == PERF_RECORD_COMPRESSED_) {
+		if (!t && type != PERF_RECORD_SAMPLE)
+			t = last_t;
+		if (indexed(type)) {
 			if (nr == cap) {
 				cap *= 2;
 				struct rec *n2 = realloc(rs, cap * sizeof(*rs));
@@ -610,6 +870,7 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 			rs[nr].time = t;
 			rs[nr].seq = nr;
 			rs[nr].size = size;
+			rs[nr].has_tail = 0;
 			nr++;
 		}
 		if (t)
@@ -618,11 +879,16 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 	}
 	if (!sorted && (r = rec_sort(rs, nr)))
 		goto out;
-	/* pass 2: decode in time order, the records a few ahead prefetched
-	 * (their pages are mapped by now: pass 1 touched every one) */
+	/* pass 2: decode in time order; from a mapping (pd_open_mem), the
+	 * records a few ahead prefetched (their pages are mapped by now:
+	 * pass 1 touched every one); else each record read (pd_open): a
+	 * sample's head and the first bytes of its stack copy, as far as
+	 * the last walk went and some */
+	struct perfdata *io = pd->buf ? NULL : pd;
+	pd->head_want = 512;
 	for (size_t i = 0; i < nr; i++) {
-		if (i + PD_AHEAD < nr) {
-			const unsigned char *q = pd->buf + rs[i + PD_AHEAD].off;
+		if (!io && i + PD_AHEAD < nr) {
+			q = pd->buf + rs[i + PD_AHEAD].off;
 			uint16_t qs = rs[i + PD_AHEAD].size;
 			__builtin_prefetch(q);
 			__builtin_prefetch(q + 64);
@@ -630,27 +896,50 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 			__builtin_prefetch(q + 192);
 			__builtin_prefetch(q + qs - 8);
 		}
-		if (pd->npf && i + PD_AHEAD / 2 < nr) {
+		if (!io && pd->npf && i + PD_AHEAD / 2 < nr) {
 			const struct rec *h = &rs[i + PD_AHEAD / 2];
-			const unsigned char *q = pd->buf + h->off;
+			q = pd->buf + h->off;
 			struct pd_sample hs;
 			uint64_t ht;
 			if (rd32(q) == PERF_RECORD_SAMPLE &&
-			    !parse_sample(pd, q + 8, h->size - 8u, &hs, &ht) &&
+			    !parse_sample(pd, NULL, q + 8, h->size - 8u, &hs,
+					  &ht) &&
 			    hs.stack)
 				for (size_t k = 0; k < pd->npf; k++)
 					if (pd->pf[k] < hs.stack_size)
 						__builtin_prefetch(hs.stack +
 								   pd->pf[k]);
 		}
+		const unsigned char *rp = io ? NULL : pd->buf + rs[i].off;
+		if (io) {
+			io->c.rb = io->rb;
+			io->c.buf = -1;
+			io->c.off = rs[i].off;
+			io->c.size = rs[i].size;
+			io->c.have = 0;
+			io->tail = rs[i].has_tail ? rs[i].tail : NULL;
+			io->ioerr = 0;
+			uint64_t first = io->head_want + io->stack_want;
+			if (first > rs[i].size)
+				first = rs[i].size;
+			if (rb_fill(io, first) ||
+			    (rd32(io->c.rb) != PERF_RECORD_SAMPLE &&
+			     rb_fill(io, rs[i].size))) {
+				off = rs[i].off;
+				goto rderr;
+			}
+			rp = io->c.rb;
+		}
 		struct pd_event e;
-		int d = decode(pd, rs[i].off, &e, err, errlen);
+		int d = decode(pd, io, rp, rs[i].off, &e, err, errlen);
 		if (d < 0) {
 			r = -EBADMSG;
 			goto out;
 		}
 		if (d == 0)
 			continue;
+		if (io && e.kind == PD_SAMPLE && e.u.s.stack)
+			io->head_want = io->stack_rel;
 		if (!e.time)
 			e.time = rs[i].time;
 		r = cb(&e, ctx);
@@ -660,4 +949,276 @@ int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 out:
 	free(rs);
 	return r;
+rderr:
+	r = fail(err, errlen,
+		 "perf.data: read error at offset %llu (the file changed?)",
+		 (unsigned long long)off);
+	goto out;
+}
+
+/* pd_each_restart: the record at off readable in c (its first 8 bytes at
+ * least, want wished for): from the buffer that holds it, else read into
+ * the buffer other than avoid (whose record is still to be decoded),
+ * from PD_TAIL before it (the record before's last bytes). 0, or -1. */
+static int st_load(struct perfdata *io, struct cur *c, uint64_t off,
+		   uint64_t want, int avoid)
+{
+	int k;
+	struct sbuf *b = NULL;
+	for (k = 0; k < 2; k++) {
+		b = &io->sb[k];
+		if (off >= b->off && off - b->off <= PD_SB_START &&
+		    b->len >= off - b->off + 8)
+			break;
+	}
+	if (k == 2) {
+		uint64_t end = io->data_off + io->data_size;
+		k = avoid == 0 ? 1 : 0;
+		b = &io->sb[k];
+		uint64_t from = off - io->data_off >= PD_TAIL ? off - PD_TAIL
+							      : io->data_off;
+		uint64_t len = (off - from) + want + 64;
+		if (len > PD_SB_START + 65536)
+			len = PD_SB_START + 65536;
+		if (len > end - from)
+			len = end - from;
+		if (pread_all(io->fd, b->b, len, from)) {
+			b->len = 0;
+			return -1;
+		}
+		b->off = from;
+		b->len = len;
+	}
+	c->buf = k;
+	c->rb = b->b + (off - b->off);
+	c->off = off;
+	c->have = b->len - (off - b->off);
+	c->size = c->have;
+	return 0;
+}
+
+/* pd_each_restart: a record held back (its time later than the records
+ * after it: perf inject's MMAP2 of a jitted-*.so has the jitdump's time,
+ * ahead of the samples that follow), a copy of all its bytes */
+struct held {
+	uint64_t t, seq, off;
+	uint16_t size;
+	unsigned char *b;
+};
+
+enum { PD_HELD_MAX = 1024, PD_HELD_BYTES = 16 << 20 };
+
+/* Pass on the record c (time t): 0 (*stop: the cb's return), or -1 (a
+ * decode would fail). */
+static int st_pass(struct perfdata *io, struct cur *c,
+		   const unsigned char *tail, uint64_t t,
+		   int (*cb)(const struct pd_event *e, void *ctx), void *ctx,
+		   char *err, size_t errlen, int *stop)
+{
+	io->c = *c;
+	io->tail = tail;
+	io->ioerr = 0;
+	if (rd32(io->c.rb) != PERF_RECORD_SAMPLE &&
+	    cur_fill(io, &io->c, io->c.size))
+		return -1;
+	struct pd_event e;
+	int d = decode(io, io, io->c.rb, io->c.off, &e, err, errlen);
+	if (d < 0)
+		return -1;
+	if (d > 0) {
+		if (e.kind == PD_SAMPLE && e.u.s.stack)
+			io->head_want = io->stack_rel;
+		if (!e.time)
+			e.time = t;
+		*stop = cb(&e, ctx);
+	}
+	return 0;
+}
+
+/* Pass on the first out of those held back (the last of hd): 0, or -1 */
+static int st_held(struct perfdata *io, struct held *hd, size_t *nhd,
+		   size_t *hd_bytes,
+		   int (*cb)(const struct pd_event *e, void *ctx), void *ctx,
+		   char *err, size_t errlen, int *stop, uint64_t *out_t,
+		   int *delivered)
+{
+	struct held h = hd[--*nhd];
+	struct cur hc = {h.b, h.off, h.size, h.size, -1};
+	int bad =
+	    !*stop && st_pass(io, &hc, NULL, h.t, cb, ctx, err, errlen, stop);
+	free(h.b);
+	*hd_bytes -= h.size;
+	*delivered = 1;
+	*out_t = h.t;
+	return bad ? -1 : 0;
+}
+
+/* pd_each_restart's single pass: the records in file order, as pass 1
+ * reads them, each passed on once the next one's header is read (a
+ * sample's dyn_size is in that read), those whose time is later than the
+ * latest sample's held back until the samples reach it. The events go
+ * out in (time, file order) order, as pass 2 has them, provided no
+ * record comes after one with a later time that went out before it: then
+ * (and where pass 1 or a decode would fail, or a read does) *again is
+ * set, the events that went out are undone by reset, and pd_each does it
+ * all again (and says what failed). Returns 0, or the cb's return. */
+static int stream(struct perfdata *io,
+		  int (*cb)(const struct pd_event *e, void *ctx),
+		  void (*reset)(void *ctx), void *ctx, char *err, size_t errlen,
+		  int *again)
+{
+	*again = 0;
+	for (int k = 0; k < 2; k++) {
+		if (!io->sb[k].b && !(io->sb[k].b = malloc(PD_SB))) {
+			*again = 1;
+			return 0;
+		}
+		io->sb[k].off = io->sb[k].len = 0;
+	}
+	struct held *hd =
+	    NULL; /* by (t, seq), descending: the first out last */
+	size_t nhd = 0, hd_bytes = 0;
+	uint64_t off = io->data_off, end = io->data_off + io->data_size,
+		 last_t = 0, pend_t = 0, pend_seq = 0, pend_end = 0, seq = 0;
+	uint64_t out_t = 0; /* the time of the last event out */
+	uint64_t smp_t = 0; /* the latest sample's: records up to it go out */
+	struct cur sc, pend = {0};
+	unsigned char pend_tail[PD_TAIL];
+	int have_pend = 0, pend_tail_ok = 0, delivered = 0, stop = 0, r = 0;
+	io->head_want = 512;
+	for (;;) {
+		uint32_t type = 0;
+		uint16_t size = 0;
+		uint64_t t = last_t;
+		int idx = 0;
+		if (off < end) {
+			if (end - off < 8 ||
+			    st_load(io, &sc, off,
+				    io->head_want + io->stack_want,
+				    have_pend ? pend.buf : -1))
+				goto again;
+			size = rd16(sc.rb + 6);
+			type = rd32(sc.rb);
+			if (have_pend && off == pend_end &&
+			    sc.rb - io->sb[sc.buf].b >= PD_TAIL) {
+				memcpy(pend_tail, sc.rb - PD_TAIL, PD_TAIL);
+				pend_tail_ok = 1;
+			}
+			if (size < 8 || size > end - off)
+				goto again;
+			sc.size = size;
+			if (sc.have > size)
+				sc.have = size;
+			uint64_t tp = time_pos(io, type, size);
+			if (tp) {
+				if (cur_fill(io, &sc, tp + 8))
+					goto again;
+				t = rd64(sc.rb + tp);
+			}
+			if (!t && type != PERF_RECORD_SAMPLE)
+				t = last_t;
+			idx = indexed(type);
+			if (idx && delivered && t < out_t)
+				goto again; /* it belongs before one gone out */
+			if (type == PERF_RECORD_SAMPLE && t > smp_t)
+				smp_t = t;
+		}
+		if (have_pend && (off >= end || idx)) {
+			/* the record before: out (after those held back that
+			 * come first), or held back too */
+			/* up to the latest sample's time, and never past
+			 * this record's (it comes before the later ones) */
+			uint64_t upto = off >= end  ? UINT64_MAX
+					: t < smp_t ? t
+						    : smp_t;
+			if (pend_t <= upto) {
+				while (nhd && hd[nhd - 1].t <= pend_t)
+					if (st_held(io, hd, &nhd, &hd_bytes, cb,
+						    ctx, err, errlen, &stop,
+						    &out_t, &delivered))
+						goto again;
+				if (!stop &&
+				    st_pass(io, &pend,
+					    pend_tail_ok ? pend_tail : NULL,
+					    pend_t, cb, ctx, err, errlen,
+					    &stop))
+					goto again;
+				delivered = 1;
+				out_t = pend_t;
+			} else {
+				if (nhd == PD_HELD_MAX ||
+				    hd_bytes + pend.size > PD_HELD_BYTES)
+					goto again;
+				if (!hd &&
+				    !(hd = malloc(PD_HELD_MAX * sizeof(*hd))))
+					goto again;
+				unsigned char *b = malloc(pend.size);
+				if (!b)
+					goto again;
+				memcpy(b, pend.rb, pend.have);
+				if (pend.have < pend.size &&
+				    pread_all(io->fd, b + pend.have,
+					      pend.size - pend.have,
+					      pend.off + pend.have)) {
+					free(b);
+					goto again;
+				}
+				size_t k = nhd;
+				while (k && (hd[k - 1].t < pend_t ||
+					     (hd[k - 1].t == pend_t &&
+					      hd[k - 1].seq < pend_seq))) {
+					hd[k] = hd[k - 1];
+					k--;
+				}
+				hd[k] = (struct held){pend_t, pend_seq,
+						      pend.off, pend.size, b};
+				nhd++;
+				hd_bytes += pend.size;
+			}
+			have_pend = 0;
+			/* and those held back that come before this one */
+			while (nhd && hd[nhd - 1].t <= upto)
+				if (st_held(io, hd, &nhd, &hd_bytes, cb, ctx,
+					    err, errlen, &stop, &out_t,
+					    &delivered))
+					goto again;
+		}
+		if (off >= end)
+			break;
+		if (idx) {
+			pend = sc;
+			pend_t = t;
+			pend_seq = seq++;
+			pend_end = off + size;
+			pend_tail_ok = 0;
+			have_pend = 1;
+		}
+		if (t)
+			last_t = t;
+		off += size;
+	}
+	r = stop;
+	goto out;
+again:
+	if (delivered)
+		reset(ctx);
+	*again = 1;
+	if (err && errlen)
+		err[0] = 0;
+out:
+	while (nhd)
+		free(hd[--nhd].b);
+	free(hd);
+	return r;
+}
+
+int pd_each_restart(struct perfdata *pd,
+		    int (*cb)(const struct pd_event *e, void *ctx),
+		    void (*reset)(void *ctx), void *ctx, char *err,
+		    size_t errlen)
+{
+	if (pd->buf || !reset)
+		return pd_each(pd, cb, ctx, err, errlen);
+	int again, r = stream(pd, cb, reset, ctx, err, errlen, &again);
+	return again ? pd_each(pd, cb, ctx, err, errlen) : r;
 }

@@ -19,6 +19,11 @@ struct pd_sample {
 	const unsigned char *regs; /* popcount(mask) u64 in bit order */
 	uint64_t stack_size;	   /* valid bytes of the stack copy */
 	const unsigned char *stack;
+	/* pd_open reads a stack copy only as far as asked: its first
+	 * *stack_have bytes are at stack, pd_stack_need reads on. NULL (from
+	 * pd_open_mem, or a sample made up): all stack_size are there. */
+	const uint64_t *stack_have;
+	struct perfdata *src;
 };
 
 struct pd_mmap {
@@ -53,6 +58,10 @@ struct pd_event {
 
 struct perfdata;
 
+/* The events' pointers (names, callchain, registers, stack) are valid
+ * until pd_close with pd_open_mem; with pd_open only during the callback
+ * that gets them. */
+
 /* Open and check the header and attributes; err gets a message. */
 int pd_open(struct perfdata **out, const char *path, char *err, size_t errlen);
 /* Parse a buffer (not copied; must outlive the handle). */
@@ -63,11 +72,26 @@ int pd_open_mem(struct perfdata **out, const void *buf, size_t len, char *err,
  * message in err. */
 int pd_each(struct perfdata *pd, int (*cb)(const struct pd_event *e, void *ctx),
 	    void *ctx, char *err, size_t errlen);
+/* pd_each, for a callback whose effects reset(ctx) undoes: a file of
+ * pd_open in time order (as `perf inject` writes it) is then read in one
+ * pass instead of two (pass 1 reads every record's header, before any
+ * event, to sort them: here each record is passed on once the next one's
+ * header shows that it comes first). What the callback gets is the same
+ * as with pd_each, and so is the result: where the file is not in time
+ * order, or is damaged, the events passed on are undone by reset and
+ * pd_each does it all. */
+int pd_each_restart(struct perfdata *pd,
+		    int (*cb)(const struct pd_event *e, void *ctx),
+		    void (*reset)(void *ctx), void *ctx, char *err,
+		    size_t errlen);
 /* Offsets into the stack copy (n <= PD_PREFETCH) that pd_each prefetches
  * in the samples a few ahead of the one its callback has: what the last
  * walk read (uw_stack_lines). Only a hint: no effect on what is read. */
 enum { PD_PREFETCH = 16 };
 void pd_prefetch_stack(struct perfdata *pd, const uint32_t *off, size_t n);
+/* Make s->stack[0, end) readable (end <= s->stack_size): 0, or -1 (end
+ * beyond the copy, or a read error). */
+int pd_stack_need(const struct pd_sample *s, uint64_t end);
 uint64_t pd_sample_period_ns(const struct perfdata *pd);
 /* The user stack bytes asked for per sample (the attr's sample_stack_user,
  * what `perf record --call-graph dwarf,N` set); 0 without stack copies. */

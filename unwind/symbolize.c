@@ -19,6 +19,60 @@ static int sym_cmp(const void *a, const void *b)
 	return (x->size == 0) - (y->size == 0);
 }
 
+/* x before y in sym_cmp's order? */
+static int sym_lt(const struct esym *x, const struct esym *y)
+{
+	return x->addr != y->addr ? x->addr < y->addr
+				  : (x->size != 0) > (y->size != 0);
+}
+
+/* Sort by sym_cmp, stably: a natural merge sort (linear on the sorted
+ * runs a symbol table mostly is), the comparison inline. The order
+ * glibc's qsort gave (a merge sort too, so stable: ties keep the table's
+ * order, which decides which of two names at one address a frame gets),
+ * at a fraction of its calls through a pointer; qsort where the buffer
+ * cannot be had. */
+static void sort_syms(struct esym *v, size_t n)
+{
+	struct esym *tmp = malloc(n * sizeof(*v));
+	if (!tmp) {
+		qsort(v, n, sizeof(*v), sym_cmp);
+		return;
+	}
+	struct esym *a = v, *b = tmp;
+	for (;;) {
+		size_t runs = 0;
+		for (size_t lo = 0; lo < n;) {
+			size_t mid = lo + 1;
+			while (mid < n && !sym_lt(&a[mid], &a[mid - 1]))
+				mid++;
+			size_t hi = mid;
+			if (mid < n) {
+				hi = mid + 1;
+				while (hi < n && !sym_lt(&a[hi], &a[hi - 1]))
+					hi++;
+			}
+			size_t i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				b[k++] = sym_lt(&a[j], &a[i]) ? a[j++] : a[i++];
+			while (i < mid)
+				b[k++] = a[i++];
+			while (j < hi)
+				b[k++] = a[j++];
+			runs++;
+			lo = hi;
+		}
+		struct esym *t = a;
+		a = b;
+		b = t;
+		if (runs <= 1)
+			break;
+	}
+	if (a != v)
+		memcpy(v, a, n * sizeof(*v));
+	free(tmp);
+}
+
 /* Capacities while loading one object's symbols. */
 struct symload {
 	size_t cap, strs_len, strs_cap;
@@ -98,7 +152,7 @@ static void load_syms(struct elfobj *o)
 		add_table(o, o->elf, SHT_SYMTAB, &L);
 	add_table(o, o->elf, SHT_DYNSYM, &L);
 	if (o->nsyms)
-		qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_cmp);
+		sort_syms(o->syms, o->nsyms);
 }
 
 const char *elfobj_sym(struct elfobj *o, uint64_t vaddr, uint64_t *off)

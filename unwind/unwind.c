@@ -588,6 +588,9 @@ static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v,
 		*need = a - sp0 + 8;
 	if (a < sp0 || a - sp0 > s->stack_size || s->stack_size - (a - sp0) < 8)
 		return false;
+	if (s->stack_have && a - sp0 + 8 > *s->stack_have &&
+	    pd_stack_need(s, a - sp0 + 8))
+		return false;
 	memcpy(v, s->stack + (a - sp0), 8);
 	return true;
 }
