@@ -522,11 +522,19 @@ static int upload_rows(struct smp *s, struct sobj *ob, const struct smp_row *v,
 	return 0;
 }
 
-static struct sobj *get_obj(struct smp *s, const char *key, const char *path)
+/* The object loaded under key, or NULL. */
+static struct sobj *find_obj(struct smp *s, const char *key)
 {
 	for (uint32_t i = 0; i < s->nobjs; i++)
 		if (!strcmp(s->objs[i].key, key))
 			return &s->objs[i];
+	return NULL;
+}
+
+/* A new object under key (its rows not loaded yet), or NULL when out of
+ * room or memory. */
+static struct sobj *new_obj(struct smp *s, const char *key)
+{
 	if (s->nobjs >= SMP_MAX_OBJS)
 		return NULL;
 	if (s->nobjs == s->capobjs) {
@@ -543,6 +551,14 @@ static struct sobj *get_obj(struct smp *s, const char *key, const char *path)
 	if (!ob->key)
 		return NULL;
 	ob->id = s->nobjs++;
+	return ob;
+}
+
+static struct sobj *get_obj(struct smp *s, const char *key, const char *path)
+{
+	struct sobj *ob = find_obj(s, key);
+	if (ob || !(ob = new_obj(s, key)))
+		return ob;
 	ob->ok = load_rows(s, ob, path) == 0;
 	return ob;
 }
@@ -747,19 +763,9 @@ static struct sobj *cb_obj(struct smp *s, uint32_t ng)
 {
 	char key[64];
 	snprintf(key, sizeof(key), "[luajit ffi callbacks %u]", ng);
-	for (uint32_t i = 0; i < s->nobjs; i++)
-		if (!strcmp(s->objs[i].key, key))
-			return &s->objs[i];
-	if (s->nobjs >= SMP_MAX_OBJS || ng > 4096)
-		return NULL;
-	if (s->nobjs == s->capobjs) {
-		uint32_t nc = s->capobjs ? 2 * s->capobjs : 64;
-		struct sobj *no = realloc(s->objs, nc * sizeof(*no));
-		if (!no)
-			return NULL;
-		s->objs = no;
-		s->capobjs = nc;
-	}
+	struct sobj *ob = find_obj(s, key);
+	if (ob || ng > 4096)
+		return ob;
 	struct smp_row *v = calloc(2 * ng + 2, sizeof(*v));
 	if (!v)
 		return NULL;
@@ -780,14 +786,10 @@ static struct sobj *cb_obj(struct smp *s, uint32_t ng)
 	}
 	v[n++] =
 	    (struct smp_row){.pc = 8 + CB_GROUP * ng, .rule = SMP_RULE_NONE};
-	struct sobj *ob = &s->objs[s->nobjs];
-	memset(ob, 0, sizeof(*ob));
-	ob->key = strdup(key);
-	if (!ob->key) {
+	if (!(ob = new_obj(s, key))) {
 		free(v);
 		return NULL;
 	}
-	ob->id = s->nobjs++;
 	ob->ok = upload_rows(s, ob, v, n) == 0;
 	free(v);
 	return ob;
