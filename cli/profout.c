@@ -17,7 +17,9 @@ void cli_pframe(const struct uframe *f, int i, struct pframe *p)
 	p->name = f->name;
 	p->addr = i ? f->pc - 1 : f->pc;
 	p->kind = f->is_trace ? PF_JIT : f->elf ? PF_ELF : PF_UNKNOWN;
-	p->mapping = f->map_name;
+	/* an ELF object's path: the mapping's name (the object was found by
+	 * it), in a string that stays put as long as the unwinder */
+	p->mapping = f->elf ? elfobj_path(f->elf) : f->map_name;
 	p->map_start = f->map_start;
 	p->map_end = f->map_end;
 	p->map_pgoff = f->map_pgoff;

@@ -83,6 +83,7 @@ struct rep {
 	struct uframe fr[UW_MAX];
 	struct pframe pf[2 * UW_MAX];	      /* with Lua frames */
 	struct pframe all[KMAX + 2 * UW_MAX]; /* kernel frames, then pf */
+	uint8_t stable[KMAX + 2 * UW_MAX];    /* their PF_STABLE_* bits */
 	int err;
 	/* what rep_begin starts from */
 	struct traces *t;
@@ -213,6 +214,8 @@ static int on_event(const struct pd_event *e, void *ctx)
 			if (!kern)
 				continue;
 			cli_kframe(r->u, ip, (int)nk, &r->all[nk]);
+			/* kallsyms' names stay put as long as r->u */
+			r->stable[nk] = PF_STABLE_ALL;
 			nk++;
 		}
 		const struct pframe *fs = r->pf;
@@ -225,7 +228,20 @@ static int on_event(const struct pd_event *e, void *ctx)
 			memcpy(r->all + nk, r->pf, (size_t)np * sizeof(*r->pf));
 			fs = r->all;
 		}
-		if (any && prof_add(r->prof, fs, nk + np, 1, comm) && !r->err)
+		/* uw_event's frames: names, ELF objects (paths, build-ids)
+		 * and "[jit]" stay put as long as r->u, which the profile
+		 * does not outlive (rep_begin makes both anew); an anonymous
+		 * mapping's name may go with its process, Lua frames' names
+		 * with the next sample */
+		for (uint32_t i = 0; i < np; i++)
+			r->stable[nk + i] =
+			    fs[nk + i].kind == PF_LUA ? 0
+			    : fs[nk + i].kind == PF_UNKNOWN
+				? PF_STABLE_ALL & ~PF_STABLE_MAPPING
+				: PF_STABLE_ALL;
+		if (any &&
+		    prof_add_stable(r->prof, fs, r->stable, nk + np, 1, comm) &&
+		    !r->err)
 			r->err = -ENOMEM;
 	}
 	if (r->dump) {

@@ -169,9 +169,11 @@ static bool str_is(const struct prof *p, const char *s, uint32_t idx)
 
 /* The frame index of f from the memo, or -1: where the slot holds a
  * pframe with f's fields (the same pointers) whose strings still read as
- * the ones its frame interned, add_frame would give that frame again. */
+ * the ones its frame interned, add_frame would give that frame again. A
+ * string that both promise stable (st: PF_STABLE_*) reads the same at the
+ * same address: not compared again. */
 static int64_t memo_frame(const struct prof *p, const struct pframe *f,
-			  size_t slot)
+			  unsigned st, size_t slot)
 {
 	const struct pframe *k = &p->fmemo[slot].k;
 	uint32_t id1 = p->fmemo[slot].id1;
@@ -179,15 +181,19 @@ static int64_t memo_frame(const struct prof *p, const struct pframe *f,
 	    k->file != f->file || k->line != f->line ||
 	    k->mapping != f->mapping || k->build_id != f->build_id ||
 	    k->map_start != f->map_start || k->map_end != f->map_end ||
-	    k->map_pgoff != f->map_pgoff || k->kind != f->kind)
+	    k->map_pgoff != f->map_pgoff || k->kind != f->kind ||
+	    p->fmemo[slot].stable != st)
 		return -1;
 	const struct pfrec *r = &p->frames[id1 - 1];
-	if (!str_is(p, f->name, r->name) || !str_is(p, f->file, r->file))
+	if ((!(st & PF_STABLE_NAME) && !str_is(p, f->name, r->name)) ||
+	    (!(st & PF_STABLE_FILE) && !str_is(p, f->file, r->file)))
 		return -1;
 	if (r->map) {
 		const struct pmap *m = &p->maps[r->map - 1];
-		if (!str_is(p, f->mapping, m->path) ||
-		    !str_is(p, f->build_id, m->build_id))
+		if ((!(st & PF_STABLE_MAPPING) &&
+		     !str_is(p, f->mapping, m->path)) ||
+		    (!(st & PF_STABLE_BUILD_ID) &&
+		     !str_is(p, f->build_id, m->build_id)))
 			return -1;
 	}
 	return id1 - 1;
@@ -204,6 +210,13 @@ static size_t memo_slot(const struct pframe *f)
 
 int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	     uint64_t count, const char *comm)
+{
+	return prof_add_stable(p, frames, NULL, n, count, comm);
+}
+
+int prof_add_stable(struct prof *p, const struct pframe *frames,
+		    const uint8_t *stable, uint32_t n, uint64_t count,
+		    const char *comm)
 {
 	if (!p || (n && !frames))
 		return -EINVAL;
@@ -224,13 +237,15 @@ int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	uint64_t h = pf_mix(0, (uint64_t)c);
 	for (uint32_t i = 0; i < n; i++) {
 		size_t slot = memo_slot(&frames[i]);
-		int64_t id = memo_frame(p, &frames[i], slot);
+		unsigned st = stable ? stable[i] & PF_STABLE_ALL : 0;
+		int64_t id = memo_frame(p, &frames[i], st, slot);
 		if (id < 0) {
 			id = add_frame(p, &frames[i]);
 			if (id < 0)
 				return (int)id;
 			p->fmemo[slot].k = frames[i];
 			p->fmemo[slot].id1 = (uint32_t)id + 1;
+			p->fmemo[slot].stable = (uint8_t)st;
 		}
 		ids = p->fids + p->nfids; /* add_frame does not move fids */
 		ids[i] = (uint32_t)id;

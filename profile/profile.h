@@ -34,6 +34,20 @@ struct prof *prof_new(uint64_t period_ns);
  * the root (e.g. main / _start). Strings are copied. 0 or -errno. */
 int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	     uint64_t count, const char *comm);
+/* prof_add, with stable[i] (stable NULL: all 0) the PF_STABLE_* bits of
+ * frames[i]: those of its strings that stay put (the same bytes at the
+ * same address, never freed) for as long as the profile takes samples,
+ * which prof_add then knows again by their address alone. */
+enum {
+	PF_STABLE_NAME = 1,
+	PF_STABLE_FILE = 2,
+	PF_STABLE_MAPPING = 4,
+	PF_STABLE_BUILD_ID = 8,
+	PF_STABLE_ALL = 15
+};
+int prof_add_stable(struct prof *p, const struct pframe *frames,
+		    const uint8_t *stable, uint32_t n, uint64_t count,
+		    const char *comm);
 /* Folded stacks: "comm;root;...;leaf count", trace frames suffixed "_[j]",
  * Lua frames "_[l]". */
 int prof_write_folded(const struct prof *p, const char *path);

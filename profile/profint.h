@@ -108,7 +108,8 @@ struct prof {
 	 * pframe (its strings checked against the ones interned) */
 	struct {
 		struct pframe k;
-		uint32_t id1; /* index + 1, 0 empty */
+		uint32_t id1;	/* index + 1, 0 empty */
+		uint8_t stable; /* k's PF_STABLE_* bits */
 	} fmemo[PF_FMEMO];
 };
 
