@@ -50,7 +50,18 @@ uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
 			 const struct cli_extra *ex, uint32_t nex,
 			 struct pframe *out, uint32_t max)
 {
+	return cli_user_frames_st(u, pid, ts, mode, fr, n, ex, nex, out, NULL,
+				  max);
+}
+
+uint32_t cli_user_frames_st(struct uwstate *u, uint32_t pid, uint64_t ts,
+			    int mode, const struct uframe *fr, int n,
+			    const struct cli_extra *ex, uint32_t nex,
+			    struct pframe *out, uint8_t *stable, uint32_t max)
+{
 	uint32_t k = 0, x = 0;
+	if (stable)
+		memset(stable, 0, max);
 	size_t used = 0;
 	if (mode == CLI_FRAMES_NATIVE)
 		nex = 0;
@@ -73,6 +84,21 @@ uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
 			 * profile side) */
 			const char *file = lf[j].file ? lf[j].file : "(null)";
 			size_t fl = strlen(file);
+			if (lf[j].func) { /* made once, staying put */
+				size_t w = strlen(lf[j].func) + 1 + fl;
+				if (w >= room)
+					break;
+				used += w + 1;
+				if (stable)
+					stable[k] = PF_STABLE_ALL;
+				struct pframe *p = &out[k++];
+				memset(p, 0, sizeof(*p));
+				p->name = lf[j].func;
+				p->file = file;
+				p->line = lf[j].line;
+				p->kind = PF_LUA;
+				continue;
+			}
 			char num[16];
 			size_t nd = 0;
 			uint32_t v = lf[j].first;

@@ -82,6 +82,7 @@ struct rep {
 	int frames;	      /* enum cli_frames */
 	struct uframe fr[UW_MAX];
 	struct pframe pf[2 * UW_MAX];	      /* with Lua frames */
+	uint8_t pfst[2 * UW_MAX];	      /* their PF_STABLE_* bits */
 	struct pframe all[KMAX + 2 * UW_MAX]; /* kernel frames, then pf */
 	uint8_t stable[KMAX + 2 * UW_MAX];    /* their PF_STABLE_* bits */
 	int err;
@@ -194,9 +195,9 @@ static int on_event(const struct pd_event *e, void *ctx)
 			r->why_through[why]++;
 	}
 	if (r->prof) {
-		uint32_t np = cli_user_frames(
+		uint32_t np = cli_user_frames_st(
 		    r->u, e->u.s.pid, e->time, r->frames, r->fr, n, NULL, 0,
-		    r->pf, sizeof(r->pf) / sizeof(r->pf[0]));
+		    r->pf, r->pfst, sizeof(r->pf) / sizeof(r->pf[0]));
 		/* the kernel part of perf's callchain (leaf first), above the
 		 * user frames: entries after PERF_CONTEXT_KERNEL until another
 		 * context marker */
@@ -235,7 +236,7 @@ static int on_event(const struct pd_event *e, void *ctx)
 		 * with the next sample */
 		for (uint32_t i = 0; i < np; i++)
 			r->stable[nk + i] =
-			    fs[nk + i].kind == PF_LUA ? 0
+			    fs[nk + i].kind == PF_LUA ? r->pfst[i]
 			    : fs[nk + i].kind == PF_UNKNOWN
 				? PF_STABLE_ALL & ~PF_STABLE_MAPPING
 				: PF_STABLE_ALL;
