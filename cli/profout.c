@@ -83,9 +83,9 @@ uint32_t cli_user_frames_st(struct uwstate *u, uint32_t pid, uint64_t ts,
 			/* "%s:%u" NUL "%s" (snprintf was a tenth of the
 			 * profile side) */
 			const char *file = lf[j].file ? lf[j].file : "(null)";
-			size_t fl = strlen(file);
 			if (lf[j].func) { /* made once, staying put */
-				size_t w = strlen(lf[j].func) + 1 + fl;
+				size_t w =
+				    (size_t)lf[j].func_len + 1 + lf[j].file_len;
 				if (w >= room)
 					break;
 				used += w + 1;
@@ -99,6 +99,7 @@ uint32_t cli_user_frames_st(struct uwstate *u, uint32_t pid, uint64_t ts,
 				p->kind = PF_LUA;
 				continue;
 			}
+			size_t fl = strlen(file);
 			char num[16];
 			size_t nd = 0;
 			uint32_t v = lf[j].first;

@@ -1094,7 +1094,7 @@ static struct lview *lview_get(struct uwstate *u, const struct jsf_view *v,
 	struct lview *l = &u->lv[u->nlv];
 	memset(l, 0, sizeof(*l));
 	l->v = v;
-	struct jsf_view_info in;
+	struct jsf_view_info in = {.sz = sizeof(in)};
 	if (!jsf_view_info(v, &in) && !in.live) {
 		if (jsf_view_foreach(v, JSF_ALL, lview_add, l)) {
 			free(l->f);
@@ -1202,8 +1202,10 @@ static struct lmemo *lm_get(struct uwstate *u, uint32_t lv, uint32_t fi,
 		for (size_t d = 0; d < nd; d++)
 			str[fl + 1 + d] = num[nd - 1 - d];
 		str[fl + 1 + nd] = 0;
-		fr[i] = (struct uw_luaframe){sf[i].file, sf[i].name, sf[i].line,
-					     sf[i].first, str};
+		fr[i] = (struct uw_luaframe){
+		    sf[i].file,	 sf[i].name, sf[i].line,
+		    sf[i].first, str,	     (uint32_t)(fl + 1 + nd),
+		    (uint32_t)fl};
 		str += fl + 1 + nd + 1;
 	}
 	size_t h = lm_slot(lv, fi, off, u->lm_cap);
@@ -1286,8 +1288,9 @@ int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 	if (n > max)
 		n = max;
 	for (int i = 0; i < n; i++)
-		out[i] = (struct uw_luaframe){sf[i].file, sf[i].name,
-					      sf[i].line, sf[i].first, NULL};
+		out[i] = (struct uw_luaframe){
+		    sf[i].file, sf[i].name, sf[i].line, sf[i].first,
+		    NULL,	0,	    0};
 	return n;
 }
 

@@ -191,6 +191,7 @@ struct uw_luaframe {
 	 * producer writes any more: then it, file and name stay put as long
 	 * as u; NULL otherwise (file and name go with the next call) */
 	const char *func;
+	uint32_t func_len, file_len; /* with func: their strlen */
 };
 int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 		  const struct uframe *f, struct uw_luaframe *out, int max);
