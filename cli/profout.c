@@ -177,11 +177,15 @@ int cli_write_profiles(const struct prof *prof, const char *dir,
 					    "flamegraph.html", "profile.pb.gz"};
 	char p[PATH_MAX];
 	size_t wl = strlen(wrote);
-	int rc = EX_OK;
+	int rc = EX_OK, svg_w = 0;
 	for (int k = 0; k < 4; k++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, files[k]);
-		int w = k == 0	 ? prof_write_folded(prof, p)
-			: k == 1 ? prof_write_svg(prof, p, who)
+		char svg[PATH_MAX];
+		if (k == 0) /* both from one folding */
+			snprintf(svg, sizeof(svg), "%s/%s", dir, files[1]);
+		int w = k == 0
+			    ? prof_write_folded_svg(prof, p, svg, who, &svg_w)
+			: k == 1 ? svg_w
 			: k == 2 ? write_html(prof, p, who)
 				 : prof_write_pprof(prof, p);
 		if (w == -ENOSYS)

@@ -52,6 +52,11 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
  * Lua frames "_[l]". */
 int prof_write_folded(const struct prof *p, const char *path);
 int prof_write_svg(const struct prof *p, const char *path, const char *title);
+/* Both, from one folding of the profile: prof_write_folded's result,
+ * and prof_write_svg's in *svg_err. */
+int prof_write_folded_svg(const struct prof *p, const char *folded_path,
+			  const char *svg_path, const char *title,
+			  int *svg_err);
 /* The HTML flame graph, d3-flame-graph inlined with the profile (works
  * offline). The viewer's files are read from $JITSFRAME_VIEWER, else from
  * viewer/ next to the running executable, else ../share/jitsframe/viewer
