@@ -111,6 +111,13 @@ struct prof {
 		uint32_t id1;	/* index + 1, 0 empty */
 		uint8_t stable; /* k's PF_STABLE_* bits */
 	} fmemo[PF_FMEMO];
+	/* and the last stack's frames (their bytes, PF_STABLE_* bits and
+	 * indexes): the next one mostly has the same ones rootward, found
+	 * there without a probe of the memo */
+	struct pframe *lastf;
+	uint8_t *lastst;
+	uint32_t *lastid;
+	uint32_t nlast, caplast;
 };
 
 /* ---------------------------------------------------- atomic.c */
