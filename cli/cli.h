@@ -176,6 +176,13 @@ uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
 			 const struct uframe *fr, int n,
 			 const struct cli_extra *ex, uint32_t nex,
 			 struct pframe *out, uint32_t max);
+/* The same, and in stable[k] (max of them) PF_STABLE_ALL for each Lua
+ * frame out[k] whose strings stay put as long as u (uw_luaframe's func),
+ * 0 for every other */
+uint32_t cli_user_frames_st(struct uwstate *u, uint32_t pid, uint64_t ts,
+			    int mode, const struct uframe *fr, int n,
+			    const struct cli_extra *ex, uint32_t nex,
+			    struct pframe *out, uint8_t *stable, uint32_t max);
 /* The programs the samples' processes run (uw_exe), counted: the most
  * sampled is profile.pb.gz's main binary (report and profile). */
 struct cli_exes {

@@ -8,6 +8,9 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +20,9 @@ void cli_pframe(const struct uframe *f, int i, struct pframe *p)
 	p->name = f->name;
 	p->addr = i ? f->pc - 1 : f->pc;
 	p->kind = f->is_trace ? PF_JIT : f->elf ? PF_ELF : PF_UNKNOWN;
-	p->mapping = f->map_name;
+	/* an ELF object's path: the mapping's name (the object was found by
+	 * it), in a string that stays put as long as the unwinder */
+	p->mapping = f->elf ? elfobj_path(f->elf) : f->map_name;
 	p->map_start = f->map_start;
 	p->map_end = f->map_end;
 	p->map_pgoff = f->map_pgoff;
@@ -48,7 +53,18 @@ uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
 			 const struct cli_extra *ex, uint32_t nex,
 			 struct pframe *out, uint32_t max)
 {
+	return cli_user_frames_st(u, pid, ts, mode, fr, n, ex, nex, out, NULL,
+				  max);
+}
+
+uint32_t cli_user_frames_st(struct uwstate *u, uint32_t pid, uint64_t ts,
+			    int mode, const struct uframe *fr, int n,
+			    const struct cli_extra *ex, uint32_t nex,
+			    struct pframe *out, uint8_t *stable, uint32_t max)
+{
 	uint32_t k = 0, x = 0;
+	if (stable)
+		memset(stable, 0, max);
 	size_t used = 0;
 	if (mode == CLI_FRAMES_NATIVE)
 		nex = 0;
@@ -70,6 +86,22 @@ uint32_t cli_user_frames(struct uwstate *u, uint32_t pid, uint64_t ts, int mode,
 			/* "%s:%u" NUL "%s" (snprintf was a tenth of the
 			 * profile side) */
 			const char *file = lf[j].file ? lf[j].file : "(null)";
+			if (lf[j].func) { /* made once, staying put */
+				size_t w =
+				    (size_t)lf[j].func_len + 1 + lf[j].file_len;
+				if (w >= room)
+					break;
+				used += w + 1;
+				if (stable)
+					stable[k] = PF_STABLE_ALL;
+				struct pframe *p = &out[k++];
+				memset(p, 0, sizeof(*p));
+				p->name = lf[j].func;
+				p->file = file;
+				p->line = lf[j].line;
+				p->kind = PF_LUA;
+				continue;
+			}
 			size_t fl = strlen(file);
 			char num[16];
 			size_t nd = 0;
@@ -118,27 +150,51 @@ void cli_kframe(struct uwstate *u, uint64_t ip, int i, struct pframe *k)
 }
 
 /* The HTML flame graph; without the viewer's files (a build without npm
- * or the npm registry) the page that says so, and one note. */
+ * or the npm registry) the page that says so, and *note set: the note
+ * to print, where the viewer was looked for in where. */
 static int write_html(const struct prof *prof, const char *path,
-		      const char *who)
+		      const char *who, bool *note, char *where, size_t wsize)
 {
+	*note = false;
 	int w = prof_write_html(prof, path, who);
 	if (w != -ENOENT)
 		return w;
-	char where[3 * PATH_MAX + 128];
-	prof_viewer_where(where, sizeof(where));
+	prof_viewer_where(where, wsize);
 	w = prof_write_html_unavailable(prof, path, who);
-	if (!w)
-		fprintf(
-		    stderr,
-		    "%s: note: the HTML flame graph's viewer "
-		    "(d3-flame-graph) is missing (looked for %s), so %s "
-		    "says the interactive viewer is unavailable; the other "
-		    "files hold the profile. To get it, run `make` with npm "
-		    "installed and the npm registry reachable, or "
-		    "set " JSF_ENV_VIEWER "=DIR.\n",
-		    who, where, path);
+	*note = !w;
 	return w;
+}
+
+/* One of cli_write_profiles' writers: stacks.folded with flamegraph.svg
+ * (one folding), flamegraph.html or profile.pb.gz; profile.pb.gz in a
+ * thread of its own (the profile is only read), so that its encoding and
+ * compression, and the renames over the last run's files (which free
+ * their blocks: a discard the filesystem may wait for), overlap the
+ * others' */
+struct wjob {
+	const struct prof *prof;
+	const char *who;
+	int k;
+	char path[PATH_MAX], path2[PATH_MAX];
+	int w, w2;
+	bool note;
+	char where[3 * PATH_MAX + 128];
+	pthread_t th;
+	bool threaded;
+};
+
+static void *wjob_run(void *arg)
+{
+	struct wjob *j = arg;
+	if (j->k == 0)
+		j->w = prof_write_folded_svg(j->prof, j->path, j->path2, j->who,
+					     &j->w2);
+	else if (j->k == 2)
+		j->w = write_html(j->prof, j->path, j->who, &j->note, j->where,
+				  sizeof(j->where));
+	else
+		j->w = prof_write_pprof(j->prof, j->path);
+	return NULL;
 }
 
 int cli_write_profiles(const struct prof *prof, const char *dir,
@@ -146,15 +202,50 @@ int cli_write_profiles(const struct prof *prof, const char *dir,
 {
 	static const char *const files[] = {"stacks.folded", "flamegraph.svg",
 					    "flamegraph.html", "profile.pb.gz"};
-	char p[PATH_MAX];
+	static const int jobk[3] = {0, 2, 3};
+	struct wjob *jobs = calloc(3, sizeof(*jobs));
+	if (!jobs) {
+		fprintf(stderr, "%s: cannot write the profiles: %s\n", who,
+			strerror(ENOMEM));
+		return EX_FAIL;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct wjob *j = &jobs[i];
+		j->prof = prof;
+		j->who = who;
+		j->k = jobk[i];
+		snprintf(j->path, sizeof(j->path), "%s/%s", dir, files[j->k]);
+		if (j->k == 0)
+			snprintf(j->path2, sizeof(j->path2), "%s/%s", dir,
+				 files[1]);
+	}
+	/* profile.pb.gz (the longest) in a thread of its own, the others in
+	 * this one meanwhile (all here where a thread cannot be had) */
+	jobs[2].threaded =
+	    !pthread_create(&jobs[2].th, NULL, wjob_run, &jobs[2]);
+	for (int i = 0; i < 3; i++)
+		if (!jobs[i].threaded)
+			wjob_run(&jobs[i]);
+	if (jobs[2].threaded)
+		pthread_join(jobs[2].th, NULL);
+	/* what they did, in the files' order */
 	size_t wl = strlen(wrote);
 	int rc = EX_OK;
 	for (int k = 0; k < 4; k++) {
+		const struct wjob *j = &jobs[k == 0 ? 0 : k - 1];
+		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s/%s", dir, files[k]);
-		int w = k == 0	 ? prof_write_folded(prof, p)
-			: k == 1 ? prof_write_svg(prof, p, who)
-			: k == 2 ? write_html(prof, p, who)
-				 : prof_write_pprof(prof, p);
+		int w = k == 1 ? j->w2 : j->w;
+		if (k == 2 && j->note)
+			fprintf(stderr,
+				"%s: note: the HTML flame graph's viewer "
+				"(d3-flame-graph) is missing (looked for %s), "
+				"so %s says the interactive viewer is "
+				"unavailable; the other files hold the "
+				"profile. To get it, run `make` with npm "
+				"installed and the npm registry reachable, or "
+				"set " JSF_ENV_VIEWER "=DIR.\n",
+				who, j->where, p);
 		if (w == -ENOSYS)
 			continue;
 		if (w) {
@@ -167,5 +258,6 @@ int cli_write_profiles(const struct prof *prof, const char *dir,
 		if (wl >= wlen)
 			wl = wlen - 1;
 	}
+	free(jobs);
 	return rc;
 }

@@ -82,7 +82,9 @@ struct rep {
 	int frames;	      /* enum cli_frames */
 	struct uframe fr[UW_MAX];
 	struct pframe pf[2 * UW_MAX];	      /* with Lua frames */
+	uint8_t pfst[2 * UW_MAX];	      /* their PF_STABLE_* bits */
 	struct pframe all[KMAX + 2 * UW_MAX]; /* kernel frames, then pf */
+	uint8_t stable[KMAX + 2 * UW_MAX];    /* their PF_STABLE_* bits */
 	int err;
 	/* what rep_begin starts from */
 	struct traces *t;
@@ -193,9 +195,9 @@ static int on_event(const struct pd_event *e, void *ctx)
 			r->why_through[why]++;
 	}
 	if (r->prof) {
-		uint32_t np = cli_user_frames(
+		uint32_t np = cli_user_frames_st(
 		    r->u, e->u.s.pid, e->time, r->frames, r->fr, n, NULL, 0,
-		    r->pf, sizeof(r->pf) / sizeof(r->pf[0]));
+		    r->pf, r->pfst, sizeof(r->pf) / sizeof(r->pf[0]));
 		/* the kernel part of perf's callchain (leaf first), above the
 		 * user frames: entries after PERF_CONTEXT_KERNEL until another
 		 * context marker */
@@ -213,6 +215,8 @@ static int on_event(const struct pd_event *e, void *ctx)
 			if (!kern)
 				continue;
 			cli_kframe(r->u, ip, (int)nk, &r->all[nk]);
+			/* kallsyms' names stay put as long as r->u */
+			r->stable[nk] = PF_STABLE_ALL;
 			nk++;
 		}
 		const struct pframe *fs = r->pf;
@@ -225,7 +229,20 @@ static int on_event(const struct pd_event *e, void *ctx)
 			memcpy(r->all + nk, r->pf, (size_t)np * sizeof(*r->pf));
 			fs = r->all;
 		}
-		if (any && prof_add(r->prof, fs, nk + np, 1, comm) && !r->err)
+		/* uw_event's frames: names, ELF objects (paths, build-ids)
+		 * and "[jit]" stay put as long as r->u, which the profile
+		 * does not outlive (rep_begin makes both anew); an anonymous
+		 * mapping's name may go with its process, Lua frames' names
+		 * with the next sample */
+		for (uint32_t i = 0; i < np; i++)
+			r->stable[nk + i] =
+			    fs[nk + i].kind == PF_LUA ? r->pfst[i]
+			    : fs[nk + i].kind == PF_UNKNOWN
+				? PF_STABLE_ALL & ~PF_STABLE_MAPPING
+				: PF_STABLE_ALL;
+		if (any &&
+		    prof_add_stable(r->prof, fs, r->stable, nk + np, 1, comm) &&
+		    !r->err)
 			r->err = -ENOMEM;
 	}
 	if (r->dump) {

@@ -20,6 +20,7 @@ int pf_af_open(struct afile *a, const char *path)
 	size_t n = strlen(path);
 	a->f = NULL;
 	a->tmp = NULL;
+	a->buf = NULL;
 	if (!n)
 		return -EINVAL;
 	a->tmp = malloc(n + 16);
@@ -43,6 +44,11 @@ int pf_af_open(struct afile *a, const char *path)
 		a->tmp = NULL;
 		return -e;
 	}
+	a->buf = malloc(PF_AF_BUF);
+	if (a->buf && setvbuf(a->f, a->buf, _IOFBF, PF_AF_BUF)) {
+		free(a->buf);
+		a->buf = NULL;
+	}
 	return 0;
 }
 
@@ -60,6 +66,8 @@ int pf_af_close(struct afile *a, const char *path, int err, unsigned flags)
 		err = -errno;
 	if (fclose(a->f) && !err)
 		err = errno ? -errno : -EIO;
+	free(a->buf);
+	a->buf = NULL;
 	if (!err && rename(a->tmp, path) < 0)
 		err = -errno;
 	if (err)

@@ -55,6 +55,18 @@ struct folded *pf_to_folded(const struct prof *p)
 	return f;
 }
 
+static int write_with(const struct folded *f, const char *path,
+		      int (*w)(const struct folded *f, FILE *o,
+			       const char *title),
+		      const char *title)
+{
+	struct afile a;
+	int err = pf_af_open(&a, path);
+	if (!err)
+		err = w(f, a.f, title);
+	return pf_af_close(&a, path, err, 0);
+}
+
 int pf_write_from_folded(const struct prof *p, const char *path,
 			 int (*w)(const struct folded *f, FILE *o,
 				  const char *title),
@@ -65,11 +77,7 @@ int pf_write_from_folded(const struct prof *p, const char *path,
 	struct folded *f = pf_to_folded(p);
 	if (!f)
 		return -ENOMEM;
-	struct afile a;
-	int err = pf_af_open(&a, path);
-	if (!err)
-		err = w(f, a.f, title);
-	err = pf_af_close(&a, path, err, 0);
+	int err = write_with(f, path, w, title);
 	folded_free(f);
 	return err;
 }
@@ -78,6 +86,25 @@ static int write_text(const struct folded *f, FILE *o, const char *title)
 {
 	(void)title;
 	return folded_write(f, o);
+}
+
+int prof_write_folded_svg(const struct prof *p, const char *folded_path,
+			  const char *svg_path, const char *title, int *svg_err)
+{
+	if (!p || !folded_path || !svg_path) {
+		*svg_err = -EINVAL;
+		return -EINVAL;
+	}
+	struct folded *f = pf_to_folded(p);
+	if (!f) {
+		*svg_err = -ENOMEM;
+		return -ENOMEM;
+	}
+	int err = write_with(f, folded_path, write_text, NULL);
+	*svg_err =
+	    write_with(f, svg_path, flame_svg, title ? title : "jitsframe");
+	folded_free(f);
+	return err;
 }
 
 int prof_write_folded(const struct prof *p, const char *path)

@@ -75,6 +75,9 @@ void prof_free(struct prof *p)
 	free(p->stacks);
 	free(p->stackix.s);
 	free(p->fids);
+	free(p->lastf);
+	free(p->lastst);
+	free(p->lastid);
 	free(p);
 }
 
@@ -167,11 +170,16 @@ static bool str_is(const struct prof *p, const char *s, uint32_t idx)
 	return idx != 0 && !strcmp(s, p->str.s[idx]);
 }
 
+static bool strs_are(const struct prof *p, const struct pframe *f, unsigned st,
+		     uint32_t id);
+
 /* The frame index of f from the memo, or -1: where the slot holds a
  * pframe with f's fields (the same pointers) whose strings still read as
- * the ones its frame interned, add_frame would give that frame again. */
+ * the ones its frame interned, add_frame would give that frame again. A
+ * string that both promise stable (st: PF_STABLE_*) reads the same at the
+ * same address: not compared again. */
 static int64_t memo_frame(const struct prof *p, const struct pframe *f,
-			  size_t slot)
+			  unsigned st, size_t slot)
 {
 	const struct pframe *k = &p->fmemo[slot].k;
 	uint32_t id1 = p->fmemo[slot].id1;
@@ -179,18 +187,29 @@ static int64_t memo_frame(const struct prof *p, const struct pframe *f,
 	    k->file != f->file || k->line != f->line ||
 	    k->mapping != f->mapping || k->build_id != f->build_id ||
 	    k->map_start != f->map_start || k->map_end != f->map_end ||
-	    k->map_pgoff != f->map_pgoff || k->kind != f->kind)
+	    k->map_pgoff != f->map_pgoff || k->kind != f->kind ||
+	    p->fmemo[slot].stable != st)
 		return -1;
-	const struct pfrec *r = &p->frames[id1 - 1];
-	if (!str_is(p, f->name, r->name) || !str_is(p, f->file, r->file))
-		return -1;
+	return strs_are(p, f, st, id1 - 1) ? (int64_t)id1 - 1 : -1;
+}
+
+/* The strings of f not promised stable (st) read as frame id's? */
+static bool strs_are(const struct prof *p, const struct pframe *f, unsigned st,
+		     uint32_t id)
+{
+	const struct pfrec *r = &p->frames[id];
+	if ((!(st & PF_STABLE_NAME) && !str_is(p, f->name, r->name)) ||
+	    (!(st & PF_STABLE_FILE) && !str_is(p, f->file, r->file)))
+		return false;
 	if (r->map) {
 		const struct pmap *m = &p->maps[r->map - 1];
-		if (!str_is(p, f->mapping, m->path) ||
-		    !str_is(p, f->build_id, m->build_id))
-			return -1;
+		if ((!(st & PF_STABLE_MAPPING) &&
+		     !str_is(p, f->mapping, m->path)) ||
+		    (!(st & PF_STABLE_BUILD_ID) &&
+		     !str_is(p, f->build_id, m->build_id)))
+			return false;
 	}
-	return id1 - 1;
+	return true;
 }
 
 static size_t memo_slot(const struct pframe *f)
@@ -204,6 +223,13 @@ static size_t memo_slot(const struct pframe *f)
 
 int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	     uint64_t count, const char *comm)
+{
+	return prof_add_stable(p, frames, NULL, n, count, comm);
+}
+
+int prof_add_stable(struct prof *p, const struct pframe *frames,
+		    const uint8_t *stable, uint32_t n, uint64_t count,
+		    const char *comm)
 {
 	if (!p || (n && !frames))
 		return -EINVAL;
@@ -223,18 +249,57 @@ int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	uint32_t *ids = p->fids + p->nfids;
 	uint64_t h = pf_mix(0, (uint64_t)c);
 	for (uint32_t i = 0; i < n; i++) {
-		size_t slot = memo_slot(&frames[i]);
-		int64_t id = memo_frame(p, &frames[i], slot);
+		unsigned st = stable ? stable[i] & PF_STABLE_ALL : 0;
+		/* the last stack's frame as far from the root: the same bytes
+		 * (so the same fields), bits and strings give its frame */
+		uint32_t back = n - 1 - i;
+		int64_t id = -1;
+		if (back < p->nlast) {
+			uint32_t j = p->nlast - 1 - back;
+			if (p->lastst[j] == st &&
+			    !memcmp(&p->lastf[j], &frames[i],
+				    sizeof(*frames)) &&
+			    strs_are(p, &frames[i], st, p->lastid[j]))
+				id = p->lastid[j];
+		}
+		size_t slot = 0;
+		if (id < 0) {
+			slot = memo_slot(&frames[i]);
+			id = memo_frame(p, &frames[i], st, slot);
+		}
 		if (id < 0) {
 			id = add_frame(p, &frames[i]);
 			if (id < 0)
 				return (int)id;
 			p->fmemo[slot].k = frames[i];
 			p->fmemo[slot].id1 = (uint32_t)id + 1;
+			p->fmemo[slot].stable = (uint8_t)st;
 		}
 		ids = p->fids + p->nfids; /* add_frame does not move fids */
 		ids[i] = (uint32_t)id;
 		h = pf_mix(h, (uint64_t)id);
+	}
+	/* kept for the next (none where there is no room: no harm) */
+	if (n > p->caplast) {
+		struct pframe *nf = realloc(p->lastf, n * sizeof(*nf));
+		if (nf)
+			p->lastf = nf;
+		uint8_t *ns = realloc(p->lastst, n);
+		if (ns)
+			p->lastst = ns;
+		uint32_t *ni = realloc(p->lastid, n * sizeof(*ni));
+		if (ni)
+			p->lastid = ni;
+		p->nlast = 0;
+		if (nf && ns && ni)
+			p->caplast = n;
+	}
+	if (n <= p->caplast) {
+		memcpy(p->lastf, frames, n * sizeof(*frames));
+		for (uint32_t i = 0; i < n; i++)
+			p->lastst[i] = stable ? stable[i] & PF_STABLE_ALL : 0;
+		memcpy(p->lastid, ids, n * sizeof(*ids));
+		p->nlast = n;
 	}
 	struct stackkey k = {(uint32_t)c, n, ids};
 	struct slot *sl = pf_itab_find(&p->stackix, h, stack_eq, p, &k);

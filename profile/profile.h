@@ -34,10 +34,29 @@ struct prof *prof_new(uint64_t period_ns);
  * the root (e.g. main / _start). Strings are copied. 0 or -errno. */
 int prof_add(struct prof *p, const struct pframe *frames, uint32_t n,
 	     uint64_t count, const char *comm);
+/* prof_add, with stable[i] (stable NULL: all 0) the PF_STABLE_* bits of
+ * frames[i]: those of its strings that stay put (the same bytes at the
+ * same address, never freed) for as long as the profile takes samples,
+ * which prof_add then knows again by their address alone. */
+enum {
+	PF_STABLE_NAME = 1,
+	PF_STABLE_FILE = 2,
+	PF_STABLE_MAPPING = 4,
+	PF_STABLE_BUILD_ID = 8,
+	PF_STABLE_ALL = 15
+};
+int prof_add_stable(struct prof *p, const struct pframe *frames,
+		    const uint8_t *stable, uint32_t n, uint64_t count,
+		    const char *comm);
 /* Folded stacks: "comm;root;...;leaf count", trace frames suffixed "_[j]",
  * Lua frames "_[l]". */
 int prof_write_folded(const struct prof *p, const char *path);
 int prof_write_svg(const struct prof *p, const char *path, const char *title);
+/* Both, from one folding of the profile: prof_write_folded's result,
+ * and prof_write_svg's in *svg_err. */
+int prof_write_folded_svg(const struct prof *p, const char *folded_path,
+			  const char *svg_path, const char *title,
+			  int *svg_err);
 /* The HTML flame graph, d3-flame-graph inlined with the profile (works
  * offline). The viewer's files are read from $JITSFRAME_VIEWER, else from
  * viewer/ next to the running executable, else ../share/jitsframe/viewer

@@ -108,8 +108,16 @@ struct prof {
 	 * pframe (its strings checked against the ones interned) */
 	struct {
 		struct pframe k;
-		uint32_t id1; /* index + 1, 0 empty */
+		uint32_t id1;	/* index + 1, 0 empty */
+		uint8_t stable; /* k's PF_STABLE_* bits */
 	} fmemo[PF_FMEMO];
+	/* and the last stack's frames (their bytes, PF_STABLE_* bits and
+	 * indexes): the next one mostly has the same ones rootward, found
+	 * there without a probe of the memo */
+	struct pframe *lastf;
+	uint8_t *lastst;
+	uint32_t *lastid;
+	uint32_t nlast, caplast;
 };
 
 /* ---------------------------------------------------- atomic.c */
@@ -119,7 +127,11 @@ struct prof {
 struct afile {
 	FILE *f;
 	char *tmp;
+	char *buf; /* f's buffer (PF_AF_BUF bytes), or NULL: stdio's */
 };
+/* a file's stdio buffer: the profiles' few hundred KB in a few writes
+ * (stdio's 4 KB made the HTML page alone some 80 write calls) */
+enum { PF_AF_BUF = 1 << 16 };
 enum { PF_AF_SYNC = 1 }; /* fsync before the rename */
 
 /* Open "path.tmpXXXXXX" (O_EXCL | O_NOFOLLOW, mode 0600); 0 or -errno. */

@@ -52,10 +52,11 @@ enum { PD_AHEAD = 8 };
  * records' headers through a small window (which takes the last bytes
  * of the record before as well: a sample's dyn_size), its pass 2 each
  * record's head and the first bytes of its stack copy (as far as the
- * last walk read, and some), the rest of a copy only when a walk goes
- * deeper (pd_stack_need). pd_each_restart does both in one read per
- * record where the file allows (stream). A pread costs ~0.6 us here, so
- * one per record, not two, is most of the gain. */
+ * last walk read: to the end of its deepest 64-byte line, no more, since
+ * the copy is most of what the kernel spends on a read), the rest of a
+ * copy only when a walk goes deeper (pd_stack_need). pd_each_restart does both
+ * in one read per record where the file allows (stream). A pread costs ~0.6 us
+ * here, so one per record, not two, is most of the gain. */
 enum {
 	PD_WIN = 512,	      /* pass 1's window */
 	PD_WIN_BACK = 64,     /* of it, before the header looked for */
@@ -342,8 +343,8 @@ void pd_prefetch_stack(struct perfdata *pd, const uint32_t *off, size_t n)
 	if (pd->fd >= 0) { /* the next sample's first read: as deep */
 		uint64_t w = PD_STACK_MIN;
 		for (size_t k = 0; k < n; k++)
-			if ((uint64_t)off[k] + 64 + 64 > w)
-				w = (uint64_t)off[k] + 64 + 64;
+			if ((uint64_t)off[k] + 64 > w)
+				w = (uint64_t)off[k] + 64;
 		pd->stack_want = w;
 		return;
 	}
@@ -977,7 +978,7 @@ static int st_load(struct perfdata *io, struct cur *c, uint64_t off,
 		b = &io->sb[k];
 		uint64_t from = off - io->data_off >= PD_TAIL ? off - PD_TAIL
 							      : io->data_off;
-		uint64_t len = (off - from) + want + 64;
+		uint64_t len = (off - from) + want;
 		if (len > PD_SB_START + 65536)
 			len = PD_SB_START + 65536;
 		if (len > end - from)

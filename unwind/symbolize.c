@@ -19,19 +19,14 @@ static int sym_cmp(const void *a, const void *b)
 	return (x->size == 0) - (y->size == 0);
 }
 
-/* x before y in sym_cmp's order? */
-static int sym_lt(const struct esym *x, const struct esym *y)
-{
-	return x->addr != y->addr ? x->addr < y->addr
-				  : (x->size != 0) > (y->size != 0);
-}
-
-/* Sort by sym_cmp, stably: a natural merge sort (linear on the sorted
- * runs a symbol table mostly is), the comparison inline. The order
- * glibc's qsort gave (a merge sort too, so stable: ties keep the table's
- * order, which decides which of two names at one address a frame gets),
- * at a fraction of its calls through a pointer; qsort where the buffer
- * cannot be had. */
+/* Sort by sym_cmp, stably: a radix sort (least significant digit
+ * first, each pass stable: sized symbols first, then the address a byte
+ * at a time, skipping the bytes where every address agrees), so the
+ * order a stable sort by sym_cmp gives (ties keep the table's order,
+ * which decides which of two names at one address a frame gets; the
+ * order glibc's qsort gave), in a few passes without a comparison to
+ * mispredict (a merge sort's were most of loading a debug file's
+ * symbols); qsort where the buffer cannot be had. */
 static void sort_syms(struct esym *v, size_t n)
 {
 	struct esym *tmp = malloc(n * sizeof(*v));
@@ -39,34 +34,32 @@ static void sort_syms(struct esym *v, size_t n)
 		qsort(v, n, sizeof(*v), sym_cmp);
 		return;
 	}
-	struct esym *a = v, *b = tmp;
-	for (;;) {
-		size_t runs = 0;
-		for (size_t lo = 0; lo < n;) {
-			size_t mid = lo + 1;
-			while (mid < n && !sym_lt(&a[mid], &a[mid - 1]))
-				mid++;
-			size_t hi = mid;
-			if (mid < n) {
-				hi = mid + 1;
-				while (hi < n && !sym_lt(&a[hi], &a[hi - 1]))
-					hi++;
-			}
-			size_t i = lo, j = mid, k = lo;
-			while (i < mid && j < hi)
-				b[k++] = sym_lt(&a[j], &a[i]) ? a[j++] : a[i++];
-			while (i < mid)
-				b[k++] = a[i++];
-			while (j < hi)
-				b[k++] = a[j++];
-			runs++;
-			lo = hi;
-		}
-		struct esym *t = a;
-		a = b;
-		b = t;
-		if (runs <= 1)
-			break;
+	struct esym *a = v, *b = tmp, *t;
+	size_t sized = 0;
+	uint64_t diff = 0;
+	for (size_t i = 0; i < n; i++) {
+		sized += v[i].size != 0;
+		diff |= v[i].addr ^ v[0].addr;
+	}
+	for (size_t i = 0, p = 0, q = sized; i < n; i++) {
+		if (a[i].size)
+			b[p++] = a[i];
+		else
+			b[q++] = a[i];
+	}
+	t = a, a = b, b = t;
+	for (unsigned sh = 0; sh < 64; sh += 8) {
+		if (!((diff >> sh) & 0xff))
+			continue;
+		size_t at[257];
+		memset(at, 0, sizeof(at));
+		for (size_t i = 0; i < n; i++)
+			at[((a[i].addr >> sh) & 0xff) + 1]++;
+		for (size_t d = 1; d < 257; d++)
+			at[d] += at[d - 1];
+		for (size_t i = 0; i < n; i++)
+			b[at[(a[i].addr >> sh) & 0xff]++] = a[i];
+		t = a, a = b, b = t;
 	}
 	if (a != v)
 		memcpy(v, a, n * sizeof(*v));

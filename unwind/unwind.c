@@ -297,6 +297,33 @@ struct fmemo {
 	struct uw_row row;
 };
 
+/* uw_lua_frames' memo, for the views no producer writes any more (a
+ * recording's regions): each view's functions as its snapshot logs them
+ * (jsf_view_foreach: the log's order, starts, sizes and times), so that
+ * the function that covered a pc at a time is found as the view's own
+ * lookup finds it (the last in the log starting at or below pc that
+ * covers it and was alive then), its source map read once, and the
+ * frames at each offset decoded once. Nothing of it is freed before u:
+ * the strings stay put. */
+struct lfn {
+	uint64_t start, add, remove;
+	uint32_t size;
+	int maplen; /* 0: not read yet; -1: none */
+	unsigned char *map;
+};
+struct lview {
+	const struct jsf_view *v;
+	struct lfn *f;
+	size_t n, cap;
+	uint64_t maxsize;
+	bool ok; /* indexed: a view nobody writes */
+};
+struct lmemo {
+	uint32_t lv, fi, off;
+	int n;
+	struct uw_luaframe *fr;
+};
+
 struct uwstate {
 	struct traces *t;
 	struct proc *p; /* open addressing on pid */
@@ -310,6 +337,10 @@ struct uwstate {
 	void *srcmap; /* uw_lua_frames: the last map read */
 	size_t srcmap_cap;
 	struct fmemo *memo; /* UW_MEMO of them, made on first use */
+	struct lview *lv;   /* uw_lua_frames' memo: the views */
+	size_t nlv;
+	struct lmemo *lm; /* and the frames, by (view, function, offset) */
+	size_t lm_n, lm_cap;
 };
 
 struct uwstate *uw_new(struct traces *t, const struct uw_opts *o)
@@ -419,6 +450,15 @@ void uw_free(struct uwstate *u)
 	free(u->kpath);
 	free(u->srcmap);
 	free(u->memo);
+	for (size_t i = 0; i < u->nlv; i++) {
+		for (size_t k = 0; k < u->lv[i].n; k++)
+			free(u->lv[i].f[k].map);
+		free(u->lv[i].f);
+	}
+	free(u->lv);
+	for (size_t i = 0; i < u->lm_cap; i++)
+		free(u->lm[i].fr);
+	free(u->lm);
 	free(u);
 }
 
@@ -1020,11 +1060,220 @@ static int frame_srcmap(struct uwstate *u, uint32_t pid, uint64_t ts,
 	return len;
 }
 
+static int lview_add(const struct jsf_func *f, void *ctx)
+{
+	struct lview *l = ctx;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 256;
+		struct lfn *n = realloc(l->f, nc * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		l->f = n;
+		l->cap = nc;
+	}
+	l->f[l->n++] =
+	    (struct lfn){f->start, f->add_ns, f->remove_ns, f->size, 0, NULL};
+	if (f->size > l->maxsize)
+		l->maxsize = f->size;
+	return 0;
+}
+
+/* The memo's view v (indexed if nobody writes it), or NULL: no memory */
+static struct lview *lview_get(struct uwstate *u, const struct jsf_view *v,
+			       uint32_t *idx)
+{
+	for (size_t i = 0; i < u->nlv; i++)
+		if (u->lv[i].v == v) {
+			*idx = (uint32_t)i;
+			return &u->lv[i];
+		}
+	struct lview *n = realloc(u->lv, (u->nlv + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	u->lv = n;
+	struct lview *l = &u->lv[u->nlv];
+	memset(l, 0, sizeof(*l));
+	l->v = v;
+	struct jsf_view_info in = {.sz = sizeof(in)};
+	if (!jsf_view_info(v, &in) && !in.live) {
+		if (jsf_view_foreach(v, JSF_ALL, lview_add, l)) {
+			free(l->f);
+			l->f = NULL;
+			l->n = l->cap = 0;
+		} else {
+			l->ok = true;
+		}
+	}
+	*idx = (uint32_t)u->nlv++;
+	return l;
+}
+
+/* The view's lookup (sf_snap_find): the last function in the log that
+ * starts at or below pc, covers it and was alive at t; -1 none */
+static long lview_find(const struct lview *l, uint64_t pc, uint64_t t)
+{
+	size_t a = 0, b = l->n;
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+		if (l->f[m].start <= pc)
+			a = m + 1;
+		else
+			b = m;
+	}
+	while (a-- > 0) {
+		const struct lfn *e = &l->f[a];
+		if (pc - e->start >= l->maxsize)
+			break;
+		bool alive =
+		    t == 0 ? e->remove == 0
+			   : e->add <= t && (e->remove == 0 || t < e->remove);
+		if (pc - e->start < e->size && alive)
+			return (long)a;
+	}
+	return -1;
+}
+
+static size_t lm_slot(uint32_t lv, uint32_t fi, uint32_t off, size_t cap)
+{
+	uint64_t h = ((uint64_t)lv << 48 ^ (uint64_t)fi << 24 ^ off) *
+		     0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* The decoded frames of function fi of view lv at offset off, made once
+ * (with their "file:first"); NULL: no memory */
+static struct lmemo *lm_get(struct uwstate *u, uint32_t lv, uint32_t fi,
+			    uint32_t off, const struct lfn *e)
+{
+	if (u->lm_cap) {
+		size_t h = lm_slot(lv, fi, off, u->lm_cap);
+		while (u->lm[h].fr) {
+			struct lmemo *m = &u->lm[h];
+			if (m->lv == lv && m->fi == fi && m->off == off)
+				return m;
+			h = (h + 1) & (u->lm_cap - 1);
+		}
+	}
+	if (2 * (u->lm_n + 1) > u->lm_cap) {
+		size_t nc = u->lm_cap ? 2 * u->lm_cap : 1024;
+		struct lmemo *t = calloc(nc, sizeof(*t));
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < u->lm_cap; i++) {
+			if (!u->lm[i].fr)
+				continue;
+			size_t h =
+			    lm_slot(u->lm[i].lv, u->lm[i].fi, u->lm[i].off, nc);
+			while (t[h].fr)
+				h = (h + 1) & (nc - 1);
+			t[h] = u->lm[i];
+		}
+		free(u->lm);
+		u->lm = t;
+		u->lm_cap = nc;
+	}
+	struct jsf_srcframe sf[64];
+	uint32_t flags = 0;
+	int n =
+	    jsf_srcmap_frames(e->map, (size_t)e->maplen, off, sf, 64, &flags);
+	if (n <= 0 || !(flags & JSF_SRCMAP_EXACT))
+		n = 0;
+	if (n > 64)
+		n = 64;
+	/* the frames, then their "file:first" strings */
+	size_t need = (size_t)(n ? n : 1) * sizeof(struct uw_luaframe);
+	for (int i = 0; i < n; i++)
+		need += strlen(sf[i].file ? sf[i].file : "(null)") + 12;
+	struct uw_luaframe *fr = malloc(need);
+	if (!fr)
+		return NULL;
+	char *str = (char *)(fr + (n ? n : 1));
+	for (int i = 0; i < n; i++) {
+		const char *file = sf[i].file ? sf[i].file : "(null)";
+		size_t fl = strlen(file);
+		char num[16];
+		size_t nd = 0;
+		uint32_t v = sf[i].first;
+		do
+			num[nd++] = (char)('0' + v % 10);
+		while ((v /= 10));
+		memcpy(str, file, fl);
+		str[fl] = ':';
+		for (size_t d = 0; d < nd; d++)
+			str[fl + 1 + d] = num[nd - 1 - d];
+		str[fl + 1 + nd] = 0;
+		fr[i] = (struct uw_luaframe){
+		    sf[i].file,	 sf[i].name, sf[i].line,
+		    sf[i].first, str,	     (uint32_t)(fl + 1 + nd),
+		    (uint32_t)fl};
+		str += fl + 1 + nd + 1;
+	}
+	size_t h = lm_slot(lv, fi, off, u->lm_cap);
+	while (u->lm[h].fr)
+		h = (h + 1) & (u->lm_cap - 1);
+	u->lm[h] = (struct lmemo){lv, fi, off, n, fr};
+	u->lm_n++;
+	return &u->lm[h];
+}
+
+/* uw_lua_frames from the memo: the frames' count, or -2 (no memo for
+ * this one: the view is written to, or no memory) */
+static int lua_memo(struct uwstate *u, uint32_t pid, uint64_t ts,
+		    const struct uframe *f, struct uw_luaframe *out, int max)
+{
+	const struct jsf_view *v = region_of(u->t, pid, ts);
+	if (!v)
+		return 0;
+	uint32_t lvi;
+	struct lview *l = lview_get(u, v, &lvi);
+	if (!l || !l->ok)
+		return -2;
+	uint64_t look = f->map_start + f->symoff;
+	long fi = lview_find(l, look, ts);
+	if (fi < 0)
+		return 0; /* no function there then */
+	struct lfn *e = &l->f[fi];
+	if (e->start != f->map_start || look - e->start > UINT32_MAX ||
+	    fi > (long)UINT32_MAX)
+		return 0;
+	if (!e->maplen) {
+		uint64_t fs = 0;
+		int len = jsf_view_srcmap(v, look, ts, NULL, 0, &fs);
+		if (len <= 0) {
+			e->maplen = -1;
+		} else {
+			unsigned char *m = malloc((size_t)len);
+			if (!m)
+				return -2;
+			if (jsf_view_srcmap(v, look, ts, m, (size_t)len, &fs) !=
+				len ||
+			    fs != e->start) {
+				free(m);
+				return -2;
+			}
+			e->map = m;
+			e->maplen = len;
+		}
+	}
+	if (e->maplen < 0)
+		return 0;
+	struct lmemo *m =
+	    lm_get(u, lvi, (uint32_t)fi, (uint32_t)(look - e->start), e);
+	if (!m)
+		return -2;
+	int n = m->n < max ? m->n : max;
+	memcpy(out, m->fr, (size_t)n * sizeof(*out));
+	return n;
+}
+
 int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 		  const struct uframe *f, struct uw_luaframe *out, int max)
 {
 	if (!f->is_trace || max <= 0)
 		return 0;
+	int mn = lua_memo(u, pid, ts, f, out, max);
+	if (mn != -2)
+		return mn;
 	uint32_t off;
 	int len = frame_srcmap(u, pid, ts, f, &off);
 	if (len <= 0)
@@ -1039,8 +1288,9 @@ int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 	if (n > max)
 		n = max;
 	for (int i = 0; i < n; i++)
-		out[i] = (struct uw_luaframe){sf[i].file, sf[i].name,
-					      sf[i].line, sf[i].first};
+		out[i] = (struct uw_luaframe){
+		    sf[i].file, sf[i].name, sf[i].line, sf[i].first,
+		    NULL,	0,	    0};
 	return n;
 }
 

@@ -186,6 +186,12 @@ struct uw_luaframe {
 	const char *name; /* the function's name, NULL unknown */
 	uint32_t line;	  /* the line at this point (a caller: its call) */
 	uint32_t first;	  /* the function's first line (0: a main chunk) */
+	/* "file:first" (file NULL: "(null)"), as the profiles name the
+	 * function, when these frames come from the memo of a region no
+	 * producer writes any more: then it, file and name stay put as long
+	 * as u; NULL otherwise (file and name go with the next call) */
+	const char *func;
+	uint32_t func_len, file_len; /* with func: their strlen */
 };
 int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 		  const struct uframe *f, struct uw_luaframe *out, int max);
