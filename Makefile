@@ -249,6 +249,7 @@ deps:
 
 check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
+       $(B)/tsan/tests/t_profile \
        $(B)/rel/tests/t_states $(B)/asan/jitsframe \
        $(VMTEST_LIBS) $(B)/tests/x86len_walk $(B)/tests/elfrows_dump \
        $(addprefix $(B)/fuzz/,$(FUZZERS))

@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -399,6 +400,26 @@ static void rm_rf(const char *d)
 	rmdir(d);
 }
 
+/* One thread's share of the writers (cli_write_profiles runs
+ * profile.pb.gz in a thread of its own beside the other three). */
+struct wjob {
+	const struct prof *p;
+	char pb[600], folded[600], svg[600], html[600];
+	int which, err;
+};
+static void *wjob_run(void *arg)
+{
+	struct wjob *j = arg;
+	int e2 = 0;
+	if (j->which == 0)
+		j->err = prof_write_pprof(j->p, j->pb);
+	else
+		j->err =
+		    prof_write_folded_svg(j->p, j->folded, j->svg, "t", &e2) |
+		    e2 | prof_write_html(j->p, j->html, "t");
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	h_seed();
@@ -763,6 +784,77 @@ int main(int argc, char **argv)
 		free(s);
 		prof_free(p);
 		prof_free(NULL);
+	}
+
+	CASE("the writers in two threads at once (as cli_write_profiles "
+	     "runs them): the bytes one thread writes alone")
+	{
+		struct log l = {.period = 1001001};
+		struct prof *p = prof_new(l.period);
+		for (int i = 0; i < 300; i++) {
+			const struct tf *fr[16];
+			uint32_t n = h_below(6);
+			for (uint32_t j = 0; j < n; j++)
+				fr[j] = &pool[2 + h_below(NPOOL - 2)];
+			fr[n++] = &pool[1];
+			fr[n++] = &pool[0];
+			add(p, &l, fr, n, 1 + h_below(4), (int)h_below(3));
+		}
+		static const char *const name[4] = {"pb", "folded", "svg",
+						    "html"};
+		struct wjob ref = {.p = p}, par[2] = {{.p = p}, {.p = p}};
+		snprintf(ref.pb, sizeof(ref.pb), "%s", path_of("ref.pb.gz"));
+		snprintf(ref.folded, sizeof(ref.folded), "%s",
+			 path_of("ref.folded"));
+		snprintf(ref.svg, sizeof(ref.svg), "%s", path_of("ref.svg"));
+		snprintf(ref.html, sizeof(ref.html), "%s", path_of("ref.html"));
+		ref.which = 0;
+		wjob_run(&ref);
+		ref.which = 1;
+		wjob_run(&ref);
+		CHECK_EQ(ref.err, 0);
+		int bad = 0;
+		for (int round = 0; round < 3; round++) {
+			for (int k = 0; k < 2; k++) {
+				struct wjob *j = &par[k];
+				j->which = k;
+				snprintf(j->pb, sizeof(j->pb), "%s",
+					 path_of("par.pb.gz"));
+				snprintf(j->folded, sizeof(j->folded), "%s",
+					 path_of("par.folded"));
+				snprintf(j->svg, sizeof(j->svg), "%s",
+					 path_of("par.svg"));
+				snprintf(j->html, sizeof(j->html), "%s",
+					 path_of("par.html"));
+			}
+			pthread_t th;
+			int made =
+			    !pthread_create(&th, NULL, wjob_run, &par[0]);
+			wjob_run(&par[1]);
+			if (made)
+				pthread_join(th, NULL);
+			CHECK(made, "no thread");
+			CHECK_EQ(par[0].err | par[1].err, 0);
+			const char *a[4] = {ref.pb, ref.folded, ref.svg,
+					    ref.html},
+				   *b[4] = {par[0].pb, par[1].folded,
+					    par[1].svg, par[1].html};
+			for (int f = 0; f < 4; f++) {
+				size_t na = 0, nb = 0;
+				char *x = slurp(a[f], &na),
+				     *y = slurp(b[f], &nb);
+				if (!x || !y || na != nb || memcmp(x, y, na)) {
+					bad++;
+					printf(
+					    "# %s differs (%zu vs %zu bytes)\n",
+					    name[f], na, nb);
+				}
+				free(x);
+				free(y);
+			}
+		}
+		CHECK_EQ(bad, 0);
+		prof_free(p);
 	}
 
 	CASE("intern: one copy per byte string (NULs inside included), "
