@@ -178,16 +178,21 @@ static bool strs_are(const struct prof *p, const struct pframe *f, unsigned st,
  * the ones its frame interned, add_frame would give that frame again. A
  * string that both promise stable (st: PF_STABLE_*) reads the same at the
  * same address: not compared again. */
+/* Every field of k and f the same (the same pointers, not strings). */
+static bool pframe_same(const struct pframe *k, const struct pframe *f)
+{
+	return k->name == f->name && k->addr == f->addr && k->file == f->file &&
+	       k->line == f->line && k->mapping == f->mapping &&
+	       k->build_id == f->build_id && k->map_start == f->map_start &&
+	       k->map_end == f->map_end && k->map_pgoff == f->map_pgoff &&
+	       k->kind == f->kind;
+}
+
 static int64_t memo_frame(const struct prof *p, const struct pframe *f,
 			  unsigned st, size_t slot)
 {
-	const struct pframe *k = &p->fmemo[slot].k;
 	uint32_t id1 = p->fmemo[slot].id1;
-	if (!id1 || k->name != f->name || k->addr != f->addr ||
-	    k->file != f->file || k->line != f->line ||
-	    k->mapping != f->mapping || k->build_id != f->build_id ||
-	    k->map_start != f->map_start || k->map_end != f->map_end ||
-	    k->map_pgoff != f->map_pgoff || k->kind != f->kind ||
+	if (!id1 || !pframe_same(&p->fmemo[slot].k, f) ||
 	    p->fmemo[slot].stable != st)
 		return -1;
 	return strs_are(p, f, st, id1 - 1) ? (int64_t)id1 - 1 : -1;
@@ -250,15 +255,14 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 	uint64_t h = pf_mix(0, (uint64_t)c);
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned st = stable ? stable[i] & PF_STABLE_ALL : 0;
-		/* the last stack's frame as far from the root: the same bytes
-		 * (so the same fields), bits and strings give its frame */
+		/* the last stack's frame as far from the root: the same
+		 * fields, bits and strings give its frame */
 		uint32_t back = n - 1 - i;
 		int64_t id = -1;
 		if (back < p->nlast) {
 			uint32_t j = p->nlast - 1 - back;
 			if (p->lastst[j] == st &&
-			    !memcmp(&p->lastf[j], &frames[i],
-				    sizeof(*frames)) &&
+			    pframe_same(&p->lastf[j], &frames[i]) &&
 			    strs_are(p, &frames[i], st, p->lastid[j]))
 				id = p->lastid[j];
 		}

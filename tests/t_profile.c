@@ -855,6 +855,7 @@ int main(int argc, char **argv)
 		}
 		CHECK_EQ(bad, 0);
 		prof_free(p);
+		log_free(&l);
 	}
 
 	CASE("intern: one copy per byte string (NULs inside included), "
