@@ -20,11 +20,16 @@ skip_case() { n=$((n + 1)); echo "ok $n - # SKIP $1"; }
 skip_all_ci() {
 	if [ "${CI:-}" = true ]; then
 		echo "1..1"
-		echo "not ok 1 - $1 (CI=true: BPF sampling must be available)"
+		echo "not ok 1 - $1 (CI=true: every capability must be present)"
 		exit 1
 	fi
 	echo "1..0 # SKIP $1"
 	exit 0
+}
+# need_perf: perf(1) installed, else skip_all_ci
+need_perf() {
+	command -v perf >/dev/null ||
+		skip_all_ci "perf not installed (scripts/install-deps installs linux-perf)"
 }
 # need_bpf: root, BTF and a `jitsframe profile` that samples here (a
 # one-second probe in $T/probe; $J is the CLI), else skip_all_ci

@@ -7,10 +7,8 @@
 # line for one trace in `perf script -F ip,sym,srcline`.
 set -u
 cd "$(dirname "$0")/.."
-if ! command -v perf >/dev/null; then
-	echo "1..0 # SKIP perf not installed"
-	exit 0
-fi
+. tests/lib.sh
+need_perf
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 echo "1..1"

@@ -14,13 +14,7 @@ LJ=${LUAJIT:-luajit}
 W=bench/workloads/numeric.lua
 T=$(mktemp -d /tmp/jsf-t_recdir-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-if ! command -v perf >/dev/null; then
-	if [ "${CI:-}" = true ]; then
-		echo "1..1"; echo "not ok 1 - perf is needed (Debian: linux-perf)"; exit 1
-	fi
-	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
-	exit 0
-fi
+need_perf
 P="stacks.folded flamegraph.svg flamegraph.html profile.pb.gz"
 D=$T/d K=$T/k
 "$J" record -o "$D" -F 1999 -- $LJ $W >"$T/d.out" 2>"$T/d.err"; rc=$?

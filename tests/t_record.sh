@@ -9,10 +9,7 @@ J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 T=$(mktemp -d /tmp/jsf-t_record-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-if ! command -v perf >/dev/null; then
-	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
-	exit 0
-fi
+need_perf
 
 # 1. The workload set: >= 95% of the samples whose leaf is trace code must
 #    unwind to main (stock LuaJIT: about 0%, see docs/PERF.md).

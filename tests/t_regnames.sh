@@ -12,10 +12,7 @@ J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 T=$(mktemp -d /tmp/jsf-t_regnames-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-if ! command -v perf >/dev/null; then
-	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
-	exit 0
-fi
+need_perf
 W=bench/workloads/$(ls bench/workloads | grep -m1 '\.lua$')
 if ! "$J" record --no-inject -o "$T/rec" -F 999 -- $LJ "$W" >"$T/rec.out" 2>"$T/rec.err"; then
 	notok "record $W" "$(tail -3 "$T/rec.err")"

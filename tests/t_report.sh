@@ -20,10 +20,7 @@ LJ=${LUAJIT:-luajit}
 MCREUSE=$PWD/build/tests/libmcreuse.so
 T=$(mktemp -d /tmp/jsf-t_report-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-if ! command -v perf >/dev/null; then
-	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
-	exit 0
-fi
+need_perf
 command -v python3 >/dev/null || { echo "Bail out! python3 needed"; exit 1; }
 
 # 1. The workload set, recorded with `jitsframe record` (which runs the

@@ -20,10 +20,7 @@ J=$PWD/${JSF_CLI:-build/jitsframe}
 LJ=${LUAJIT:-luajit}
 T=$(mktemp -d /tmp/jsf-t_report_order-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-if ! command -v perf >/dev/null; then
-	echo "1..0 # SKIP perf not installed (scripts/install-deps installs linux-perf)"
-	exit 0
-fi
+need_perf
 command -v python3 >/dev/null || { echo "Bail out! python3 needed"; exit 1; }
 
 "$J" record -o "$T/rec" -F 1999 -- $LJ bench/workloads/numeric.lua >"$T/rec.out" 2>"$T/rec.err" || {
