@@ -102,23 +102,14 @@ uint32_t cli_user_frames_st(struct uwstate *u, uint32_t pid, uint64_t ts,
 				p->kind = PF_LUA;
 				continue;
 			}
-			size_t fl = strlen(file);
-			char num[16];
-			size_t nd = 0;
-			uint32_t v = lf[j].first;
-			do
-				num[nd++] = (char)('0' + v % 10);
-			while ((v /= 10));
-			size_t w = fl + 1 + nd + 1 + fl;
-			if (w >= room)
+			size_t fl = strlen(file), nd = 1;
+			for (uint32_t v = lf[j].first; v >= 10; v /= 10)
+				nd++;
+			if (fl + 1 + nd + 1 + fl >= room)
 				break;
-			memcpy(nm, file, fl);
-			nm[fl] = ':';
-			for (size_t d = 0; d < nd; d++)
-				nm[fl + 1 + d] = num[nd - 1 - d];
-			nm[fl + 1 + nd] = 0;
-			memcpy(nm + fl + 2 + nd, file, fl + 1);
-			used += w + 1;
+			size_t lw = uw_lua_label(nm, file, fl, lf[j].first);
+			memcpy(nm + lw + 1, file, fl + 1);
+			used += lw + 1 + fl + 1;
 			struct pframe *p = &out[k++];
 			memset(p, 0, sizeof(*p));
 			p->name = nm;

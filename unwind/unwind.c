@@ -1140,6 +1140,21 @@ static size_t lm_slot(uint32_t lv, uint32_t fi, uint32_t off, size_t cap)
 	return (size_t)(h >> 32) & (cap - 1);
 }
 
+size_t uw_lua_label(char *dst, const char *file, size_t fl, uint32_t first)
+{
+	char num[16];
+	size_t nd = 0;
+	do
+		num[nd++] = (char)('0' + first % 10);
+	while ((first /= 10));
+	memcpy(dst, file, fl);
+	dst[fl] = ':';
+	for (size_t d = 0; d < nd; d++)
+		dst[fl + 1 + d] = num[nd - 1 - d];
+	dst[fl + 1 + nd] = 0;
+	return fl + 1 + nd;
+}
+
 /* The decoded frames of function fi of view lv at offset off, made once
  * (with their "file:first"); NULL: no memory */
 static struct lmemo *lm_get(struct uwstate *u, uint32_t lv, uint32_t fi,
@@ -1191,22 +1206,11 @@ static struct lmemo *lm_get(struct uwstate *u, uint32_t lv, uint32_t fi,
 	for (int i = 0; i < n; i++) {
 		const char *file = sf[i].file ? sf[i].file : "(null)";
 		size_t fl = strlen(file);
-		char num[16];
-		size_t nd = 0;
-		uint32_t v = sf[i].first;
-		do
-			num[nd++] = (char)('0' + v % 10);
-		while ((v /= 10));
-		memcpy(str, file, fl);
-		str[fl] = ':';
-		for (size_t d = 0; d < nd; d++)
-			str[fl + 1 + d] = num[nd - 1 - d];
-		str[fl + 1 + nd] = 0;
+		size_t w = uw_lua_label(str, file, fl, sf[i].first);
 		fr[i] = (struct uw_luaframe){
-		    sf[i].file,	 sf[i].name, sf[i].line,
-		    sf[i].first, str,	     (uint32_t)(fl + 1 + nd),
-		    (uint32_t)fl};
-		str += fl + 1 + nd + 1;
+		    sf[i].file, sf[i].name,  sf[i].line,  sf[i].first,
+		    str,	(uint32_t)w, (uint32_t)fl};
+		str += w + 1;
 	}
 	size_t h = lm_slot(lv, fi, off, u->lm_cap);
 	while (u->lm[h].fr)

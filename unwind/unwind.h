@@ -173,6 +173,10 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps);
  * otherwise (STOP_NO_TRACE and STOP_NO_ELF still describe the mapping). */
 bool uw_frame_at(struct uwstate *u, uint32_t pid, uint64_t pc, bool caller,
 		 uint64_t ts, struct uframe *f, enum stop_reason *why);
+/* A Lua function's label "file:first" (as luajit -jp=F names it; file
+ * fl bytes long) into dst, which has room for fl + 12 bytes, with its NUL;
+ * its length without the NUL. */
+size_t uw_lua_label(char *dst, const char *file, size_t fl, uint32_t first);
 /* The Lua frames a trace frame of process pid stands for at ts (f: a
  * frame uw_event, uw_unwind_regs or uw_frame_at gave, f->is_trace): from
  * the source map the producer published with the region function that
