@@ -138,6 +138,18 @@ static void rep_reset(void *ctx)
 	rep_begin(ctx);
 }
 
+/* The reset for pd_each_restart, or NULL (pd_each's two passes): a dump
+ * that is not a regular file (a pipe, a terminal) cannot be rewound and
+ * truncated, and would keep what an abandoned pass wrote */
+static void (*rep_resetter(const struct rep *r))(void *)
+{
+	struct stat st;
+	if (r->dump &&
+	    (fstat(fileno(r->dump), &st) < 0 || !S_ISREG(st.st_mode)))
+		return NULL;
+	return rep_reset;
+}
+
 static int on_event(const struct pd_event *e, void *ctx)
 {
 	struct rep *r = ctx;
@@ -457,7 +469,8 @@ int report_run(const struct report_opts *opts)
 	r->dir = dir;
 	r->write = write;
 	use_recorded_kallsyms(r->u, dir);
-	rc = pd_each_restart(pd, on_event, rep_reset, r, err, sizeof(err));
+	rc =
+	    pd_each_restart(pd, on_event, rep_resetter(r), r, err, sizeof(err));
 	struct found_reg found[8];
 	size_t nfound = 0;
 	if (!rc && !o.region && !o.nregions && r->nnoreg &&
@@ -471,8 +484,8 @@ int report_run(const struct report_opts *opts)
 			goto out;
 		}
 		if (!rc)
-			rc = pd_each_restart(pd, on_event, rep_reset, r, err,
-					     sizeof(err));
+			rc = pd_each_restart(pd, on_event, rep_resetter(r), r,
+					     err, sizeof(err));
 	}
 	if (rc) {
 		fprintf(stderr, "jitsframe report: %s: %s\n", in,

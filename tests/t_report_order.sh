@@ -101,5 +101,18 @@ for mode in swap early late; do
 	fi
 done
 
+# 4. late, its --dump written to a pipe (no rewind, no truncation): where
+# the one pass starts again, what it wrote must not stay in the dump
+if [ -d "$T/late" ]; then
+	"$J" report --no-write --dump /dev/stdout "$T/late" 2>"$T/pipe.err" |
+		grep -E '^[SF] ' >"$T/pipe.dump"
+	if grep -E '^[SF] ' "$T/orig.dump" | cmp -s - "$T/pipe.dump"; then
+		ok "late, --dump to a pipe: the same $ns samples and frames"
+	else
+		notok "late, --dump to a pipe: the same samples and frames" \
+			"$(grep -c '^S ' "$T/pipe.dump") samples in the dump, $ns recorded" "$(tail -2 "$T/pipe.err")"
+	fi
+fi
+
 echo "1..$n"
 [ "$fails" -eq 0 ]
