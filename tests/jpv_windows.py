@@ -65,7 +65,9 @@ for l in open(dump):
     total += 1
     t = int(f[1])
     i = bisect.bisect_left(ends, t)  # the callback that ends t's window
-    if i == len(cbs) or cbs[i][1] != 1:
+    # (the first window has no start: before jit.profile.start, nothing
+    # of LuaJIT's profiler sampled it)
+    if i == 0 or i == len(cbs) or cbs[i][1] != 1:
         out_w += 1
         continue
     if f[8] == "m":
