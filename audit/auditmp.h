@@ -43,6 +43,23 @@ static inline void alog_mpw_be64(char *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
+/* At p (room made): the one-byte tag, then v big-endian in w bytes (0,
+ * 1, 2, 4 or 8); counted in sb->size. */
+static inline void alog_mpw_put(msgpack_sbuffer *sb, char *p, uint8_t tag,
+				uint64_t v, unsigned w)
+{
+	p[0] = (char)tag;
+	if (w == 1)
+		p[1] = (char)v;
+	else if (w == 2)
+		alog_mpw_be16(p + 1, (uint16_t)v);
+	else if (w == 4)
+		alog_mpw_be32(p + 1, (uint32_t)v);
+	else if (w == 8)
+		alog_mpw_be64(p + 1, v);
+	sb->size += 1 + w;
+}
+
 /* bytes as they are (pre-encoded keys, bodies) */
 static inline void alog_mpw_bytes(msgpack_sbuffer *sb, const void *b, size_t n)
 {
@@ -69,18 +86,12 @@ static inline void alog_mpw_head(msgpack_sbuffer *sb, size_t n, uint8_t fix,
 	char *p = alog_mpw_room(sb, 5);
 	if (!p)
 		return;
-	if (n < fixmax) {
-		p[0] = (char)(fix | (uint8_t)n);
-		sb->size += 1;
-	} else if (n < 65536) {
-		p[0] = (char)b16;
-		alog_mpw_be16(p + 1, (uint16_t)n);
-		sb->size += 3;
-	} else {
-		p[0] = (char)(b16 + 1);
-		alog_mpw_be32(p + 1, (uint32_t)n);
-		sb->size += 5;
-	}
+	if (n < fixmax)
+		alog_mpw_put(sb, p, (uint8_t)(fix | n), 0, 0);
+	else if (n < 65536)
+		alog_mpw_put(sb, p, b16, n, 2);
+	else
+		alog_mpw_put(sb, p, (uint8_t)(b16 + 1), n, 4);
 }
 
 static inline void alog_mpw_map(msgpack_sbuffer *sb, size_t n)
@@ -98,26 +109,16 @@ static inline void alog_mpw_uint(msgpack_sbuffer *sb, uint64_t d)
 	char *p = alog_mpw_room(sb, 9);
 	if (!p)
 		return;
-	if (d < 128) {
-		p[0] = (char)d;
-		sb->size += 1;
-	} else if (d < 256) {
-		p[0] = (char)0xcc;
-		p[1] = (char)d;
-		sb->size += 2;
-	} else if (d < 65536) {
-		p[0] = (char)0xcd;
-		alog_mpw_be16(p + 1, (uint16_t)d);
-		sb->size += 3;
-	} else if (d < (1ull << 32)) {
-		p[0] = (char)0xce;
-		alog_mpw_be32(p + 1, (uint32_t)d);
-		sb->size += 5;
-	} else {
-		p[0] = (char)0xcf;
-		alog_mpw_be64(p + 1, d);
-		sb->size += 9;
-	}
+	if (d < 128)
+		alog_mpw_put(sb, p, (uint8_t)d, 0, 0);
+	else if (d < 256)
+		alog_mpw_put(sb, p, 0xcc, d, 1);
+	else if (d < 65536)
+		alog_mpw_put(sb, p, 0xcd, d, 2);
+	else if (d < (1ull << 32))
+		alog_mpw_put(sb, p, 0xce, d, 4);
+	else
+		alog_mpw_put(sb, p, 0xcf, d, 8);
 }
 
 /* msgpack_pack_int64: a non-negative value in the unsigned forms */
@@ -134,23 +135,14 @@ static inline void alog_mpw_int(msgpack_sbuffer *sb, int64_t d)
 	char *p = alog_mpw_room(sb, 9);
 	if (!p)
 		return;
-	if (d >= -128) {
-		p[0] = (char)0xd0;
-		p[1] = (char)(uint8_t)d;
-		sb->size += 2;
-	} else if (d >= -32768) {
-		p[0] = (char)0xd1;
-		alog_mpw_be16(p + 1, (uint16_t)d);
-		sb->size += 3;
-	} else if (d >= -2147483648ll) {
-		p[0] = (char)0xd2;
-		alog_mpw_be32(p + 1, (uint32_t)d);
-		sb->size += 5;
-	} else {
-		p[0] = (char)0xd3;
-		alog_mpw_be64(p + 1, (uint64_t)d);
-		sb->size += 9;
-	}
+	if (d >= -128)
+		alog_mpw_put(sb, p, 0xd0, (uint64_t)d, 1);
+	else if (d >= -32768)
+		alog_mpw_put(sb, p, 0xd1, (uint64_t)d, 2);
+	else if (d >= -2147483648ll)
+		alog_mpw_put(sb, p, 0xd2, (uint64_t)d, 4);
+	else
+		alog_mpw_put(sb, p, 0xd3, (uint64_t)d, 8);
 }
 
 static inline void alog_mpw_double(msgpack_sbuffer *sb, double d)
@@ -160,9 +152,7 @@ static inline void alog_mpw_double(msgpack_sbuffer *sb, double d)
 		return;
 	uint64_t u;
 	memcpy(&u, &d, 8);
-	p[0] = (char)0xcb;
-	alog_mpw_be64(p + 1, u);
-	sb->size += 9;
+	alog_mpw_put(sb, p, 0xcb, u, 8);
 }
 
 static inline void alog_mpw_nil(msgpack_sbuffer *sb)
@@ -181,22 +171,14 @@ static inline void alog_mpw_strhead(msgpack_sbuffer *sb, size_t l)
 	char *p = alog_mpw_room(sb, 5);
 	if (!p)
 		return;
-	if (l < 32) {
-		p[0] = (char)(0xa0 | l);
-		sb->size += 1;
-	} else if (l < 256) {
-		p[0] = (char)0xd9;
-		p[1] = (char)l;
-		sb->size += 2;
-	} else if (l < 65536) {
-		p[0] = (char)0xda;
-		alog_mpw_be16(p + 1, (uint16_t)l);
-		sb->size += 3;
-	} else {
-		p[0] = (char)0xdb;
-		alog_mpw_be32(p + 1, (uint32_t)l);
-		sb->size += 5;
-	}
+	if (l < 32)
+		alog_mpw_put(sb, p, (uint8_t)(0xa0 | l), 0, 0);
+	else if (l < 256)
+		alog_mpw_put(sb, p, 0xd9, l, 1);
+	else if (l < 65536)
+		alog_mpw_put(sb, p, 0xda, l, 2);
+	else
+		alog_mpw_put(sb, p, 0xdb, l, 4);
 }
 
 static inline void alog_mpw_str(msgpack_sbuffer *sb, const void *s, size_t l)
@@ -211,19 +193,12 @@ static inline void alog_mpw_binhead(msgpack_sbuffer *sb, size_t l)
 	char *p = alog_mpw_room(sb, 5);
 	if (!p)
 		return;
-	if (l < 256) {
-		p[0] = (char)0xc4;
-		p[1] = (char)l;
-		sb->size += 2;
-	} else if (l < 65536) {
-		p[0] = (char)0xc5;
-		alog_mpw_be16(p + 1, (uint16_t)l);
-		sb->size += 3;
-	} else {
-		p[0] = (char)0xc6;
-		alog_mpw_be32(p + 1, (uint32_t)l);
-		sb->size += 5;
-	}
+	if (l < 256)
+		alog_mpw_put(sb, p, 0xc4, l, 1);
+	else if (l < 65536)
+		alog_mpw_put(sb, p, 0xc5, l, 2);
+	else
+		alog_mpw_put(sb, p, 0xc6, l, 4);
 }
 
 #endif
