@@ -445,30 +445,31 @@ int report_run(const struct report_opts *opts)
 	const char *nosf = getenv(JSF_ENV_NO_SFRAME);
 	struct uw_opts uo = {.no_sframe = nosf && *nosf && strcmp(nosf, "0")};
 	if (r) {
-		r->u = uw_new(t, &uo);
 		r->pd = pd;
 		r->frames = o.frames;
+		r->t = t;
+		r->uo = uo;
+		r->dir = dir;
+		r->write = write;
 	}
-	if (!r || !r->u) {
+	if (!r || rep_begin(r)) { /* (no dump yet: only memory can fail) */
 		fprintf(stderr, "jitsframe report: out of memory\n");
+		if (r) {
+			uw_free(r->u);
+			if (r->prof)
+				prof_free(r->prof);
+		}
 		free(r);
 		traces_free(t);
 		pd_close(pd);
 		return EX_INPUT;
 	}
-	if (write)
-		r->prof = prof_new(pd_sample_period_ns(pd));
 	if (dumpp && !(r->dump = fopen(dumpp, "w"))) {
 		fprintf(stderr, "jitsframe report: %s: %s\n", dumpp,
 			strerror(errno));
 		rc = EX_INPUT;
 		goto out;
 	}
-	r->t = t;
-	r->uo = uo;
-	r->dir = dir;
-	r->write = write;
-	use_recorded_kallsyms(r->u, dir);
 	rc =
 	    pd_each_restart(pd, on_event, rep_resetter(r), r, err, sizeof(err));
 	struct found_reg found[8];
