@@ -170,34 +170,6 @@ static bool str_is(const struct prof *p, const char *s, uint32_t idx)
 	return idx != 0 && !strcmp(s, p->str.s[idx]);
 }
 
-static bool strs_are(const struct prof *p, const struct pframe *f, unsigned st,
-		     uint32_t id);
-
-/* The frame index of f from the memo, or -1: where the slot holds a
- * pframe with f's fields (the same pointers) whose strings still read as
- * the ones its frame interned, add_frame would give that frame again. A
- * string that both promise stable (st: PF_STABLE_*) reads the same at the
- * same address: not compared again. */
-/* Every field of k and f the same (the same pointers, not strings). */
-static bool pframe_same(const struct pframe *k, const struct pframe *f)
-{
-	return k->name == f->name && k->addr == f->addr && k->file == f->file &&
-	       k->line == f->line && k->mapping == f->mapping &&
-	       k->build_id == f->build_id && k->map_start == f->map_start &&
-	       k->map_end == f->map_end && k->map_pgoff == f->map_pgoff &&
-	       k->kind == f->kind;
-}
-
-static int64_t memo_frame(const struct prof *p, const struct pframe *f,
-			  unsigned st, size_t slot)
-{
-	uint32_t id1 = p->fmemo[slot].id1;
-	if (!id1 || !pframe_same(&p->fmemo[slot].k, f) ||
-	    p->fmemo[slot].stable != st)
-		return -1;
-	return strs_are(p, f, st, id1 - 1) ? (int64_t)id1 - 1 : -1;
-}
-
 /* The strings of f not promised stable (st) read as frame id's? */
 static bool strs_are(const struct prof *p, const struct pframe *f, unsigned st,
 		     uint32_t id)
@@ -215,6 +187,31 @@ static bool strs_are(const struct prof *p, const struct pframe *f, unsigned st,
 			return false;
 	}
 	return true;
+}
+
+/* Every field of k and f the same (the same pointers, not strings). */
+static bool pframe_same(const struct pframe *k, const struct pframe *f)
+{
+	return k->name == f->name && k->addr == f->addr && k->file == f->file &&
+	       k->line == f->line && k->mapping == f->mapping &&
+	       k->build_id == f->build_id && k->map_start == f->map_start &&
+	       k->map_end == f->map_end && k->map_pgoff == f->map_pgoff &&
+	       k->kind == f->kind;
+}
+
+/* The frame index of f from the memo, or -1: where the slot holds a
+ * pframe with f's fields (the same pointers) whose strings still read as
+ * the ones its frame interned, add_frame would give that frame again. A
+ * string that both promise stable (st: PF_STABLE_*) reads the same at the
+ * same address: not compared again. */
+static int64_t memo_frame(const struct prof *p, const struct pframe *f,
+			  unsigned st, size_t slot)
+{
+	uint32_t id1 = p->fmemo[slot].id1;
+	if (!id1 || !pframe_same(&p->fmemo[slot].k, f) ||
+	    p->fmemo[slot].stable != st)
+		return -1;
+	return strs_are(p, f, st, id1 - 1) ? (int64_t)id1 - 1 : -1;
 }
 
 static size_t memo_slot(const struct pframe *f)
