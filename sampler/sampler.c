@@ -753,7 +753,7 @@ static uint32_t cb_groups(int pid, uint64_t lo, uint64_t hi,
 		    q[4] != (uint8_t)((slot0 + 31) >> 8) || q[5] != 0x48 ||
 		    q[6] != 0xbd || gv != lv->g || q[15] != 0xff ||
 		    q[16] != 0x25 ||
-		    (int64_t)(base + 145) + rel != 0) /* jmp [page + 0] */
+		    (int64_t)(base + CB_GROUP) + rel != 0) /* jmp [page + 0] */
 			return ng;
 	}
 	return ng;
@@ -777,7 +777,8 @@ static struct sobj *cb_obj(struct smp *s, uint32_t ng)
 					  .rule = SMP_RULE_SP,
 					  .cfa_off = 8,
 					  .ra_off = -8};
-		v[n++] = (struct smp_row){.pc = base + 127,
+		/* after the 31st slot's mov al and push rbp */
+		v[n++] = (struct smp_row){.pc = base + 31 * 4 + 3,
 					  .rule = SMP_RULE_SP,
 					  .cfa_off = 16,
 					  .ra_off = -8,
