@@ -777,7 +777,7 @@ static struct sobj *cb_obj(struct smp *s, uint32_t ng)
 					  .rule = SMP_RULE_SP,
 					  .cfa_off = 8,
 					  .ra_off = -8};
-		/* after the 31st slot's mov al and push rbp */
+		/* after the group's last slot's mov al and push rbp */
 		v[n++] = (struct smp_row){.pc = base + 31 * 4 + 3,
 					  .rule = SMP_RULE_SP,
 					  .cfa_off = 16,
