@@ -9,6 +9,8 @@
  *   ... run the workload ...
  *   vt.results()     -- a table of counts and times, in ns
  *   vt.now()         -- CLOCK_MONOTONIC in ns
+ *   vt.noop()        -- attach a no-op C "trace" handler, untimed (the
+ *                    -- floor of any handler: LuaJIT's cost per event)
  *
  * LuaJIT keeps one handler per event in registry._VMEVENTS and fetches it
  * from there for every event (lj_vmevent_prepare), so replacing the table
@@ -207,6 +209,14 @@ static void attach_noop(lua_State *L)
 	lua_pop(L, 1);
 }
 
+/* vt.noop(): jit.attach a no-op C handler to "trace", untimed: the floor
+ * of any handler (LuaJIT's own cost of sending each event). */
+static int l_noop(lua_State *L)
+{
+	attach_noop(L);
+	return 0;
+}
+
 static int l_wrap(lua_State *L)
 {
 	lua_settop(L, 1); /* post or nil */
@@ -273,10 +283,8 @@ static int l_now(lua_State *L)
 __attribute__((visibility("default"))) int luaopen_vmtime(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
-	    {"wrap", l_wrap},
-	    {"results", l_results},
-	    {"now", l_now},
-	    {NULL, NULL},
+	    {"wrap", l_wrap}, {"noop", l_noop}, {"results", l_results},
+	    {"now", l_now},   {NULL, NULL},
 	};
 	lua_newtable(L);
 	luaL_register(L, NULL, fns);

@@ -120,10 +120,16 @@ static void shift_window(struct jsf_region *r, uint32_t new_lo)
 	r->lo = new_lo;
 }
 
-/* First window position whose start is >= start. */
+/* First window position whose start is >= start. The ends first: a
+ * JIT's code grows down (LuaJIT) or up through its areas, so most adds
+ * land there, and the search's cold cache lines are not read. */
 static uint32_t lower_bound(const struct jsf_region *r, uint64_t start)
 {
-	uint32_t a = 0, b = r->n;
+	if (!r->n || start <= r->win[r->lo].start)
+		return 0;
+	if (r->win[r->lo + r->n - 1].start < start)
+		return r->n;
+	uint32_t a = 1, b = r->n - 1;
 	while (a < b) {
 		uint32_t m = a + (b - a) / 2;
 		if (r->win[r->lo + m].start < start)

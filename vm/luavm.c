@@ -135,21 +135,38 @@ static int64_t pt_line(const struct lv_layout *lv, uintptr_t pt, uint32_t pos)
 	return first + ((const uint32_t *)li)[pos];
 }
 
-/* Where bytecode position pos of Lua function fn begins in the source,
- * through the layout verified at start(): the chunk name (its '@' or '='
- * dropped; the end of a long one kept) into file, the line (as funcinfo's
- * currentline) into *line. 0, or -1 (layout not verified, not a Lua
- * function, pos outside it): then ask jit.util. */
-int vm_luavm_pos(const struct vmod *m, const void *fn, uint32_t pos, char *file,
-		 size_t filelen, uint32_t *line)
+/* The prototype of Lua function fn through the layout verified at
+ * start(), when vm_luavm_pos will find bytecode position pos in it (its
+ * header says so: a prototype never changes); else NULL (the layout is
+ * not verified, fn is no Lua function, pos is outside it, no line
+ * numbers or chunk name). */
+const void *vm_luavm_proto(const struct vmod *m, const void *fn, uint32_t pos)
 {
 	const struct lv_layout *lv = &m->lv;
-	if (m->lv_state != 1 || !fn || filelen < 2)
-		return -1;
+	if (m->lv_state != 1 || !fn)
+		return NULL;
 	uintptr_t f = (uintptr_t)fn;
 	if (*(const uint8_t *)(f + lv->fn_ffid) != 0) /* C or builtin */
-		return -1;
+		return NULL;
 	uintptr_t pt = (uintptr_t)rd64(f + lv->fn_pc) - lv->pt_size;
+	uint32_t sizebc = rd32(pt + lv->pt_sizebc);
+	if (pos > sizebc || !rd64(pt + lv->pt_chunkname) ||
+	    (pos < sizebc && !rd64(pt + lv->pt_lineinfo)))
+		return NULL;
+	return (const void *)pt;
+}
+
+/* Where bytecode position pos of prototype proto (vm_luavm_proto) begins
+ * in the source: the chunk name (its '@' or '=' dropped; the end of a
+ * long one kept) into file, the line (as funcinfo's currentline) into
+ * *line. 0, or -1 (no prototype, pos outside it): then ask jit.util. */
+int vm_luavm_pos(const struct vmod *m, const void *proto, uint32_t pos,
+		 char *file, size_t filelen, uint32_t *line)
+{
+	const struct lv_layout *lv = &m->lv;
+	if (m->lv_state != 1 || !proto || filelen < 2)
+		return -1;
+	uintptr_t pt = (uintptr_t)proto;
 	/* funcinfo gives a currentline for pos < sizebc only */
 	int64_t ln = pos < rd32(pt + lv->pt_sizebc) ? pt_line(lv, pt, pos) : 0;
 	uintptr_t str = (uintptr_t)rd64(pt + lv->pt_chunkname);

@@ -256,69 +256,6 @@ VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
 	return NULL;
 }
 
-VM_HOT static void start_pos_pending(lua_State *L, struct lstate *s,
-				     struct tinfo *ti, uint32_t tr, int need);
-
-VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
-			   uint32_t tr)
-{
-	int top = lua_gettop(L);
-	m->traces++;
-	struct tinfo *ti = slot(s, tr);
-	if (!ti) {
-		vm_stop_publishing(m, "allocating trace state", -ENOMEM);
-		return;
-	}
-	uint64_t now = jsf_now_ns();
-	/* A stop for a known number: the old trace is gone (freed by the GC,
-	 * which sends no event). */
-	vm_unpublish(m, ti, now);
-	uint32_t line = ti->line, start_pc = ti->start_pc;
-	uint8_t pending = ti->pos_pending;
-	char file[sizeof(ti->file)];
-	memcpy(file, ti->file, sizeof(file));
-	free(ti->lmap);
-	memset(ti, 0, sizeof(*ti));
-	ti->line = line; /* from the "start" event */
-	ti->start_pc = start_pc;
-	ti->pos_pending = pending;
-	memcpy(ti->file, file, sizeof(file));
-	struct facts f;
-	const char *why = trace_facts(m, L, s, tr, &f);
-	if (why) {
-		skip(m, tr, why);
-		goto out;
-	}
-	const uint8_t *mc = f.mc;
-	uint32_t len = f.len, loop = f.loop, parent = f.parent;
-	uint64_t addr = f.addr;
-	struct lj_trace_in in = {mc, len, loop, tr, parent != 0, 0, 0};
-	if (parent) {
-		if (parent >= s->cap || !s->t[parent].nrows) {
-			skip(m, tr, "parent trace not known");
-			goto out;
-		}
-		in.parent_spadj = s->t[parent].spadj;
-	}
-	struct lj_trace_out o = {.why = "trace too large"};
-	if (len > UINT32_MAX / 2 || lj_trace_rows(&in, &o)) {
-		skip(m, tr, o.why);
-		goto out;
-	}
-	ti->start = addr;
-	ti->size = len;
-	ti->loop = loop;
-	ti->spadj = o.spadj;
-	ti->nrows = (uint8_t)o.nrows;
-	memcpy(ti->rows, o.rows, sizeof(o.rows));
-	start_pos_pending(L, s, ti, tr, 1);
-	vm_luamap(m, L, s, tr, ti);
-	vm_publish(m, s, ti, tr, now);
-out:
-	start_pos_pending(L, s, ti, tr, 0);
-	lua_settop(L, top);
-}
-
 /* Where a trace begins in the source: funcinfo(func, pc) of the function
  * and pc at stack indexes fidx, pcidx (absolute) into ti->file, ti->line. */
 VM_HOT static void start_pos(lua_State *L, struct lstate *s, struct tinfo *ti,
@@ -352,26 +289,25 @@ VM_HOT static void start_pos(lua_State *L, struct lstate *s, struct tinfo *ti,
 }
 
 /* "start": tr, func, pc: remember where the trace begins in the source.
- * With perf's sinks on, at once (perf names the trace at its stop, as
- * before). Otherwise the name is for the region only: keep the function
- * and pc (one table store: most starts end in an abort, sidetraces has
- * some 16 attempts per trace) and look it up when the trace stops. */
+ * Through the verified VM layout, only the prototype and the pc: the
+ * name is looked up at the trace's stop (most starts end in an abort:
+ * sidetraces has some 16 attempts per trace, luacheck one in two).
+ * Otherwise, with perf's sinks on, through jit.util at once (perf names
+ * the trace at its stop, as before); without them, for the region only:
+ * keep the function and pc (one table store) and look the name up when
+ * the trace stops. */
 VM_HOT static void on_start(struct vmod *m, lua_State *L, struct lstate *s,
 			    uint32_t tr)
 {
+	s->st_tr = tr;
+	s->st_pos = (uint32_t)lua_tointeger(L, 4);
+	s->st_pt = vm_luavm_proto(m, lua_topointer(L, 3), s->st_pos);
+	if (s->st_pt)
+		return;
 	struct tinfo *ti = slot(s, tr);
 	if (!ti)
 		return;
 	ti->pos_pending = 0;
-	/* through the VM layout verified at start() (tens of ns), as
-	 * funcinfo would say it; else jit.util */
-	if (vm_luavm_pos(m, lua_topointer(L, 3), (uint32_t)lua_tointeger(L, 4),
-			 ti->file, sizeof(ti->file), &ti->line) == 0) {
-		for (char *c = ti->file; *c; c++)
-			if (*c == '\n' || *c == ';' || *c == ' ')
-				*c = '_';
-		return;
-	}
 	if (m->jd || m->pm) {
 		start_pos(L, s, ti, 3, 4);
 		return;
@@ -388,8 +324,30 @@ VM_HOT static void on_start(struct vmod *m, lua_State *L, struct lstate *s,
 	lua_pushvalue(L, 3);
 	lua_rawseti(L, -2, (int)tr);
 	lua_pop(L, 1);
-	ti->start_pc = (uint32_t)lua_tointeger(L, 4);
+	ti->start_pc = s->st_pos;
 	ti->pos_pending = 1;
+}
+
+/* At trace tr's stop: its start position from its start's prototype and
+ * pc (on_start), when that is how it was kept; 0, or -1 (the position,
+ * if any, is in ti already). */
+VM_HOT static int stop_pos(const struct vmod *m, struct lstate *s,
+			   struct tinfo *ti, uint32_t tr)
+{
+	const void *pt = s->st_pt;
+	if (s->st_tr != tr || !pt)
+		return -1;
+	s->st_pt = NULL; /* used */
+	ti->pos_pending = 0;
+	if (vm_luavm_pos(m, pt, s->st_pos, ti->file, sizeof(ti->file),
+			 &ti->line)) { /* (vm_luavm_proto said it would not) */
+		ti->line = 0;
+		ti->file[0] = 0;
+	}
+	for (char *c = ti->file; *c; c++)
+		if (*c == '\n' || *c == ';' || *c == ' ')
+			*c = '_';
+	return 0;
 }
 
 /* The pending start position of trace tr, now that it stopped (and is
@@ -409,6 +367,59 @@ VM_HOT static void start_pos_pending(lua_State *L, struct lstate *s,
 	}
 	lua_pushnil(L);
 	lua_rawseti(L, top + 1, (int)tr);
+	lua_settop(L, top);
+}
+
+VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
+			   uint32_t tr)
+{
+	int top = lua_gettop(L);
+	m->traces++;
+	struct tinfo *ti = slot(s, tr);
+	if (!ti) {
+		vm_stop_publishing(m, "allocating trace state", -ENOMEM);
+		return;
+	}
+	uint64_t now = jsf_now_ns();
+	/* A stop for a known number: the old trace is gone (freed by the GC,
+	 * which sends no event). */
+	vm_unpublish(m, ti, now);
+	free(ti->lmap);
+	memset(ti, 0, TINFO_POS); /* the start position stays */
+	stop_pos(m, s, ti, tr);
+	struct facts f;
+	const char *why = trace_facts(m, L, s, tr, &f);
+	if (why) {
+		skip(m, tr, why);
+		goto out;
+	}
+	const uint8_t *mc = f.mc;
+	uint32_t len = f.len, loop = f.loop, parent = f.parent;
+	uint64_t addr = f.addr;
+	struct lj_trace_in in = {mc, len, loop, tr, parent != 0, 0, 0};
+	if (parent) {
+		if (parent >= s->cap || !s->t[parent].nrows) {
+			skip(m, tr, "parent trace not known");
+			goto out;
+		}
+		in.parent_spadj = s->t[parent].spadj;
+	}
+	struct lj_trace_out o = {.why = "trace too large"};
+	if (len > UINT32_MAX / 2 || lj_trace_rows(&in, &o)) {
+		skip(m, tr, o.why);
+		goto out;
+	}
+	ti->start = addr;
+	ti->size = len;
+	ti->loop = loop;
+	ti->spadj = o.spadj;
+	ti->nrows = (uint8_t)o.nrows;
+	memcpy(ti->rows, o.rows, sizeof(o.rows));
+	start_pos_pending(L, s, ti, tr, 1);
+	vm_luamap(m, L, s, tr, ti);
+	vm_publish(m, s, ti, tr, now);
+out:
+	start_pos_pending(L, s, ti, tr, 0);
 	lua_settop(L, top);
 }
 

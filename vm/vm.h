@@ -20,10 +20,12 @@
 
 #include <lua.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* What is known of one trace number. */
+/* What is known of one trace number: of its last trace, then (from
+ * TINFO_POS on) where its last start was. */
 struct tinfo {
 	uint64_t start;
 	uint32_t size;
@@ -31,15 +33,16 @@ struct tinfo {
 	uint8_t nrows;
 	uint8_t live;
 	struct jsf_row rows[LJ_MAX_ROWS];
-	uint32_t line;		/* Lua source line where the trace starts */
-	uint32_t start_pc;	/* its start's bytecode pc, while pos_pending */
-	uint8_t pos_pending;	/* file/line not looked up yet (see on_start) */
 	uint64_t eh_lo, map_hi; /* where its jitdump unwind data went */
-	char file[96];		/* its chunk name */
 	uint8_t *lmap;		/* its Lua frames (luamap.c), malloc'd */
 	uint32_t lmap_len;
-	uint32_t loop; /* tracemc's loop offset (0: no loop) */
+	uint32_t loop;	     /* tracemc's loop offset (0: no loop) */
+	uint32_t line;	     /* Lua source line where the trace starts */
+	uint32_t start_pc;   /* its start's bytecode pc, while pos_pending */
+	uint8_t pos_pending; /* file/line not looked up yet (see on_start) */
+	char file[96];	     /* its chunk name */
 };
+#define TINFO_POS offsetof(struct tinfo, line)
 
 /* What a Lua stack walk from outside reads (luavm.c; docs/ABI.md 1.6). */
 struct lv_layout {
@@ -129,6 +132,14 @@ struct lstate {
 	 * attempt); LUA_NOREF until first needed */
 	int starts_ref;
 	int basefn_ref; /* trace number -> its base frame's function */
+	/* The last "start" (a VM records one trace at a time, so a "stop"
+	 * is of the last trace started): its number, and the prototype and
+	 * bytecode position it began at (st_pt NULL: not known that way).
+	 * The trace is named from them at its stop, so that a start (most
+	 * end in an abort) touches nothing else. LuaJIT keeps the
+	 * prototype alive while the trace is recorded (J->cur.startpt). */
+	uint32_t st_tr, st_pos;
+	const void *st_pt;
 };
 
 /* The code every trace event runs, from several files, placed together
@@ -182,9 +193,12 @@ void vm_luavm_publish(struct vmod *m);
 /* `profile -- CMD`: tell the profiler start() is done, wait for its word
  * (JSF_ENV_PROFILE_SYNC); once per process */
 void vm_luavm_sync(void);
-/* A start position through the verified layout (luavm.c): 0, or -1 */
-int vm_luavm_pos(const struct vmod *m, const void *fn, uint32_t pos, char *file,
-		 size_t filelen, uint32_t *line);
+/* A Lua function's prototype where position pos will be found in it
+ * (else NULL), and that start position (0, or -1), through the verified
+ * layout (luavm.c) */
+const void *vm_luavm_proto(const struct vmod *m, const void *fn, uint32_t pos);
+int vm_luavm_pos(const struct vmod *m, const void *proto, uint32_t pos,
+		 char *file, size_t filelen, uint32_t *line);
 
 /* sinks.c, all with m->mu held */
 /* Make sure the region (and the perf sinks) belong to this process. */
