@@ -328,28 +328,6 @@ VM_HOT static void on_start(struct vmod *m, lua_State *L, struct lstate *s,
 	ti->pos_pending = 1;
 }
 
-/* At trace tr's stop: its start position from its start's prototype and
- * pc (on_start), when that is how it was kept; 0, or -1 (the position,
- * if any, is in ti already). */
-VM_HOT static int stop_pos(const struct vmod *m, struct lstate *s,
-			   struct tinfo *ti, uint32_t tr)
-{
-	const void *pt = s->st_pt;
-	if (s->st_tr != tr || !pt)
-		return -1;
-	s->st_pt = NULL; /* used */
-	ti->pos_pending = 0;
-	if (vm_luavm_pos(m, pt, s->st_pos, ti->file, sizeof(ti->file),
-			 &ti->line)) { /* (vm_luavm_proto said it would not) */
-		ti->line = 0;
-		ti->file[0] = 0;
-	}
-	for (char *c = ti->file; *c; c++)
-		if (*c == '\n' || *c == ';' || *c == ' ')
-			*c = '_';
-	return 0;
-}
-
 /* The pending start position of trace tr, now that it stopped (and is
  * published: need 1) or not (need 0: only the reference goes). */
 VM_HOT static void start_pos_pending(lua_State *L, struct lstate *s,
@@ -370,6 +348,27 @@ VM_HOT static void start_pos_pending(lua_State *L, struct lstate *s,
 	lua_settop(L, top);
 }
 
+/* At trace tr's stop: its start position from its start's prototype and
+ * pc (on_start), when that is how it was kept (an older start's pending
+ * reference, if any, goes); else the position, if any, is in ti already. */
+VM_HOT static void stop_pos(const struct vmod *m, lua_State *L,
+			    struct lstate *s, struct tinfo *ti, uint32_t tr)
+{
+	const void *pt = s->st_pt;
+	if (s->st_tr != tr || !pt)
+		return;
+	s->st_pt = NULL; /* used */
+	start_pos_pending(L, s, ti, tr, 0);
+	if (vm_luavm_pos(m, pt, s->st_pos, ti->file, sizeof(ti->file),
+			 &ti->line)) { /* (vm_luavm_proto said it would not) */
+		ti->line = 0;
+		ti->file[0] = 0;
+	}
+	for (char *c = ti->file; *c; c++)
+		if (*c == '\n' || *c == ';' || *c == ' ')
+			*c = '_';
+}
+
 VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 			   uint32_t tr)
 {
@@ -386,7 +385,7 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	vm_unpublish(m, ti, now);
 	free(ti->lmap);
 	memset(ti, 0, TINFO_POS); /* the start position stays */
-	stop_pos(m, s, ti, tr);
+	stop_pos(m, L, s, ti, tr);
 	struct facts f;
 	const char *why = trace_facts(m, L, s, tr, &f);
 	if (why) {
