@@ -89,21 +89,21 @@ static int hexval(char c)
  * two words (compared as the text is: same width, '0' < ... < 'f'). */
 static int hex16(const char *p, uint64_t v[2])
 {
-	uint64_t w[2];
-	memcpy(w, p, 16);
-	for (int k = 0; k < 2; k++) {
-		/* every byte in '0'..'9' or 'a'..'f' */
-		uint64_t x = w[k], ones = 0x0101010101010101ull,
-			 high = 0x8080808080808080ull;
-		uint64_t ge0 = (x | high) - ones * '0';	      /* >= '0' */
-		uint64_t gt9 = (x | high) - ones * ('9' + 1); /* > '9' */
-		uint64_t gea = (x | high) - ones * 'a';	      /* >= 'a' */
-		uint64_t gtf = (x | high) - ones * ('f' + 1); /* > 'f' */
-		uint64_t ok = (ge0 & ~gt9) | (gea & ~gtf);
-		if ((ok & high) != high || (x & high))
-			return 0;
-		v[k] = __builtin_bswap64(x);
-	}
+	uint64_t x, y;
+	memcpy(&x, p, 8);
+	memcpy(&y, p + 8, 8);
+	/* every byte in '0'..'9' or 'a'..'f', both words at once */
+	const uint64_t ones = 0x0101010101010101ull,
+		       high = 0x8080808080808080ull;
+	uint64_t xh = x | high, yh = y | high;
+	uint64_t okx = ((xh - ones * '0') & ~(xh - ones * ('9' + 1))) |
+		       ((xh - ones * 'a') & ~(xh - ones * ('f' + 1)));
+	uint64_t oky = ((yh - ones * '0') & ~(yh - ones * ('9' + 1))) |
+		       ((yh - ones * 'a') & ~(yh - ones * ('f' + 1)));
+	if (((okx & oky) & high) != high || ((x | y) & high))
+		return 0;
+	v[0] = __builtin_bswap64(x);
+	v[1] = __builtin_bswap64(y);
 	return 1;
 }
 
