@@ -250,6 +250,10 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 		return -ENOMEM;
 	uint32_t *ids = p->fids + p->nfids;
 	uint64_t h = pf_mix(0, (uint64_t)c);
+	/* a stack as deep as the last: it replaces the last's frames where
+	 * they differ, here (each slot a frame, its bits and its id: one
+	 * that matched holds them already) */
+	bool in_place = n == p->nlast;
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned st = stable ? stable[i] & PF_STABLE_ALL : 0;
 		/* the last stack's frame as far from the root: the same
@@ -263,6 +267,7 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 			    strs_are(p, &frames[i], st, p->lastid[j]))
 				id = p->lastid[j];
 		}
+		bool kept = id >= 0;
 		size_t slot = 0;
 		if (id < 0) {
 			slot = memo_slot(&frames[i]);
@@ -279,9 +284,14 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 		ids = p->fids + p->nfids; /* add_frame does not move fids */
 		ids[i] = (uint32_t)id;
 		h = pf_mix(h, (uint64_t)id);
+		if (in_place && !kept) {
+			p->lastf[i] = frames[i];
+			p->lastst[i] = (uint8_t)st;
+			p->lastid[i] = (uint32_t)id;
+		}
 	}
 	/* kept for the next (none where there is no room: no harm) */
-	if (n > p->caplast) {
+	if (!in_place && n > p->caplast) {
 		struct pframe *nf = realloc(p->lastf, n * sizeof(*nf));
 		if (nf)
 			p->lastf = nf;
@@ -295,7 +305,7 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 		if (nf && ns && ni)
 			p->caplast = n;
 	}
-	if (n <= p->caplast) {
+	if (!in_place && n <= p->caplast) {
 		memcpy(p->lastf, frames, n * sizeof(*frames));
 		for (uint32_t i = 0; i < n; i++)
 			p->lastst[i] = stable ? stable[i] & PF_STABLE_ALL : 0;

@@ -7,11 +7,12 @@
  *
  * A regular file in perf's own layout (every line "16 lowercase hex
  * digits, a space, ...", addresses never decreasing: what perf record
- * copies) is mapped and searched in place: one pass finds the line
- * starts, a lookup bisects them and walks back to the nearest text
- * symbol, and the names asked for are made once each. The same symbol as
- * the full parse (which is kept for /proc/kallsyms and any other layout)
- * at a tenth of the cost. */
+ * copies) is mapped (populated in one go) and searched in place: one
+ * pass checks the lines, keeping nothing; a lookup bisects the bytes (the
+ * start of the line around a byte is the '\n' before it) and walks back
+ * to the nearest text symbol, and the names asked for are made once each.
+ * The same symbol as the full parse (which is kept for /proc/kallsyms and
+ * any other layout) at a tenth of the cost. */
 #include "ksyms.h"
 
 #include <fcntl.h>
@@ -31,7 +32,7 @@ struct ksym {
 
 /* a name made for the in-place search, by its line */
 struct kname {
-	uint32_t line; /* index + 1; 0: empty slot */
+	uint32_t line; /* its start's offset + 1; 0: empty slot */
 	char *name;
 };
 
@@ -41,11 +42,9 @@ struct ksyms {
 	char *names; /* "name_[k]\0" strings, one arena */
 	int loaded;
 	char *path;
-	/* in place: the mapped file, its line starts, the names made */
+	/* in place: the mapped file, the names made */
 	const char *map;
 	size_t map_len;
-	uint32_t *line;
-	size_t nline;
 	struct kname *kn;
 	size_t kn_cap, kn_n;
 	/* the last answers, by address: a callchain's kernel frames are the
@@ -89,21 +88,21 @@ static int hexval(char c)
  * two words (compared as the text is: same width, '0' < ... < 'f'). */
 static int hex16(const char *p, uint64_t v[2])
 {
-	uint64_t w[2];
-	memcpy(w, p, 16);
-	for (int k = 0; k < 2; k++) {
-		/* every byte in '0'..'9' or 'a'..'f' */
-		uint64_t x = w[k], ones = 0x0101010101010101ull,
-			 high = 0x8080808080808080ull;
-		uint64_t ge0 = (x | high) - ones * '0';	      /* >= '0' */
-		uint64_t gt9 = (x | high) - ones * ('9' + 1); /* > '9' */
-		uint64_t gea = (x | high) - ones * 'a';	      /* >= 'a' */
-		uint64_t gtf = (x | high) - ones * ('f' + 1); /* > 'f' */
-		uint64_t ok = (ge0 & ~gt9) | (gea & ~gtf);
-		if ((ok & high) != high || (x & high))
-			return 0;
-		v[k] = __builtin_bswap64(x);
-	}
+	uint64_t x, y;
+	memcpy(&x, p, 8);
+	memcpy(&y, p + 8, 8);
+	/* every byte in '0'..'9' or 'a'..'f', both words at once */
+	const uint64_t ones = 0x0101010101010101ull,
+		       high = 0x8080808080808080ull;
+	uint64_t xh = x | high, yh = y | high;
+	uint64_t okx = ((xh - ones * '0') & ~(xh - ones * ('9' + 1))) |
+		       ((xh - ones * 'a') & ~(xh - ones * ('f' + 1)));
+	uint64_t oky = ((yh - ones * '0') & ~(yh - ones * ('9' + 1))) |
+		       ((yh - ones * 'a') & ~(yh - ones * ('f' + 1)));
+	if (((okx & oky) & high) != high || ((x | y) & high))
+		return 0;
+	v[0] = __builtin_bswap64(x);
+	v[1] = __builtin_bswap64(y);
 	return 1;
 }
 
@@ -121,28 +120,16 @@ static int load_in_place(struct ksyms *ks)
 		return 0;
 	}
 	size_t len = (size_t)sb.st_size;
-	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED)
 		return 0;
 	const char *b = m;
 	uint64_t prev[2] = {0, 0}, cur[2];
-	size_t cap = len / 32 + 16, n = 0;
-	uint32_t *line = malloc(cap * sizeof(*line));
-	if (!line)
-		goto no;
 	for (size_t i = 0; i < len;) {
 		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
 		    cur[0] < prev[0] || (cur[0] == prev[0] && cur[1] < prev[1]))
 			goto no;
-		if (n == cap) {
-			uint32_t *nb = realloc(line, 2 * cap * sizeof(*line));
-			if (!nb)
-				goto no;
-			line = nb;
-			cap *= 2;
-		}
-		line[n++] = (uint32_t)i;
 		prev[0] = cur[0];
 		prev[1] = cur[1];
 		const char *nl = memchr(b + i + 17, '\n', len - i - 17);
@@ -150,24 +137,32 @@ static int load_in_place(struct ksyms *ks)
 	}
 	ks->map = b;
 	ks->map_len = len;
-	ks->line = line;
-	ks->nline = n;
 	return 1;
 no:
-	free(line);
 	munmap(m, len);
 	return 0;
 }
 
-/* Line k as the full parse reads it: its name [*n0, *n1) if it gives a
- * symbol, else 0. */
-static int line_sym(const struct ksyms *ks, size_t k, size_t *n0, size_t *n1)
+/* In place: the end of the line that starts at st (its '\n', or the end
+ * of the file), and the start of the line before the one at st (> 0). */
+static size_t line_end(const struct ksyms *ks, size_t st)
 {
-	size_t st = ks->line[k];
-	size_t end = k + 1 < ks->nline ? ks->line[k + 1] - 1 : ks->map_len;
+	const char *nl = memchr(ks->map + st, '\n', ks->map_len - st);
+	return nl ? (size_t)(nl - ks->map) : ks->map_len;
+}
+
+static size_t line_before(const struct ksyms *ks, size_t st)
+{
+	const char *nl = memrchr(ks->map, '\n', st - 1);
+	return nl ? (size_t)(nl - ks->map) + 1 : 0;
+}
+
+/* The line at st as the full parse reads it: its name [*n0, *n1) if it
+ * gives a symbol, else 0. */
+static int line_sym(const struct ksyms *ks, size_t st, size_t *n0, size_t *n1)
+{
+	size_t end = line_end(ks, st);
 	const char *b = ks->map;
-	if (end > st && b[end - 1] == '\n' && k + 1 == ks->nline)
-		end--;
 	size_t i = st + 16;
 	char type = i + 3 < end ? b[i + 1] : 0;
 	if (!memcmp(b + st, "0000000000000000", 16) ||
@@ -187,20 +182,31 @@ static const char *name_in_place(struct ksyms *ks, uint64_t addr)
 {
 	char key[17];
 	snprintf(key, sizeof(key), "%016llx", (unsigned long long)addr);
-	size_t lo = 0, hi = ks->nline;
-	while (lo < hi) { /* the lines at or below addr: [0, lo) */
-		size_t m = (lo + hi) / 2;
-		if (memcmp(ks->map + ks->line[m], key, 16) <= 0)
-			lo = m + 1;
-		else
-			hi = m;
+	/* bisect the bytes: the lines that start before lo are at or below
+	 * addr, those from hi on above it (lo and hi line starts or the end;
+	 * load_in_place found the lines sorted) */
+	size_t lo = 0, hi = ks->map_len;
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+		/* the start of the line that holds byte m */
+		const char *nl =
+		    m > lo ? memrchr(ks->map + lo, '\n', m - lo) : NULL;
+		size_t st = nl ? (size_t)(nl - ks->map) + 1 : lo;
+		if (memcmp(ks->map + st, key, 16) <= 0) {
+			size_t e = line_end(ks, st);
+			lo = e < ks->map_len ? e + 1 : ks->map_len;
+		} else {
+			hi = st;
+		}
 	}
-	size_t n0 = 0, n1 = 0;
-	while (lo && !line_sym(ks, lo - 1, &n0, &n1))
-		lo--;
-	if (!lo)
-		return NULL;
-	uint32_t id = (uint32_t)lo; /* line lo - 1, + 1 */
+	/* back from the first line above addr to a symbol's */
+	size_t n0 = 0, n1 = 0, st = lo;
+	do {
+		if (!st)
+			return NULL;
+		st = line_before(ks, st);
+	} while (!line_sym(ks, st, &n0, &n1));
+	uint32_t id = (uint32_t)st + 1;
 	if (2 * (ks->kn_n + 1) > ks->kn_cap) {
 		size_t nc = ks->kn_cap ? 2 * ks->kn_cap : 256;
 		struct kname *t = calloc(nc, sizeof(*t));
@@ -345,7 +351,6 @@ void ksyms_free(struct ksyms *ks)
 	for (size_t j = 0; j < ks->kn_cap; j++)
 		free(ks->kn[j].name);
 	free(ks->kn);
-	free(ks->line);
 	if (ks->map)
 		munmap((void *)ks->map, ks->map_len);
 	free(ks->names);

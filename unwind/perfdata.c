@@ -144,6 +144,16 @@ static uint16_t rd16(const unsigned char *p)
 }
 
 /* [off, off+n) inside [0, len)? */
+/* The bits set in x, inline: __builtin_popcountll is a call into libgcc
+ * without -mpopcnt (three a sample, for pd_reg). */
+static uint64_t popc64(uint64_t x)
+{
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (x * 0x0101010101010101ull) >> 56;
+}
+
 static int inside(uint64_t off, uint64_t n, uint64_t len)
 {
 	return off <= len && n <= len - off;
@@ -420,7 +430,7 @@ uint64_t pd_reg(const struct pd_sample *s, int reg, int *ok)
 		*ok = 0;
 		return 0;
 	}
-	int idx = __builtin_popcountll(s->regs_mask & ((1ull << reg) - 1));
+	uint64_t idx = popc64(s->regs_mask & ((1ull << reg) - 1));
 	*ok = 1;
 	return rd64(s->regs + 8 * idx);
 }
@@ -550,8 +560,7 @@ static int parse_sample(const struct perfdata *pd, struct perfdata *io,
 		s->regs_abi = rd64(p + o);
 		o += 8;
 		if (s->regs_abi) {
-			uint64_t k =
-			    (uint64_t)__builtin_popcountll(pd->regs_mask);
+			uint64_t k = popc64(pd->regs_mask);
 			NEED(k * 8);
 			s->regs_mask = pd->regs_mask;
 			s->regs = p + o;
