@@ -561,6 +561,28 @@ static void pack_info(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 	}
 }
 
+/* Without T (an aborted trace, or raw reads off): whether the constant
+ * tracek just gave (stack -3 value, -2 IR type, -1 KSLOT's slot) keeps its
+ * 64-bit value in the next slot. tracek cannot tell, and asked about that
+ * slot it decodes the value's bytes as a constant: a junk KGC there is a
+ * wild pointer (SIGSEGV in packing it, seen at the full level). KNUM (IR
+ * type NUM) and KINT64 (I64, U64) always; on GC64 also KGC (any other
+ * value that is not a number: a GC object) and KPTR/KKPTR (a number of
+ * a pointer or GC type that is not 0: KNULL gives 0). A KSLOT is one. */
+static int k_two_slots(lua_State *L, struct ctx *c)
+{
+	if (!lua_isnil(L, -1))
+		return 0;
+	lua_Integer t = lua_tointeger(L, -2);
+	if (t == 14 || t == IRT_I64 || t == IRT_U64) /* IRT_NUM */
+		return 1;
+	if (!c->A->gc64 || t <= 2 || t > 12) /* KPRI; KINT: INT and such */
+		return 0;
+	if (lua_type(L, -3) != LUA_TNUMBER)
+		return 1;		 /* KGC */
+	return lua_tonumber(L, -3) != 0; /* KPTR, KKPTR; not KNULL */
+}
+
 /* A trace through jit.util: info, ir, k, snap (and with mc, also mc, addr,
  * loop). T (raw, may be NULL) only tells which constant slots hold the
  * second half of a 64-bit constant, which tracek cannot: they are left
@@ -625,8 +647,10 @@ uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			c->kbox = 0;
 			n++;
 		}
+		int two = ir ? is_k64(c->A, ir[8 * (LJT_REF_BIAS + i) + 5])
+			     : k_two_slots(L, c);
 		lua_pop(L, 3);
-		if (ir && is_k64(c->A, ir[8 * (LJT_REF_BIAS + i) + 5]))
+		if (two)
 			i++; /* its value slot */
 	}
 	map_end(sb, m, n);
@@ -945,6 +969,7 @@ int va_build_header(lua_State *L)
 	}
 	lua_pop(L, 1);
 	lua_getfield(L, jit, "arch");
+	A->gc64 = gc64;
 	A->x64_gc64 =
 	    gc64 && lua_isstring(L, -1) && !strcmp(lua_tostring(L, -1), "x64");
 	lua_pop(L, 1);
