@@ -163,6 +163,25 @@ int main(void)
 		}
 	}
 
+	CASE("CRC32C: long buffers (the three-block way), hardware = portable")
+	{
+		static uint8_t b[8192];
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = (uint8_t)h_rand();
+		for (int t = 0; t < 500; t++) {
+			size_t at = h_below(8), n = h_below(sizeof(b) - 8);
+			uint32_t seed = (uint32_t)h_rand();
+			CHECK_EQ(alog_crc32c(seed, b + at, n),
+				 alog_crc32c_sw(seed, b + at, n));
+		}
+		/* each block boundary: 3 * 256 bytes and one either side */
+		for (size_t n = 760; n <= 776; n++)
+			CHECK_EQ(alog_crc32c(0, b, n), alog_crc32c_sw(0, b, n));
+		for (size_t n = 1530; n <= 1545; n++)
+			CHECK_EQ(alog_crc32c(7, b + 1, n),
+				 alog_crc32c_sw(7, b + 1, n));
+	}
+
 	CASE("an intact log decodes every record, cleanly")
 	{
 		CHECK_EQ(err, 0);

@@ -55,6 +55,7 @@ struct vaudit {
 	unsigned raw_checked; /* traces found equal */
 	int str_len;  /* GCstr's len offset, 0 unknown, -1 no raw strings */
 	int x64_gc64; /* the VM is x64 with GC64: raw reads possible */
+	int gc64;     /* the VM is GC64 (the header's gc64) */
 	int kop[VAUDIT_NKOP]; /* opcode of each constant op, -1 unknown */
 	uint8_t kcls[256];    /* VA_KC_* of each opcode, from kop */
 	int kcls_ready;

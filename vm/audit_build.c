@@ -22,18 +22,57 @@
 
 /* ----------------------------------------------------------- packing */
 
+/* Whether the object at idx packs to the same bytes for as long as it
+ * lives: a table, a full userdata, a thread or a prototype without a
+ * metatable (tostring() then prints the type and the address, which a
+ * LuaJIT object keeps; a prototype's loc is its own). Those bytes are
+ * kept in the weak-keyed astate.kobj_ref table, so they are packed once,
+ * and with the table (rawget, no Lua call) also in an unprotected build
+ * (ctx.nolua). Anything with a metatable is packed anew each time, as
+ * its __tostring may answer differently. */
+static int kobj_fixed(lua_State *L, struct ctx *c, int idx, int t,
+		      const char *tn)
+{
+	if (c->a->kobj_ref == LUA_NOREF)
+		return 0;
+	if (t != LUA_TTABLE && t != LUA_TUSERDATA && t != LUA_TTHREAD &&
+	    strcmp(tn, "proto"))
+		return 0;
+	if (lua_getmetatable(L, idx)) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	return 1;
+}
+
 /* A Lua value that is neither plain data nor a function. */
 static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 {
+	int t = lua_type(L, idx);
+	/* lua_type() says nil for a trace object (a snapshot's stitched
+	 * frame): tostring() and type() say "trace" (replay helper) */
+	const char *tn = t == LUA_TNIL ? "trace" : lua_typename(L, t);
+	int fixed = kobj_fixed(L, c, idx, t, tn);
+	if (fixed) {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->kobj_ref);
+		lua_pushvalue(L, idx);
+		lua_rawget(L, -2);
+		if (lua_type(L, -1) == LUA_TSTRING) {
+			size_t n;
+			const char *s = lua_tolstring(L, -1, &n);
+			pk_body(pk, s, n);
+			lua_pop(L, 2);
+			return;
+		}
+		lua_pop(L, 2);
+	}
 	if (c->nolua) { /* tostring() and funcinfo: Lua calls */
 		c->bail = 1;
 		pk_nil(pk);
 		return;
 	}
-	int t = lua_type(L, idx);
-	/* lua_type() says nil for a trace object (a snapshot's stitched
-	 * frame): tostring() and type() say "trace" (replay helper) */
-	const char *tn = t == LUA_TNIL ? "trace" : lua_typename(L, t);
+	msgpack_sbuffer *sb = PK_SB(pk);
+	size_t at = sb->size;
 	int cd = !strcmp(tn, "cdata");
 	/* a proto's location: jit.bc prints it for FNEW (replay helper) */
 	int pl = !strcmp(tn, "proto");
@@ -75,6 +114,18 @@ static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 			pk_str(pk, s + 6, n - 7);
 		else
 			pk_str(pk, s ? s : "", s ? n : 0);
+		lua_pop(L, 1);
+	}
+	/* kept if whole: one msgpack value exactly (a buffer that could
+	 * not grow lost bytes) */
+	const uint8_t *p = (const uint8_t *)sb->data + at;
+	const uint8_t *end = (const uint8_t *)sb->data + sb->size;
+	if (fixed && sb->data && sb->size > at && !alog_mp_skip(&p, end) &&
+	    p == end) {
+		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->kobj_ref);
+		lua_pushvalue(L, idx);
+		lua_pushlstring(L, sb->data + at, sb->size - at);
+		lua_rawset(L, -3);
 		lua_pop(L, 1);
 	}
 }
@@ -510,6 +561,28 @@ static void pack_info(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 	}
 }
 
+/* Without T (an aborted trace, or raw reads off): whether the constant
+ * tracek just gave (stack -3 value, -2 IR type, -1 KSLOT's slot) keeps its
+ * 64-bit value in the next slot. tracek cannot tell, and asked about that
+ * slot it decodes the value's bytes as a constant: a junk KGC there is a
+ * wild pointer (SIGSEGV in packing it, seen at the full level). KNUM (IR
+ * type NUM) and KINT64 (I64, U64) always; on GC64 also KGC (any other
+ * value that is not a number: a GC object) and KPTR/KKPTR (a number of
+ * a pointer or GC type that is not 0: KNULL gives 0). A KSLOT is one. */
+static int k_two_slots(lua_State *L, struct ctx *c)
+{
+	if (!lua_isnil(L, -1))
+		return 0;
+	lua_Integer t = lua_tointeger(L, -2);
+	if (t == 14 || t == IRT_I64 || t == IRT_U64) /* IRT_NUM */
+		return 1;
+	if (!c->A->gc64 || t <= 2 || t > 12) /* KPRI; KINT: INT and such */
+		return 0;
+	if (lua_type(L, -3) != LUA_TNUMBER)
+		return 1;		 /* KGC */
+	return lua_tonumber(L, -3) != 0; /* KPTR, KKPTR; not KNULL */
+}
+
 /* A trace through jit.util: info, ir, k, snap (and with mc, also mc, addr,
  * loop). T (raw, may be NULL) only tells which constant slots hold the
  * second half of a 64-bit constant, which tracek cannot: they are left
@@ -574,8 +647,10 @@ uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			c->kbox = 0;
 			n++;
 		}
+		int two = ir ? is_k64(c->A, ir[8 * (LJT_REF_BIAS + i) + 5])
+			     : k_two_slots(L, c);
 		lua_pop(L, 3);
-		if (ir && is_k64(c->A, ir[8 * (LJT_REF_BIAS + i) + 5]))
+		if (two)
 			i++; /* its value slot */
 	}
 	map_end(sb, m, n);
@@ -894,6 +969,7 @@ int va_build_header(lua_State *L)
 	}
 	lua_pop(L, 1);
 	lua_getfield(L, jit, "arch");
+	A->gc64 = gc64;
 	A->x64_gc64 =
 	    gc64 && lua_isstring(L, -1) && !strcmp(lua_tostring(L, -1), "x64");
 	lua_pop(L, 1);

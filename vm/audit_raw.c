@@ -231,8 +231,16 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			pk_str(pk, gs + 24, ljt_u32(gs, A->str_len));
 			continue;
 		}
-		/* a Lua value: ask jit.util */
-		if (c->nolua)
+		/* a Lua value: ask jit.util. Unprotected too (c->nolua),
+		 * where that runs no Lua code and cannot raise: tracek is a
+		 * C function setting a slot (no debug hook runs inside a VM
+		 * event's handler); not for a 64-bit integer (a new cdata
+		 * box, the FFI loaded on demand) nor a string (learn_str),
+		 * nor if jit.util.tracek was replaced by a Lua function.
+		 * The value is then packed only if that needs no Lua call (a
+		 * function whose id is known), else the build bails. */
+		if (c->nolua && (t == IRT_I64 || t == IRT_U64 || t == IRT_STR ||
+				 !c->a->tracek_c))
 			return -2;
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)idx);
@@ -248,6 +256,8 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		va_pack_any(L, c, pk, -3, 0, 1);
 		c->kbox = 0;
 		lua_pop(L, 3);
+		if (c->bail)
+			return -2;
 	}
 	map_end(sb, m, n);
 

@@ -109,8 +109,23 @@ static struct astate *get_astate(struct vaudit *A, lua_State *L, int create)
 		a->uref[u] = luaL_ref(L, LUA_REGISTRYINDEX);
 	}
 	a->util_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, a->uref[U_TRACEK]);
+	a->tracek_c = lua_iscfunction(L, -1);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, a->uref[U_FUNCINFO]);
+	int kobj_ok = lua_iscfunction(L, -1);
+	lua_pop(L, 2);
 	lua_getglobal(L, "tostring");
+	kobj_ok = kobj_ok && lua_iscfunction(L, -1);
 	a->tostring_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	a->kobj_ref = LUA_NOREF;
+	if (kobj_ok) { /* the packed objects (pack_obj): weak keys */
+		lua_newtable(L);
+		lua_newtable(L);
+		lua_pushstring(L, "k");
+		lua_setfield(L, -2, "__mode");
+		lua_setmetatable(L, -2);
+		a->kobj_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	}
 	if (vm_require(L, "ffi") == 0 && lua_istable(L, -1)) {
 		lua_getfield(L, -1, "typeof");
 		a->typeof_ref = luaL_ref(L, LUA_REGISTRYINDEX);

@@ -25,6 +25,10 @@ struct astate {
 	unsigned gen;	/* writer generation the fnids belong to */
 	uint32_t gexit; /* shared exit stubs already sent */
 	int gexit_none; /* traceexitstub(i) answers nil: per trace */
+	int tracek_c;	/* jit.util.tracek is a C function (audit_raw.c) */
+	/* objects -> their packed bytes (audit_build.c, pack_obj), a weak-
+	 * keyed table; LUA_NOREF: not used (tostring or funcinfo replaced) */
+	int kobj_ref;
 };
 
 /* util functions, pushed once per record at fixed stack slots */
@@ -157,7 +161,8 @@ static inline void map_end(msgpack_sbuffer *sb, size_t at, uint32_t n)
 static inline void call_util(lua_State *L, struct ctx *c, int u, int nargs,
 			     int nres)
 {
-	/* never reached with c->nolua: every caller bails first */
+	/* with c->nolua only for tracek (audit_raw.c says when): every
+	 * other caller bails first */
 	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[u]);
 	lua_insert(L, -1 - nargs);
 	lua_call(L, nargs, nres);
