@@ -74,6 +74,11 @@ local reps = tonumber(os.getenv("AUDIT_BENCH_REPS")) or 3
 local scale = os.getenv("AUDIT_BENCH_SCALE") or "0.5"
 local only = os.getenv("AUDIT_BENCH_ONLY")
 local workloads = { "numeric", "sidetraces", "flushstorm", "nested", "openresty", "luacheck" }
+-- The path of workload w: bench/workloads/, and luacheck (a real program,
+-- outside the set the tests run) in bench/.
+local function wl(w)
+  return w == "luacheck" and "bench/luacheck.lua" or "bench/workloads/" .. w .. ".lua"
+end
 local vms = { { name = "luajit", bin = os.getenv("LUAJIT") or "luajit", env = "" } }
 local lj2 = B .. "/luajit2/usr/bin/luajit"
 if exists(lj2) then
@@ -108,7 +113,7 @@ local function timing_run(vm, w, mode, level)
   clean()
   local cmd = envbase .. audit_env(level) .. vm.env .. sh_quote(vm.bin) ..
     " bench/vm_run.lua " .. sh_quote(out) .. " " .. mode .. " " .. sh_quote(region) ..
-    " bench/workloads/" .. w .. ".lua " .. scale
+    " " .. wl(w) .. " " .. scale
   local text = capture(cmd)
   clean()
   local f = loadfile(out)
@@ -186,12 +191,12 @@ for _, vm in ipairs(vms) do
       if odd.out then line("%11s ODD: output differs", "") end
       if odd.drop then line("%11s ODD: %s", "", odd.drop) end
       -- (b) whole runs
-      local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " bench/workloads/" .. w .. ".lua " .. scale
+      local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " " .. wl(w) .. " " .. scale
       local function startcmd(level)
         local t = level and ("auditlog=%q, level=%q, auditlog_max=1e12, "):format(log, level) or ""
         return envbase .. vm.env .. sh_quote(vm.bin) .. " -e " ..
           sh_quote(("assert(require('jitsframe').start{region=%q, replace=true, %s})")
-            :format(region, t)) .. " bench/workloads/" .. w .. ".lua " .. scale
+            :format(region, t)) .. " " .. wl(w) .. " " .. scale
       end
       local t = { plain = {}, module = {}, default = {}, full = {} }
       local c = { plain = {}, module = {}, default = {}, full = {} }
