@@ -84,20 +84,28 @@ struct sbuf {
 };
 
 /* pd_each_restart reads a record through io_uring where the kernel
- * allows it, together with PD_URING_K - 1 more at the offsets the last
- * sample's size predicts (in a --call-graph dwarf recording most samples
- * have the size of the one before: 94% in the bench's), all in one
- * io_uring_enter, each into its own buffer, registered (a fixed-buffer
- * read is cheaper than a read into user memory); a record is taken from
- * whichever buffer holds its bytes, a buffer read at a wrong offset is
- * only not used. Measured on the bench's 27,620 records (1.7 KB read of
- * each): one pread each 18.9 ms, io_uring 2 a call 17.7, 4 a call 17.5,
- * 8 a call 17.9 (the mispredicted reads cost as much as the others:
- * copying the first cold lines of the page cache is most of a read).
- * Where io_uring is refused (ENOSYS, EPERM, io_uring_disabled, a memlock
- * limit), pd_each_restart reads with pread as before: the same bytes. */
+ * allows it, together with more at the offsets the last sample's size
+ * predicts (in a --call-graph dwarf recording most samples have the size
+ * of the one before: 94% in the bench's, in runs of 16 on average), all
+ * in one io_uring_enter, each into its own buffer, registered (a
+ * fixed-buffer read is cheaper than a read into user memory); a record
+ * is taken from whichever buffer holds its bytes, a buffer read at a
+ * wrong offset is only not used. How many: PD_URING_K0 after a wrong
+ * prediction, PD_URING_STEP more after a submission whose predictions
+ * all held, up to PD_URING_K (a wrong read costs as much as a right one,
+ * ~0.4 us: most of a read is the first cold lines of the page cache; a
+ * submission ~0.4 us more). Measured on the bench's 27,620 records (1.7
+ * KB read of each, thread CPU): one pread each 18.9 ms, io_uring with 2
+ * reads a submission 17.7, 4 17.5, 8 17.9; in report (27,528 samples,
+ * task-clock, medians of 11 alternating): 50.2 ms with pread, 47.4 with
+ * 4 a submission, 46.6 adapting (2..16: 3,023 submissions, 1,336 preads
+ * left, where a walk reads on). Where io_uring is refused (ENOSYS, EPERM,
+ * io_uring_disabled, a memlock limit: 17 x 16 KB are pinned),
+ * pd_each_restart reads with pread as before: the same bytes. */
 enum {
-	PD_URING_K = 4,		 /* reads a submission */
+	PD_URING_K = 16,	 /* reads a submission, at most */
+	PD_URING_K0 = 2,	 /* after a wrong prediction */
+	PD_URING_STEP = 2,	 /* more after a submission all right */
 	PD_NSB = PD_URING_K + 1, /* buffers (one holds the record pending) */
 	PD_URB = 16384		 /* of each buffer, registered (read at most) */
 };
@@ -114,6 +122,8 @@ struct perfdata {
 				 * io_uring) */
 	struct io_uring *ring;	/* pd_each_restart's, or NULL */
 	int ring_tried, ring_dead;
+	unsigned batch;	     /* reads in the next submission */
+	uint64_t batch_at;   /* where the last one's predictions ended */
 	uint64_t stack_rel;  /* the sample's stack copy at c.rb + stack_rel */
 	uint64_t stack_len;  /* its valid bytes (dyn_size) */
 	uint64_t stack_have; /* of them read */
@@ -1050,7 +1060,14 @@ static int st_batch(struct perfdata *io, uint64_t off, uint64_t want,
 		return -1;
 	uint64_t end = io->data_off + io->data_size, p = off;
 	unsigned n = 0;
-	for (int k = 0; k < PD_NSB && p < end; k++) {
+	/* as many as the predictions have been right for, in steps */
+	if (off == io->batch_at && io->batch)
+		io->batch = io->batch + PD_URING_STEP < PD_URING_K
+				? io->batch + PD_URING_STEP
+				: PD_URING_K;
+	else
+		io->batch = PD_URING_K0;
+	for (int k = 0; k < PD_NSB && p < end && n < io->batch; k++) {
 		if (k == avoid)
 			continue;
 		struct io_uring_sqe *q = io_uring_get_sqe(ring);
@@ -1067,6 +1084,7 @@ static int st_batch(struct perfdata *io, uint64_t off, uint64_t want,
 		n++;
 		p += pred;
 	}
+	io->batch_at = p;
 	/* every read submitted is waited for: the kernel writes into the
 	 * buffers until then */
 	unsigned sub = 0, got = 0;
