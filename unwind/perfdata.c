@@ -434,8 +434,12 @@ int pd_stack_need(const struct pd_sample *s, uint64_t end)
 		return -1;
 	if (end <= io->stack_have)
 		return 0;
+	/* as deep as the last walk went (the first read fell short of it:
+	 * this sample's head is longer), else on in steps */
 	uint64_t want =
-	    (end + PD_STACK_STEP - 1) / PD_STACK_STEP * PD_STACK_STEP;
+	    end <= io->stack_want
+		? io->stack_want
+		: (end + PD_STACK_STEP - 1) / PD_STACK_STEP * PD_STACK_STEP;
 	if (want > io->stack_len)
 		want = io->stack_len;
 	if (rb_fill(io, io->stack_rel + want))
