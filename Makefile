@@ -30,7 +30,7 @@ profile_DEPS := common
 vm_DEPS      := sframe perfmap lj audit common
 cli_DEPS     := sframe perfmap audit unwind sampler profile common
 # what each links (beyond its DEPS' own libraries)
-unwind_LIBS  := -ldw -lelf
+unwind_LIBS  := -ldw -lelf -luring
 sampler_LIBS := -lbpf -lelf -lz
 profile_LIBS := -lprotobuf-c -lz
 audit_LIBS   := -lmsgpackc -ldw -lelf
