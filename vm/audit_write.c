@@ -48,16 +48,22 @@ void va_put_record(struct vaudit *A, msgpack_sbuffer *sb, int defer)
 
 /* ------------------------------------------------------- state, events */
 
-static void new_fnids(lua_State *L, struct astate *a)
+/* A new table with weak keys, as a registry reference. */
+static int weak_keys_ref(lua_State *L)
 {
-	if (a->fnids_ref != LUA_NOREF)
-		luaL_unref(L, LUA_REGISTRYINDEX, a->fnids_ref);
 	lua_newtable(L);
 	lua_newtable(L);
 	lua_pushstring(L, "k");
 	lua_setfield(L, -2, "__mode");
 	lua_setmetatable(L, -2);
-	a->fnids_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+static void new_fnids(lua_State *L, struct astate *a)
+{
+	if (a->fnids_ref != LUA_NOREF)
+		luaL_unref(L, LUA_REGISTRYINDEX, a->fnids_ref);
+	a->fnids_ref = weak_keys_ref(L);
 }
 
 /* The astate's __gc (its VM closing): A's cache no longer points to it. */
@@ -118,14 +124,8 @@ static struct astate *get_astate(struct vaudit *A, lua_State *L, int create)
 	kobj_ok = kobj_ok && lua_iscfunction(L, -1);
 	a->tostring_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	a->kobj_ref = LUA_NOREF;
-	if (kobj_ok) { /* the packed objects (pack_obj): weak keys */
-		lua_newtable(L);
-		lua_newtable(L);
-		lua_pushstring(L, "k");
-		lua_setfield(L, -2, "__mode");
-		lua_setmetatable(L, -2);
-		a->kobj_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	}
+	if (kobj_ok) /* the packed objects (pack_obj): weak keys */
+		a->kobj_ref = weak_keys_ref(L);
 	if (vm_require(L, "ffi") == 0 && lua_istable(L, -1)) {
 		lua_getfield(L, -1, "typeof");
 		a->typeof_ref = luaL_ref(L, LUA_REGISTRYINDEX);
