@@ -118,10 +118,11 @@ static void pack_obj(lua_State *L, struct ctx *c, msgpack_packer *pk, int idx)
 	}
 	/* kept if whole: one msgpack value exactly (a buffer that could
 	 * not grow lost bytes) */
+	if (!fixed || !sb->data || sb->size <= at)
+		return;
 	const uint8_t *p = (const uint8_t *)sb->data + at;
 	const uint8_t *end = (const uint8_t *)sb->data + sb->size;
-	if (fixed && sb->data && sb->size > at && !alog_mp_skip(&p, end) &&
-	    p == end) {
+	if (!alog_mp_skip(&p, end) && p == end) {
 		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->kobj_ref);
 		lua_pushvalue(L, idx);
 		lua_pushlstring(L, sb->data + at, sb->size - at);
