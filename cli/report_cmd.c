@@ -211,19 +211,22 @@ static uint32_t sample_key(struct rep *r, uint32_t pid, uint64_t ts,
 		if (f->is_trace && r->frames != CLI_FRAMES_NATIVE &&
 		    !(lk = uw_lua_key(r->u, pid, ts, f)))
 			return 0;
+		/* what cli_pframe reads (an ELF frame's object stands for
+		 * its path and build-id), and a trace frame's Lua frames */
 		k[len++] = f->pc;
-		k[len++] = (uint64_t)f->is_trace | (uint64_t)f->jit_area << 1;
 		k[len++] = (uint64_t)(uintptr_t)f->name;
-		k[len++] = (uint64_t)(uintptr_t)f->elf;
+		k[len++] = (uint64_t)(uintptr_t)f->elf | f->is_trace;
 		k[len++] = f->map_start;
 		k[len++] = f->map_end;
 		k[len++] = f->map_pgoff;
-		k[len++] = (uint64_t)(uintptr_t)f->map_name;
-		k[len++] = f->symoff;
-		k[len++] = (uint64_t)(uintptr_t)lk;
-		h = (h << 5 | h >> 59) ^ f->pc ^ (uint64_t)(uintptr_t)lk;
-		if (!f->is_trace && !f->elf && !key_str(k, &len, f->map_name))
+		h = (h << 5 | h >> 59) ^ f->pc;
+		if (f->is_trace) {
+			k[len++] = (uint64_t)(uintptr_t)f->map_name;
+			k[len++] = (uint64_t)(uintptr_t)lk;
+			h ^= (uint64_t)(uintptr_t)lk;
+		} else if (!f->elf && !key_str(k, &len, f->map_name)) {
 			return 0;
+		}
 	}
 	h *= 0x9e3779b97f4a7c15ull;
 	*hash = (h ^ h >> 32) | 1;
