@@ -63,6 +63,13 @@ static const char usage[] =
     "message).\n";
 
 #define KMAX 256 /* kernel frames kept per sample */
+/* a sample's key (sample_key): at most this many words; keys kept */
+enum { KEYMAX = 8192, SMEMO_MAX = 1 << 16, SKW_MAX = 1 << 22 };
+struct smemo {
+	uint64_t h;
+	uint32_t off, len; /* its words in skw; len 0: an empty slot */
+	uint32_t stack;	   /* prof_add_stable_at's (0: none added) */
+};
 
 struct rep {
 	struct uwstate *u;
@@ -86,6 +93,15 @@ struct rep {
 	struct pframe all[KMAX + 2 * UW_MAX]; /* kernel frames, then pf */
 	uint8_t stable[KMAX + 2 * UW_MAX];    /* their PF_STABLE_* bits */
 	int err;
+	/* the stacks added before, by an exact key of all their frames are
+	 * made of (sample_key): a sample whose key was seen counts for that
+	 * stack again, without its frames made and matched again */
+	struct smemo *sm;
+	size_t sm_n, sm_cap;
+	uint64_t *skw; /* the keys' words */
+	size_t skw_n, skw_cap;
+	uint64_t key[KEYMAX];
+	uint64_t kip[KMAX]; /* the sample's kernel pcs */
 	/* what rep_begin starts from */
 	struct traces *t;
 	struct uw_opts uo;
@@ -110,6 +126,8 @@ static int rep_begin(struct rep *r)
 	if (r->prof)
 		prof_free(r->prof);
 	cli_exes_free(&r->exes);
+	free(r->sm);
+	free(r->skw);
 	memset(r, 0, sizeof(*r));
 	r->dump = dump;
 	r->pd = pd;
@@ -148,6 +166,129 @@ static void (*rep_resetter(const struct rep *r))(void *)
 	    (fstat(fileno(r->dump), &st) < 0 || !S_ISREG(st.st_mode)))
 		return NULL;
 	return rep_reset;
+}
+
+/* s appended to key k (its length, then its bytes); false: no room */
+static bool key_str(uint64_t *k, uint32_t *len, const char *s)
+{
+	size_t l = s ? strlen(s) : 0, w = (l + 7) / 8;
+	if (*len + 1 + w > KEYMAX)
+		return false;
+	k[(*len)++] = l;
+	if (w) {
+		k[*len + w - 1] = 0;
+		memcpy(k + *len, s, l);
+		*len += (uint32_t)w;
+	}
+	return true;
+}
+
+/* The key of the profile stack of a sample of pid at ts (comm, its n
+ * user frames r->fr, its nk kernel pcs r->kip) into r->key: everything
+ * on_event makes the stack's frames of, so that equal keys give equal
+ * frames. Pointers stand for strings that stay put as long as r->u (the
+ * stable ones: see on_event); an anonymous mapping's name, which may not,
+ * and the comm go in as their bytes; a trace frame's Lua frames as
+ * uw_lua_key's key. Its length, or 0: no exact key (a live region, or
+ * too long). Its hash into *hash: of the words that mostly differ (the
+ * pcs, the Lua frames' keys), a short chain per word; the table compares
+ * the whole key. */
+static uint32_t sample_key(struct rep *r, uint32_t pid, uint64_t ts,
+			   const char *comm, int n, uint32_t nk, uint64_t *hash)
+{
+	uint64_t *k = r->key;
+	uint32_t len = 0;
+	uint64_t h = k[len++] = (uint64_t)(uint32_t)n << 32 | nk;
+	if (!key_str(k, &len, comm) || len + nk > KEYMAX)
+		return 0;
+	for (uint32_t i = 0; i < nk; i++)
+		h = (h << 5 | h >> 59) ^ (k[len++] = r->kip[i]);
+	for (int i = 0; i < n; i++) {
+		const struct uframe *f = &r->fr[i];
+		const void *lk = NULL;
+		if (len + 10 > KEYMAX)
+			return 0;
+		if (f->is_trace && r->frames != CLI_FRAMES_NATIVE &&
+		    !(lk = uw_lua_key(r->u, pid, ts, f)))
+			return 0;
+		/* what cli_pframe reads (an ELF frame's object stands for
+		 * its path and build-id), and a trace frame's Lua frames */
+		k[len++] = f->pc;
+		k[len++] = (uint64_t)(uintptr_t)f->name;
+		k[len++] = (uint64_t)(uintptr_t)f->elf | f->is_trace;
+		k[len++] = f->map_start;
+		k[len++] = f->map_end;
+		k[len++] = f->map_pgoff;
+		h = (h << 5 | h >> 59) ^ f->pc;
+		if (f->is_trace) {
+			k[len++] = (uint64_t)(uintptr_t)f->map_name;
+			k[len++] = (uint64_t)(uintptr_t)lk;
+			h ^= (uint64_t)(uintptr_t)lk;
+		} else if (!f->elf && !key_str(k, &len, f->map_name)) {
+			return 0;
+		}
+	}
+	h *= 0x9e3779b97f4a7c15ull;
+	*hash = (h ^ h >> 32) | 1;
+	return len;
+}
+
+/* The memo's slot for key r->key (len words, hash h): its entry, or the
+ * empty slot where it would go; NULL: no table */
+static struct smemo *smemo_slot(struct rep *r, uint64_t h, uint32_t len)
+{
+	if (!r->sm_cap)
+		return NULL;
+	size_t i = (size_t)(h >> 7) & (r->sm_cap - 1);
+	for (;; i = (i + 1) & (r->sm_cap - 1)) {
+		struct smemo *m = &r->sm[i];
+		if (!m->len || (m->h == h && m->len == len &&
+				!memcmp(r->skw + m->off, r->key,
+					(size_t)len * sizeof(*r->key))))
+			return m;
+	}
+}
+
+/* key r->key (len words, hash h) kept for stack (no harm where there is
+ * no room) */
+static void smemo_put(struct rep *r, uint64_t h, uint32_t len, uint32_t stack)
+{
+	if (r->sm_n >= SMEMO_MAX || r->skw_n + len > SKW_MAX)
+		return;
+	if (2 * (r->sm_n + 1) > r->sm_cap) {
+		size_t nc = r->sm_cap ? 2 * r->sm_cap : 1024;
+		struct smemo *t = calloc(nc, sizeof(*t));
+		if (!t)
+			return;
+		for (size_t i = 0; i < r->sm_cap; i++) {
+			if (!r->sm[i].len)
+				continue;
+			size_t j = (size_t)(r->sm[i].h >> 7) & (nc - 1);
+			while (t[j].len)
+				j = (j + 1) & (nc - 1);
+			t[j] = r->sm[i];
+		}
+		free(r->sm);
+		r->sm = t;
+		r->sm_cap = nc;
+	}
+	if (r->skw_n + len > r->skw_cap) {
+		size_t nc = r->skw_cap ? 2 * r->skw_cap : 65536;
+		while (nc < r->skw_n + len)
+			nc *= 2;
+		uint64_t *w = realloc(r->skw, nc * sizeof(*w));
+		if (!w)
+			return;
+		r->skw = w;
+		r->skw_cap = nc;
+	}
+	struct smemo *m = smemo_slot(r, h, len);
+	if (!m || m->len)
+		return;
+	memcpy(r->skw + r->skw_n, r->key, (size_t)len * sizeof(*r->key));
+	*m = (struct smemo){h, (uint32_t)r->skw_n, len, stack};
+	r->skw_n += len;
+	r->sm_n++;
 }
 
 static int on_event(const struct pd_event *e, void *ctx)
@@ -207,9 +348,6 @@ static int on_event(const struct pd_event *e, void *ctx)
 			r->why_through[why]++;
 	}
 	if (r->prof) {
-		uint32_t np = cli_user_frames_st(
-		    r->u, e->u.s.pid, e->time, r->frames, r->fr, n, NULL, 0,
-		    r->pf, r->pfst, sizeof(r->pf) / sizeof(r->pf[0]));
 		/* the kernel part of perf's callchain (leaf first), above the
 		 * user frames: entries after PERF_CONTEXT_KERNEL until another
 		 * context marker */
@@ -224,12 +362,27 @@ static int on_event(const struct pd_event *e, void *ctx)
 				kern = ip == (uint64_t)-128;
 				continue;
 			}
-			if (!kern)
-				continue;
-			cli_kframe(r->u, ip, (int)nk, &r->all[nk]);
+			if (kern)
+				r->kip[nk++] = ip;
+		}
+		/* a stack made before: counted again */
+		uint64_t kh = 0;
+		uint32_t klen =
+		    sample_key(r, sm->pid, e->time, comm, n, nk, &kh);
+		struct smemo *hit = klen ? smemo_slot(r, kh, klen) : NULL;
+		if (hit && hit->len) {
+			if (hit->stack &&
+			    prof_add_again(r->prof, hit->stack, 1) && !r->err)
+				r->err = -ENOMEM;
+			goto dump;
+		}
+		uint32_t np = cli_user_frames_st(
+		    r->u, e->u.s.pid, e->time, r->frames, r->fr, n, NULL, 0,
+		    r->pf, r->pfst, sizeof(r->pf) / sizeof(r->pf[0]));
+		for (uint32_t i = 0; i < nk; i++) {
+			cli_kframe(r->u, r->kip[i], (int)i, &r->all[i]);
 			/* kallsyms' names stay put as long as r->u */
-			r->stable[nk] = PF_STABLE_ALL;
-			nk++;
+			r->stable[i] = PF_STABLE_ALL;
 		}
 		const struct pframe *fs = r->pf;
 		/* --frames lua: no kernel frames; a sample without Lua
@@ -252,11 +405,16 @@ static int on_event(const struct pd_event *e, void *ctx)
 			    : fs[nk + i].kind == PF_UNKNOWN
 				? PF_STABLE_ALL & ~PF_STABLE_MAPPING
 				: PF_STABLE_ALL;
-		if (any &&
-		    prof_add_stable(r->prof, fs, r->stable, nk + np, 1, comm) &&
-		    !r->err)
-			r->err = -ENOMEM;
+		uint32_t stack = 0;
+		if (any && prof_add_stable_at(r->prof, fs, r->stable, nk + np,
+					      1, comm, &stack)) {
+			if (!r->err)
+				r->err = -ENOMEM;
+		} else if (klen) {
+			smemo_put(r, kh, klen, stack);
+		}
 	}
+dump:
 	if (r->dump) {
 		fprintf(r->dump, "S %llu %u %u %d %d %s\n",
 			(unsigned long long)e->time, e->u.s.pid, e->u.s.tid,
@@ -593,6 +751,8 @@ out:
 		prof_free(r->prof);
 	uw_free(r->u);
 	cli_exes_free(&r->exes);
+	free(r->sm);
+	free(r->skw);
 	free(r);
 	traces_free(t);
 	pd_close(pd);

@@ -233,6 +233,29 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 		    const uint8_t *stable, uint32_t n, uint64_t count,
 		    const char *comm)
 {
+	uint32_t s;
+	return prof_add_stable_at(p, frames, stable, n, count, comm, &s);
+}
+
+static void add_count(struct prof *p, struct pstack *s, uint64_t count)
+{
+	s->count = s->count + count < s->count ? UINT64_MAX : s->count + count;
+	p->total = p->total + count < p->total ? UINT64_MAX : p->total + count;
+}
+
+int prof_add_again(struct prof *p, uint32_t stack, uint64_t count)
+{
+	if (!p || !stack || stack > p->nstacks)
+		return -EINVAL;
+	add_count(p, &p->stacks[stack - 1], count);
+	return 0;
+}
+
+int prof_add_stable_at(struct prof *p, const struct pframe *frames,
+		       const uint8_t *stable, uint32_t n, uint64_t count,
+		       const char *comm, uint32_t *stack)
+{
+	*stack = 0;
 	if (!p || (n && !frames))
 		return -EINVAL;
 	for (uint32_t i = 0; i < n; i++)
@@ -327,8 +350,7 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 		sl->idx1 = (uint32_t)p->nstacks;
 		p->stackix.n++;
 	}
-	struct pstack *s = &p->stacks[sl->idx1 - 1];
-	s->count = s->count + count < s->count ? UINT64_MAX : s->count + count;
-	p->total = p->total + count < p->total ? UINT64_MAX : p->total + count;
+	add_count(p, &p->stacks[sl->idx1 - 1], count);
+	*stack = sl->idx1;
 	return 0;
 }

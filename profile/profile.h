@@ -48,6 +48,14 @@ enum {
 int prof_add_stable(struct prof *p, const struct pframe *frames,
 		    const uint8_t *stable, uint32_t n, uint64_t count,
 		    const char *comm);
+/* prof_add_stable, with *stack (not NULL) set to the stack's number (0:
+ * none was added: count 0), for prof_add_again. */
+int prof_add_stable_at(struct prof *p, const struct pframe *frames,
+		       const uint8_t *stable, uint32_t n, uint64_t count,
+		       const char *comm, uint32_t *stack);
+/* count more of the stack numbered stack (from prof_add_stable_at on p):
+ * as prof_add of the same frames and comm again. 0 or -EINVAL. */
+int prof_add_again(struct prof *p, uint32_t stack, uint64_t count);
 /* Folded stacks: "comm;root;...;leaf count", trace frames suffixed "_[j]",
  * Lua frames "_[l]". */
 int prof_write_folded(const struct prof *p, const char *path);

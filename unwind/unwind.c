@@ -1220,51 +1220,69 @@ static struct lmemo *lm_get(struct uwstate *u, uint32_t lv, uint32_t fi,
 	return &u->lm[h];
 }
 
-/* uw_lua_frames from the memo: the frames' count, or -2 (no memo for
- * this one: the view is written to, or no memory) */
-static int lua_memo(struct uwstate *u, uint32_t pid, uint64_t ts,
-		    const struct uframe *f, struct uw_luaframe *out, int max)
+/* no Lua frames (uw_lua_key's key for them) */
+static const char lua_none;
+
+/* uw_lua_frames' memo entry for f: its decoded frames; *none set (NULL
+ * returned) where there are none, NULL with *none clear where the memo
+ * cannot say (the view is written to, or no memory) */
+static struct lmemo *lua_entry(struct uwstate *u, uint32_t pid, uint64_t ts,
+			       const struct uframe *f, bool *none)
 {
+	*none = true;
 	const struct jsf_view *v = region_of(u->t, pid, ts);
 	if (!v)
-		return 0;
+		return NULL;
 	uint32_t lvi;
 	struct lview *l = lview_get(u, v, &lvi);
+	*none = false;
 	if (!l || !l->ok)
-		return -2;
+		return NULL;
+	*none = true;
 	uint64_t look = f->map_start + f->symoff;
 	long fi = lview_find(l, look, ts);
 	if (fi < 0)
-		return 0; /* no function there then */
+		return NULL; /* no function there then */
 	struct lfn *e = &l->f[fi];
 	if (e->start != f->map_start || look - e->start > UINT32_MAX ||
 	    fi > (long)UINT32_MAX)
-		return 0;
+		return NULL;
 	if (!e->maplen) {
 		uint64_t fs = 0;
 		int len = jsf_view_srcmap(v, look, ts, NULL, 0, &fs);
 		if (len <= 0) {
 			e->maplen = -1;
 		} else {
+			*none = false;
 			unsigned char *m = malloc((size_t)len);
 			if (!m)
-				return -2;
+				return NULL;
 			if (jsf_view_srcmap(v, look, ts, m, (size_t)len, &fs) !=
 				len ||
 			    fs != e->start) {
 				free(m);
-				return -2;
+				return NULL;
 			}
 			e->map = m;
 			e->maplen = len;
+			*none = true;
 		}
 	}
 	if (e->maplen < 0)
-		return 0;
-	struct lmemo *m =
-	    lm_get(u, lvi, (uint32_t)fi, (uint32_t)(look - e->start), e);
+		return NULL;
+	*none = false;
+	return lm_get(u, lvi, (uint32_t)fi, (uint32_t)(look - e->start), e);
+}
+
+/* uw_lua_frames from the memo: the frames' count, or -2 (no memo for
+ * this one: the view is written to, or no memory) */
+static int lua_memo(struct uwstate *u, uint32_t pid, uint64_t ts,
+		    const struct uframe *f, struct uw_luaframe *out, int max)
+{
+	bool none;
+	struct lmemo *m = lua_entry(u, pid, ts, f, &none);
 	if (!m)
-		return -2;
+		return none ? 0 : -2;
 	int n = m->n < max ? m->n : max;
 	memcpy(out, m->fr, (size_t)n * sizeof(*out));
 	return n;
@@ -1296,6 +1314,16 @@ int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 		    sf[i].file, sf[i].name, sf[i].line, sf[i].first,
 		    NULL,	0,	    0};
 	return n;
+}
+
+const void *uw_lua_key(struct uwstate *u, uint32_t pid, uint64_t ts,
+		       const struct uframe *f)
+{
+	if (!f->is_trace)
+		return &lua_none;
+	bool none;
+	const struct lmemo *m = lua_entry(u, pid, ts, f, &none);
+	return m ? (const void *)m->fr : none ? &lua_none : NULL;
 }
 
 int uw_trace_loop(struct uwstate *u, uint32_t pid, uint64_t ts,

@@ -199,6 +199,12 @@ struct uw_luaframe {
 };
 int uw_lua_frames(struct uwstate *u, uint32_t pid, uint64_t ts,
 		  const struct uframe *f, struct uw_luaframe *out, int max);
+/* An exact key of what uw_lua_frames(u, pid, ts, f, ...) gives: the same
+ * key (for as long as u) only where it gives the same frames, whose
+ * strings then stay put as long as u (a region no producer writes any
+ * more: its memo); NULL where no such key can be given (a live region). */
+const void *uw_lua_key(struct uwstate *u, uint32_t pid, uint64_t ts,
+		       const struct uframe *f);
 /* Where in its trace a trace frame of process pid was at ts (f as for
  * uw_lua_frames): 1 in the trace's loop, 0 before it (its head, or a
  * trace without a loop), -1 not known (no source map, or one that does
