@@ -228,6 +228,9 @@ $(B)/tests/x86len_walk: $(B)/rel/tests/x86len_walk.o $(B)/rel/libjsf_lj.a
 $(B)/tests/elfrows_dump: $(B)/rel/tests/elfrows_dump.o $(call closure,rel,unwind)
 	@mkdir -p $(dir $@)
 	$(CC) $^ -o $@ $(call syslibs,unwind) $(LDLIBS)
+$(B)/tests/mkregion: $(B)/rel/tests/mkregion.o $(B)/rel/libjitsframe.a
+	@mkdir -p $(dir $@)
+	$(CC) $^ -o $@ -lpthread
 $(B)/tests/lib%.so: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
@@ -252,6 +255,7 @@ check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(B)/tsan/tests/t_profile \
        $(B)/rel/tests/t_states $(B)/asan/jitsframe \
        $(VMTEST_LIBS) $(B)/tests/x86len_walk $(B)/tests/elfrows_dump \
+       $(B)/tests/mkregion \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 	@TESTS="$(TESTS)" FUZZERS="$(FUZZERS)" scripts/run-tests
 

@@ -530,6 +530,19 @@ struct found_reg {
 	uint32_t pid;
 	char path[PATH_MAX];
 };
+/* Was the region at path created before born (non-zero: when the
+ * recording saw its process start)? Then it is a reused pid's. */
+static bool made_before(const char *path, uint64_t born)
+{
+	struct jsf_view *v;
+	if (!born || jsf_view_open(&v, path))
+		return false;
+	struct jsf_view_info vi = {.sz = sizeof(vi)};
+	bool before = jsf_view_info(v, &vi) == 0 && vi.create_ns < born;
+	jsf_view_close(v);
+	return before;
+}
+
 static size_t find_missing(struct traces **t, const struct rep *r,
 			   const char *dir, struct found_reg *found, size_t max)
 {
@@ -537,7 +550,8 @@ static size_t find_missing(struct traces **t, const struct rep *r,
 	for (size_t k = 0; k < r->nnoreg && n < max; k++) {
 		char path[PATH_MAX], err[512];
 		if (jsf_region_find((int)r->noreg[k].pid, r->noreg[k].t, path,
-				    sizeof(path)))
+				    sizeof(path)) ||
+		    made_before(path, uw_born(r->u, r->noreg[k].pid)))
 			continue;
 		bool fresh = !*t;
 		if (fresh && !(*t = traces_new()))

@@ -280,6 +280,7 @@ struct proc {
 	char comm[32];
 	char *exe;	/* the executable's path, NULL unknown (uw_exe) */
 	bool exec_seen; /* an exec: its first code mapping is the program */
+	uint64_t born;	/* its fork or exec in the recording (0: before) */
 };
 
 enum { UW_LINES = 16 };
@@ -503,6 +504,12 @@ const char *uw_exe(struct uwstate *u, uint32_t pid)
 {
 	struct proc *p = proc_get(u, pid, false);
 	return p ? p->exe : NULL;
+}
+
+uint64_t uw_born(struct uwstate *u, uint32_t pid)
+{
+	struct proc *p = proc_get(u, pid, false);
+	return p ? p->born : 0;
 }
 
 static int map_reserve(struct proc *p, size_t extra)
@@ -868,6 +875,7 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 			if (e->u.comm.exec) {
 				proc_clear(p);
 				p->exec_seen = true;
+				p->born = e->time;
 			}
 		}
 		return -1;
@@ -881,6 +889,7 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 		if (!c || !pp || c == pp)
 			return -1;
 		proc_clear(c);
+		c->born = e->time;
 		memcpy(c->comm, pp->comm, sizeof(c->comm));
 		c->exe = pp->exe ? strdup(pp->exe) : NULL;
 		if (map_reserve(c, pp->n))

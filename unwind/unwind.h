@@ -145,6 +145,10 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
  * an ELF program: ET_EXEC, or ET_DYN with PT_INTERP); NULL unknown. Valid
  * until the next event. */
 const char *uw_exe(struct uwstate *u, uint32_t pid);
+/* When the recording saw process pid start (its fork, or its last exec),
+ * in the samples' clock; 0: it started before the recording (or is not
+ * known). A region created before that is a reused pid's. */
+uint64_t uw_born(struct uwstate *u, uint32_t pid);
 /* The kernel symbol ("name_[k]") at or below addr, or NULL. */
 const char *uw_ksym_name(struct uwstate *u, uint64_t addr);
 /* Read kernel symbols from path instead; before the first uw_ksym_name. */
