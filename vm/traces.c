@@ -256,6 +256,15 @@ VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
 	return NULL;
 }
 
+/* A chunk name as it goes into a trace's name (perf's symbol, a folded
+ * stack's frame): no newline, ';' or space. */
+VM_HOT static void file_name_safe(char *file)
+{
+	for (char *c = file; *c; c++)
+		if (*c == '\n' || *c == ';' || *c == ' ')
+			*c = '_';
+}
+
 /* Where a trace begins in the source: funcinfo(func, pc) of the function
  * and pc at stack indexes fidx, pcidx (absolute) into ti->file, ti->line. */
 VM_HOT static void start_pos(lua_State *L, struct lstate *s, struct tinfo *ti,
@@ -280,9 +289,7 @@ VM_HOT static void start_pos(lua_State *L, struct lstate *s, struct tinfo *ti,
 			    sizeof(ti->file)) /* keep the end of long paths */
 				src += n - (sizeof(ti->file) - 1);
 			snprintf(ti->file, sizeof(ti->file), "%s", src);
-			for (char *c = ti->file; *c; c++)
-				if (*c == '\n' || *c == ';' || *c == ' ')
-					*c = '_';
+			file_name_safe(ti->file);
 		}
 	}
 	lua_settop(L, top);
@@ -364,9 +371,7 @@ VM_HOT static void stop_pos(const struct vmod *m, lua_State *L,
 		ti->line = 0;
 		ti->file[0] = 0;
 	}
-	for (char *c = ti->file; *c; c++)
-		if (*c == '\n' || *c == ';' || *c == ' ')
-			*c = '_';
+	file_name_safe(ti->file);
 }
 
 VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
