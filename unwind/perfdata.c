@@ -176,7 +176,6 @@ static uint16_t rd16(const unsigned char *p)
 	return v;
 }
 
-/* [off, off+n) inside [0, len)? */
 /* The bits set in x, inline: __builtin_popcountll is a call into libgcc
  * without -mpopcnt (three a sample, for pd_reg). */
 static uint64_t popc64(uint64_t x)
@@ -187,6 +186,7 @@ static uint64_t popc64(uint64_t x)
 	return (x * 0x0101010101010101ull) >> 56;
 }
 
+/* [off, off+n) inside [0, len)? */
 static int inside(uint64_t off, uint64_t n, uint64_t len)
 {
 	return off <= len && n <= len - off;
