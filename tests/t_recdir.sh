@@ -75,9 +75,7 @@ def samples(p):
     for l in open(p):
         if l.startswith("S "):
             out.append([l, []])
-        elif out and l.startswith("F "):
-            out[-1][1].append(l)
-        elif out:
+        elif out: # its frames (F) and whatever else follows it
             out[-1][1].append(l)
     return out
 r, i = samples(sys.argv[1]), samples(sys.argv[2])
