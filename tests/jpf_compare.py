@@ -2,7 +2,7 @@
 # tests/t_jpf.sh's comparison: per Lua function, the self share of
 # `jitsframe profile`'s samples against LuaJIT's own profiler's
 # (tests/lua/jpfref.lua: jit.profile as `luajit -jp=F` runs it).
-#   usage: jpf_compare.py STACKS.FOLDED REF [MINSHARE [TOL]]
+#   usage: jpf_compare.py STACKS.FOLDED REF [MINSHARE [TOL [SKIP]]]
 # Self, on both sides: the running Lua function. -jp=F charges each sample
 # to the function on top of the sampled thread's Lua stack when the VM
 # takes it (the next instruction or, in a trace, the next profile check):
@@ -13,16 +13,21 @@
 # after it ends) are outside both profiles and left out. Functions are
 # "source:firstline" on both sides. Exit 0 when every function with at
 # least MINSHARE % (default 5) on either side is within TOL points
-# (default 3).
+# (default 3). SKIP: a chunk name; our samples with a Lua frame of that
+# chunk are left out (when both profiles come from one run, the
+# reference's own callback: -jp never samples it).
 import sys
 
 folded, ref = sys.argv[1], sys.argv[2]
 minshare = float(sys.argv[3]) if len(sys.argv) > 3 else 5.0
 tol = float(sys.argv[4]) if len(sys.argv) > 4 else 3.0
+skip = sys.argv[5] if len(sys.argv) > 5 else None
 ours, theirs, names = {}, {}, {}
 for line in open(folded):
     stack, _, n = line.rstrip("\n").rpartition(" ")
     lua = [f for f in stack.split(";") if f.endswith("_[l]")]
+    if skip and any(f[:-4].rpartition(":")[0].endswith(skip) for f in lua):
+        continue
     if lua:
         k = lua[-1][:-4]
         ours[k] = ours.get(k, 0) + int(n)
