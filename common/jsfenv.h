@@ -69,6 +69,10 @@
  * range of a trace's Lua-frame map the frames of the snapshot before its
  * own (a planted off-by-one: tests only, the oracle must catch it) */
 #define JSF_ENV_VM_LUAMAP_SHIFT "JITSFRAME_VM_LUAMAP_SHIFT"
+/* set by tests/t_luamap.sh, read by the module's start(): every line the
+ * Lua-frame map's raw builder reads one too high (a planted fault: tests
+ * only, its check against the jit.util builder must catch it) */
+#define JSF_ENV_VM_LUAMAP_RAWBUG "JITSFRAME_VM_LUAMAP_RAWBUG"
 /* set by tests/t_luastack.sh, read by the module's start(): one offset of
  * the Lua stack's layout off by 4 before it is checked (tests only: the
  * check must refuse it, nothing published) */

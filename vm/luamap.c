@@ -15,13 +15,16 @@
  * Read from the trace's own memory in the layout the trace facts were
  * verified in (lj/ljtrace.h), the snapshots checked against
  * jit.util.tracesnap on the first traces and one in 64; the functions and
- * lines through jit.util (tracek, funcinfo, funcbc). Every frame is checked
- * before it is published: its function a Lua function whose bytecode
- * words agree with funcbc, its pc inside that bytecode, the innermost
- * frame's base equal to the snapshot's own; anything else (a continuation
- * or vararg frame, a function known only by its prototype, a pc outside)
- * makes that range "start only" (no frames: the trace's name says where it
- * started), never a guessed frame.
+ * lines from the trace's IR constants and the prototypes through the Lua
+ * layout luavm.c verified, once that build gave the same bytes as one
+ * through jit.util (tracek, funcinfo, funcbc) on the first traces (and
+ * again on one in 64), else through jit.util. Every frame is checked
+ * before it is published: its function a Lua function (through jit.util:
+ * whose bytecode words agree with funcbc), its pc inside that bytecode, the
+ * innermost frame's base equal to the snapshot's own; anything else (a
+ * continuation or vararg frame, a function known only by its prototype, a pc
+ * outside) makes that range "start only" (no frames: the trace's name says
+ * where it started), never a guessed frame.
  */
 #include "jitsframe.h"
 #include "lj.h"
@@ -42,6 +45,7 @@
 
 struct lm_fn {
 	const void *gcf; /* the GCfunc */
+	const void *pt;	 /* its prototype (raw builds) */
 	uint64_t bc;	 /* its bytecode */
 	uint32_t nbc, first, str;
 	int ok;
@@ -56,6 +60,12 @@ struct lm_build {
 	lua_State *L;
 	struct lstate *s;
 	uint32_t tr;
+	/* raw: the constants from the trace's IR (ir, biased, nk its lowest
+	 * constant) and the functions through the verified Lua layout, not
+	 * jit.util; unsure: a constant of a kind not learnt yet was met */
+	int raw, unsure;
+	const uint8_t *ir;
+	uint32_t nk;
 	int base; /* stack index of the first function value */
 	struct lm_fn fn[LM_MAXFN];
 	uint32_t nfn;
@@ -163,6 +173,94 @@ out:
 	return f->ok ? (int)(b->nfn - 1) : -1;
 }
 
+/* add_fn for a raw build: the function at p (a GCfunc, or NULL: none),
+ * the same entries in the same order as add_fn makes them from jit.util,
+ * with the bytecode and prototype from the verified layout (luavm.c). */
+static int add_fn_raw(struct lm_build *b, const void *p)
+{
+	if (!p)
+		return -1;
+	for (uint32_t i = 0; i < b->nfn; i++)
+		if (b->fn[i].gcf == p)
+			return b->fn[i].ok ? (int)i : -1;
+	if (b->nfn == LM_MAXFN)
+		return -1;
+	struct lm_fn *f = &b->fn[b->nfn++];
+	memset(f, 0, sizeof(*f));
+	f->gcf = p;
+	struct vm_fninfo fi;
+	if (vm_luavm_fn(b->s->m, p, &fi) || !fi.nbc)
+		return -1; /* a C function or a builtin */
+	f->nbc = fi.nbc;
+	f->first = fi.first;
+	f->str = add_str(b, fi.src);
+	if (f->str == UINT32_MAX)
+		return -1;
+	f->bc = fi.bc;
+	f->pt = fi.proto;
+	f->ok = 1;
+	return (int)(b->nfn - 1);
+}
+
+/* The constant at IR ref (biased) of b's trace as its IR holds it: the
+ * opcode and type bytes of its IRIns and the 64-bit word after it (where
+ * a KGC's pointer and a KNUM's value are, GC64). -1 if ref is not a
+ * constant with a slot after it. */
+static int k_raw(const struct lm_build *b, uint32_t ref, uint8_t *o, uint8_t *t,
+		 uint64_t *v)
+{
+	if (!b->ir || ref < b->nk || ref + 1 >= LJT_REF_BIAS)
+		return -1;
+	const uint8_t *ins = b->ir + 8 * (size_t)ref;
+	*t = ins[4];
+	*o = ins[5];
+	*v = ljt_u64(ins, 8);
+	return 0;
+}
+
+enum { LMK_FN, LMK_NUM };
+
+/* tracek's answer (at stack top) for ref, against the IR's bytes: learn
+ * the opcode and type of a function and of a number constant; a second
+ * kind of either, or a value that is not the IR's, turns raw builds off. */
+static void k_learn(struct lm_build *b, uint32_t ref)
+{
+	struct vmod *m = b->s->m;
+	lua_State *L = b->L;
+	uint8_t o, t;
+	uint64_t v;
+	int kind;
+	if (m->lmr == VM_LM_OFF || k_raw(b, ref, &o, &t, &v))
+		return;
+	if (lua_isfunction(L, -1)) {
+		kind = LMK_FN;
+		if ((uint64_t)(uintptr_t)lua_topointer(L, -1) != v)
+			goto bad;
+	} else if (lua_type(L, -1) == LUA_TNUMBER) {
+		double d = lua_tonumber(L, -1);
+		uint64_t bits;
+		memcpy(&bits, &d, 8);
+		if (bits != v)
+			return; /* a KINT: neither kind */
+		kind = LMK_NUM;
+	} else {
+		return;
+	}
+	if (!m->lmk[kind].known) {
+		m->lmk[kind].o = o;
+		m->lmk[kind].t = t;
+		m->lmk[kind].known = 1;
+		return;
+	}
+	if (m->lmk[kind].o == o && m->lmk[kind].t == t)
+		return;
+bad:
+	m->lmr = VM_LM_OFF;
+	snprintf(m->lmr_why, sizeof(m->lmr_why),
+		 "trace %u: IR constant %u is not what jit.util.tracek says",
+		 b->tr, ref);
+}
+
 /* The constant at IR ref (biased) of trace b->tr, pushed (or nothing and
  * -1). */
 static int push_k(struct lm_build *b, uint32_t ref)
@@ -173,6 +271,54 @@ static int push_k(struct lm_build *b, uint32_t ref)
 		lua_pop(b->L, 1);
 		return -1;
 	}
+	k_learn(b, ref);
+	return 0;
+}
+
+/* The function constant at ref: its index in b->fn, -1 when it is none we
+ * vouch for, -2 when there is no constant there (or, raw, not sure). */
+static int k_fn(struct lm_build *b, uint32_t ref)
+{
+	if (!b->raw)
+		return push_k(b, ref) ? -2 : add_fn(b);
+	const struct vmod *m = b->s->m;
+	uint8_t o, t;
+	uint64_t v;
+	if (k_raw(b, ref, &o, &t, &v))
+		return -2;
+	if (!m->lmk[LMK_FN].known) {
+		b->unsure = 1;
+		return -2;
+	}
+	if (o != m->lmk[LMK_FN].o || t != m->lmk[LMK_FN].t)
+		return -1; /* a constant, not a function */
+	return add_fn_raw(b, (const void *)(uintptr_t)v);
+}
+
+/* The number constant at ref, its bits into *bits: 0, or -1. */
+static int k_num(struct lm_build *b, uint32_t ref, uint64_t *bits)
+{
+	if (!b->raw) {
+		if (push_k(b, ref))
+			return -1;
+		double d = lua_tonumber(b->L, -1);
+		int isnum = lua_type(b->L, -1) == LUA_TNUMBER;
+		lua_pop(b->L, 1);
+		memcpy(bits, &d, 8);
+		return isnum ? 0 : -1;
+	}
+	const struct vmod *m = b->s->m;
+	uint8_t o, t;
+	uint64_t v;
+	if (k_raw(b, ref, &o, &t, &v))
+		return -1;
+	if (!m->lmk[LMK_NUM].known) {
+		b->unsure = 1;
+		return -1;
+	}
+	if (o != m->lmk[LMK_NUM].o || t != m->lmk[LMK_NUM].t)
+		return -1;
+	*bits = v;
 	return 0;
 }
 
@@ -184,6 +330,13 @@ static int add_frame(struct lm_build *b, int fn, uint32_t pc)
 			return (int)i;
 	if (b->nfr == LM_MAXFR)
 		return -1;
+	if (b->raw) { /* funcinfo(fn, pc).currentline, pc < bytecodes */
+		uint32_t line = vm_luavm_line(b->s->m, b->fn[fn].pt, pc);
+		if (b->s->m->lmr_bug) /* tests only: a planted fault */
+			line++;
+		b->fr[b->nfr] = (struct lm_frame){(uint16_t)fn, pc, line};
+		return (int)b->nfr++;
+	}
 	lua_State *L = b->L;
 	int top = lua_gettop(L), has;
 	lua_pushvalue(L, b->base + fn);
@@ -267,9 +420,9 @@ static uint32_t snap_frames(struct lm_build *b, const uint8_t *S,
 		if (sn & SNAP_CONT)
 			return 0; /* a continuation frame: not ours to say */
 		if (slot == 0) {
-			if (ref >= LJT_REF_BIAS || push_k(b, ref))
+			if (ref >= LJT_REF_BIAS ||
+			    (fns[0] = k_fn(b, ref)) == -2)
 				return 0; /* the function is not a constant */
-			fns[0] = add_fn(b);
 			continue;
 		}
 		if (!(sn & SNAP_FRAME))
@@ -281,17 +434,9 @@ static uint32_t snap_frames(struct lm_build *b, const uint8_t *S,
 		    (pf & 0xffff) >= LJT_REF_BIAS || ref >= LJT_REF_BIAS ||
 		    ++n >= LM_MAXDEPTH)
 			return 0;
-		if (push_k(b, pf & 0xffff))
+		if ((fns[n] = k_fn(b, pf & 0xffff)) == -2 ||
+		    k_num(b, ref, &links[n]))
 			return 0;
-		fns[n] = add_fn(b);
-		if (push_k(b, ref))
-			return 0;
-		double d = lua_tonumber(b->L, -1);
-		int isnum = lua_type(b->L, -1) == LUA_TNUMBER;
-		lua_pop(b->L, 1);
-		if (!isnum)
-			return 0;
-		memcpy(&links[n], &d, 8);
 		lastframe = slot;
 	}
 	/* the innermost frame's base must be the snapshot's */
@@ -331,62 +476,39 @@ static void put32(uint8_t *p, uint32_t v)
 	put16(p + 2, v >> 16);
 }
 
-VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
-		      uint32_t tr, struct tinfo *ti)
+/* Build trace b->tr's map into *outp, *lenp (NULL, 0: none): 0, or -1
+ * when its snapshots' offsets are not what we understand. A jit.util
+ * build leaves the functions it met on L's stack. */
+static int build_map(struct lm_build *b, const uint8_t *snap,
+		     const uint8_t *map, uint32_t nsnap, uint32_t szmc,
+		     uint32_t loop, const struct ljt_layout *lay,
+		     uint8_t **outp, uint32_t *lenp)
 {
-	if (!m->want_luamap || m->lm == VM_LM_OFF ||
-	    (m->raw != VM_RAW_ON && m->raw != VM_RAW_CHECKING))
-		return;
-	uint64_t t0 = jsf_now_ns();
-	const struct ljt_layout *lay = &ljt_layouts[__builtin_ctz(m->raw_mask)];
-	const uint8_t *T = ljt_trace(L, tr, lay);
-	if (!lay->snap_mcofs) {
-		m->lm = VM_LM_OFF;
-		snprintf(m->lm_why, sizeof(m->lm_why),
-			 "layout %s has no snapshot offsets", lay->name);
-		return;
-	}
-	if (!T || (uint64_t)(uintptr_t)ljt_u64(T, lay->mcode) != ti->start)
-		return;
-	uint32_t nsnap = ljt_u16(T, lay->nsnap),
-		 szmc = ljt_u32(T, lay->szmcode);
-	const uint8_t *snap = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
-	const uint8_t *map =
-	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
-	if (!nsnap || !snap || !map || szmc != ti->size)
-		return;
-	struct lm_build *b = calloc(1, sizeof(*b));
-	if (!b)
-		return;
-	b->L = L;
-	b->s = s;
-	b->tr = tr;
-	int top = lua_gettop(L);
+	struct vmod *m = b->s->m;
+	lua_State *L = b->L;
+	int ret = 0;
 	uint8_t *out = NULL;
 	uint16_t(*stk)[LM_MAXDEPTH] = NULL;
 	uint32_t *lo = NULL, *depth = NULL, *rlo = NULL, *rsn = NULL;
-	if (m->lm != VM_LM_ON || ++m->lm_stops % LM_RECHECK == 0) {
-		if (!snaps_agree(b, snap, map, nsnap, lay)) {
-			m->lm = VM_LM_OFF;
-			snprintf(m->lm_why, sizeof(m->lm_why),
-				 "trace %u: its snapshots and "
-				 "jit.util.tracesnap disagree",
-				 tr);
-			goto out;
-		}
-		m->lm_checked++;
-		if (m->lm_checked >= LM_CHECK)
-			m->lm = VM_LM_ON;
-	}
+	*outp = NULL;
+	*lenp = 0;
 	/* the function the trace's base frame runs (its start event) */
-	lua_rawgeti(L, LUA_REGISTRYINDEX, s->basefn_ref);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, b->s->basefn_ref);
 	if (lua_istable(L, -1))
-		lua_rawgeti(L, -1, (int)tr);
+		lua_rawgeti(L, -1, (int)b->tr);
 	else
 		lua_pushnil(L);
 	lua_remove(L, -2);
-	b->base = lua_gettop(L);
-	int basefn = add_fn(b); /* (a nil is popped: b->base stays right) */
+	int basefn;
+	if (b->raw) {
+		const void *p =
+		    lua_isfunction(L, -1) ? lua_topointer(L, -1) : NULL;
+		lua_pop(L, 1);
+		basefn = add_fn_raw(b, p);
+	} else {
+		b->base = lua_gettop(L);
+		basefn = add_fn(b); /* (a nil is popped: b->base stays right) */
+	}
 	stk = malloc((size_t)nsnap * sizeof(*stk));
 	lo = malloc((size_t)nsnap * sizeof(*lo));
 	depth = malloc((size_t)nsnap * sizeof(*depth));
@@ -397,7 +519,7 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 		const uint8_t *S = snap + (size_t)i * lay->snap_size;
 		lo[i] = ljt_u16(S, lay->snap_mcofs);
 		if ((i == 0 && lo[i] != 0) || lo[i] < prev || lo[i] >= szmc) {
-			m->lm_bad++;
+			ret = -1;
 			goto out; /* offsets we do not understand: no map */
 		}
 		prev = lo[i];
@@ -411,7 +533,6 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 	/* ranges: non-empty, a change of frames (or of loop) each; one
 	 * boundary more at the trace's loop offset (range flag bit 1 from
 	 * there on, header flag bit 0: the map marks its loop) */
-	uint32_t loop = ti->loop < szmc ? ti->loop : 0;
 	rlo = malloc((size_t)(nsnap + 1) * sizeof(*rlo));
 	rsn = malloc((size_t)(nsnap + 1) * sizeof(*rsn));
 	if (!rlo || !rsn)
@@ -474,6 +595,125 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 		for (uint32_t k = 0; k < depth[rsn[r]]; k++, p += 2)
 			put16(p, stk[rsn[r]][k]);
 	memcpy(p, b->str, b->strlen);
+	*outp = out;
+	*lenp = len;
+	out = NULL;
+out:
+	free(out);
+	free(stk);
+	free(lo);
+	free(depth);
+	free(rlo);
+	free(rsn);
+	return ret;
+}
+
+static void lm_init(struct lm_build *b, lua_State *L, struct lstate *s,
+		    uint32_t tr, const uint8_t *T, const struct ljt_layout *lay)
+{
+	b->L = L;
+	b->s = s;
+	b->tr = tr;
+	b->raw = b->unsure = 0;
+	b->ir = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->ir);
+	b->nk = ljt_u32(T, lay->nk);
+	b->base = 0;
+	b->nfn = b->nfr = b->strlen = 0;
+}
+
+static int same_map(const uint8_t *a, uint32_t alen, const uint8_t *b,
+		    uint32_t blen)
+{
+	return alen == blen && (!alen || !memcmp(a, b, alen));
+}
+
+VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
+		      uint32_t tr, struct tinfo *ti)
+{
+	if (!m->want_luamap || m->lm == VM_LM_OFF ||
+	    (m->raw != VM_RAW_ON && m->raw != VM_RAW_CHECKING))
+		return;
+	uint64_t t0 = jsf_now_ns();
+	const struct ljt_layout *lay = &ljt_layouts[__builtin_ctz(m->raw_mask)];
+	const uint8_t *T = ljt_trace(L, tr, lay);
+	if (!lay->snap_mcofs) {
+		m->lm = VM_LM_OFF;
+		snprintf(m->lm_why, sizeof(m->lm_why),
+			 "layout %s has no snapshot offsets", lay->name);
+		return;
+	}
+	if (!T || (uint64_t)(uintptr_t)ljt_u64(T, lay->mcode) != ti->start)
+		return;
+	uint32_t nsnap = ljt_u16(T, lay->nsnap),
+		 szmc = ljt_u32(T, lay->szmcode);
+	const uint8_t *snap = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
+	const uint8_t *map =
+	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
+	if (!nsnap || !snap || !map || szmc != ti->size)
+		return;
+	uint32_t loop = ti->loop < szmc ? ti->loop : 0;
+	/* (16 KiB each: only the counts are set, the tables fill up) */
+	struct lm_build *b = malloc(sizeof(*b)), *rb = NULL;
+	if (!b)
+		return;
+	lm_init(b, L, s, tr, T, lay);
+	int top = lua_gettop(L);
+	uint8_t *out = NULL, *rout = NULL;
+	uint32_t len = 0, rlen = 0;
+	int check = m->lm != VM_LM_ON || ++m->lm_stops % LM_RECHECK == 0;
+	if (check) {
+		if (!snaps_agree(b, snap, map, nsnap, lay)) {
+			m->lm = VM_LM_OFF;
+			snprintf(m->lm_why, sizeof(m->lm_why),
+				 "trace %u: its snapshots and "
+				 "jit.util.tracesnap disagree",
+				 tr);
+			goto out;
+		}
+		m->lm_checked++;
+		if (m->lm_checked >= LM_CHECK)
+			m->lm = VM_LM_ON;
+	}
+	/* Without jit.util where the Lua layout is verified: the same bytes
+	 * as jit.util's build on LM_CHECK traces first, then on one in
+	 * LM_RECHECK (and on every trace the raw build was unsure of). */
+	int rawbuilt = 0;
+	if (m->lmr != VM_LM_OFF && m->lv_state == 1 && b->ir &&
+	    (rb = malloc(sizeof(*rb)))) {
+		lm_init(rb, L, s, tr, T, lay);
+		rb->raw = 1;
+		if (build_map(rb, snap, map, nsnap, szmc, loop, lay, &rout,
+			      &rlen)) {
+			m->lm_bad++;
+			goto out;
+		}
+		rawbuilt = !rb->unsure;
+		if (rawbuilt && m->lmr == VM_LM_ON &&
+		    m->lm_stops % LM_RECHECK) {
+			out = rout, len = rlen, rout = NULL;
+			m->lmr_traces++;
+			goto publish;
+		}
+	}
+	if (build_map(b, snap, map, nsnap, szmc, loop, lay, &out, &len)) {
+		m->lm_bad++;
+		goto out;
+	}
+	if (rawbuilt && m->lmr != VM_LM_OFF) {
+		if (!same_map(out, len, rout, rlen)) {
+			m->lmr = VM_LM_OFF;
+			snprintf(m->lmr_why, sizeof(m->lmr_why),
+				 "trace %u: its map from memory and from "
+				 "jit.util differ",
+				 tr);
+		} else if (m->lmr == VM_LM_CHECKING &&
+			   ++m->lmr_checked >= LM_CHECK) {
+			m->lmr = VM_LM_ON;
+		}
+	}
+publish:
+	if (!out)
+		goto out;
 	free(ti->lmap);
 	ti->lmap = out;
 	ti->lmap_len = len;
@@ -482,11 +722,8 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 	m->lm_bytes += len;
 out:
 	free(out);
-	free(stk);
-	free(lo);
-	free(depth);
-	free(rlo);
-	free(rsn);
+	free(rout);
+	free(rb);
 	free(b);
 	lua_settop(L, top);
 	m->lm_ns += jsf_now_ns() - t0;

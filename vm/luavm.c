@@ -184,6 +184,33 @@ int vm_luavm_pos(const struct vmod *m, const void *proto, uint32_t pos,
 	return 0;
 }
 
+int vm_luavm_fn(const struct vmod *m, const void *fn, struct vm_fninfo *fi)
+{
+	const struct lv_layout *lv = &m->lv;
+	if (m->lv_state != 1 || !fn)
+		return -1;
+	uintptr_t f = (uintptr_t)fn;
+	if (*(const uint8_t *)(f + lv->fn_ffid) != 0) /* C or builtin */
+		return -1;
+	uintptr_t bc = (uintptr_t)rd64(f + lv->fn_pc), pt = bc - lv->pt_size;
+	uintptr_t str = (uintptr_t)rd64(pt + lv->pt_chunkname);
+	if (!str)
+		return -1;
+	fi->proto = (const void *)pt;
+	fi->bc = bc;
+	fi->nbc = rd32(pt + lv->pt_sizebc);
+	fi->first = rd32(pt + lv->pt_firstline);
+	fi->src = (const char *)(str + lv->str_data);
+	return 0;
+}
+
+uint32_t vm_luavm_line(const struct vmod *m, const void *proto, uint32_t pos)
+{
+	/* lj_debug_line: 0 where the prototype has no line info */
+	int64_t ln = pt_line(&m->lv, (uintptr_t)proto, pos);
+	return ln < 0 ? 0 : (uint32_t)ln;
+}
+
 /* Level lev of the Lua API against frame f of our walk. */
 static int same_level(struct lvck *c, lua_State *L, int lev, uintptr_t fn,
 		      uint64_t pc)

@@ -201,6 +201,7 @@ static int l_start(lua_State *L)
 	pthread_mutex_lock(&m->mu);
 	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL;    /* tests only */
 	m->lm_shift = getenv(JSF_ENV_VM_LUAMAP_SHIFT) != NULL; /* tests only */
+	m->lmr_bug = getenv(JSF_ENV_VM_LUAMAP_RAWBUG) != NULL; /* tests only */
 	m->want_luamap = luamap;
 	if (quiet >= 0)
 		m->quiet = quiet;
@@ -357,6 +358,14 @@ static int l_stats(lua_State *L)
 	if (m->lm == VM_LM_OFF) {
 		lua_pushstring(L, m->lm_why);
 		lua_setfield(L, -2, "luamap_off");
+	}
+	lua_pushstring(L, lm[m->lmr]);
+	lua_setfield(L, -2, "luamap_raw");
+	lua_pushnumber(L, (lua_Number)m->lmr_traces);
+	lua_setfield(L, -2, "luamap_raw_traces");
+	if (m->lmr == VM_LM_OFF) {
+		lua_pushstring(L, m->lmr_why);
+		lua_setfield(L, -2, "luamap_raw_off");
 	}
 	if (m->region && m->pid == vm_self_pid()) {
 		/* resident pages (jitsframe.h): what is locked, what was

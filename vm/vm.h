@@ -90,6 +90,19 @@ struct vmod {
 	uint32_t lm_checked;
 	uint64_t lm_stops, lm_traces, lm_bytes, lm_bad, lm_ns;
 	char lm_why[160];
+	/* the maps built from the trace's IR constants and the prototypes
+	 * through the verified Lua layout, without jit.util: VM_LM_* (on
+	 * once LM_CHECK traces gave the same bytes both ways; then one in
+	 * LM_RECHECK again); lmk: the IR opcode and type bytes of a function
+	 * and of a number constant, learnt from tracek's answers;
+	 * lmr_bug: JSF_ENV_VM_LUAMAP_RAWBUG, tests only */
+	int lmr, lmr_bug;
+	uint32_t lmr_checked;
+	uint64_t lmr_traces;
+	struct {
+		uint8_t o, t, known;
+	} lmk[2];
+	char lmr_why[160];
 	/* the Lua stack's layout for out-of-process readers (luavm.c):
 	 * lv_state 0 unchecked, 1 verified (published in every region of
 	 * the process, lv_epoch), -1 refused (lv_why, said once) */
@@ -199,6 +212,18 @@ void vm_luavm_sync(void);
 const void *vm_luavm_proto(const struct vmod *m, const void *fn, uint32_t pos);
 int vm_luavm_pos(const struct vmod *m, const void *proto, uint32_t pos,
 		 char *file, size_t filelen, uint32_t *line);
+/* Lua function fn through the verified layout, as jit.util.funcinfo
+ * gives it (bytecodes, linedefined, source) with its prototype and
+ * bytecode: 0, or -1 (not verified, or not a Lua function); the line of
+ * position pos < bytecodes (funcinfo's currentline: 0 without line info) */
+struct vm_fninfo {
+	const void *proto;
+	uint64_t bc;
+	uint32_t nbc, first;
+	const char *src; /* the chunk name, NUL-terminated (a GCstr's) */
+};
+int vm_luavm_fn(const struct vmod *m, const void *fn, struct vm_fninfo *fi);
+uint32_t vm_luavm_line(const struct vmod *m, const void *proto, uint32_t pos);
 
 /* sinks.c, all with m->mu held */
 /* Make sure the region (and the perf sinks) belong to this process. */

@@ -280,4 +280,10 @@ print(string.format("luamap: %d traces, %d guards: %d exact and compared " ..
   "%d taken exits and %d side-trace starts compared; %d mismatches",
   st.traces, st.guards, st.exact, st.inlined, st.lines, st.unsure, st.nomap,
   st.texits, st.sides, st.bad))
+-- how the module built them: from the trace's memory (checked against its
+-- jit.util build on the first traces and one in 64) or through jit.util
+local ms = require("jitsframe").stats()
+print(string.format("luamap_raw: %s, %d of %d maps built from memory%s",
+  ms.luamap_raw, ms.luamap_raw_traces, ms.luamap_traces,
+  ms.luamap_raw_off and (" (off: " .. ms.luamap_raw_off .. ")") or ""))
 os.exit(st.bad == 0 and 0 or 1)
