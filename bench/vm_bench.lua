@@ -194,7 +194,7 @@ for _, vm in ipairs(vms) do
         sh_quote(startmod) .. " " .. wl(w) .. " " .. scale
       local jd_dir = region .. ".jd"
       local jd_cmd = "mkdir -p " .. sh_quote(jd_dir) .. " && " .. envbase .. vm.env ..
-        sh_quote(vm.bin) .. " -e " .. sh_quote(startmod:gsub("replace=true", "replace=true, jitdump=" ..
+        sh_quote(vm.bin) .. " -e " .. sh_quote(startmod:gsub("replace=true", "replace=true, luamap=true, jitdump=" ..
         ("%q"):format(jd_dir))) .. " " .. wl(w) .. " " .. scale
       local noop_cmd = envbase .. vm.env .. sh_quote(vm.bin) ..
         " -e \"require('vmtime').noop()\" " .. wl(w) .. " " .. scale
@@ -327,17 +327,21 @@ for _, res in ipairs(results) do
       CHURN)
   end
   line("")
-  line("(d) the jitdump sink (perf): module handler per trace stop with it vs without, and")
-  line("    whole-run wall time with it, median of %d runs, against the same plain runs", reps)
-  line("%-11s %12s %12s %10s | %8s %8s %7s", "workload", "stop us/tr", "+jitdump", "delta us",
-    "plain s", "jitdump s", "ratio")
+  line("(d) what `jitsframe record -- CMD` turns on, the jitdump sink (perf) and the Lua-frame")
+  line("    maps: module handler per trace stop with them vs without (of it the maps: luamap_ns),")
+  line("    and whole-run wall time with them, median of %d runs, against the same plain runs", reps)
+  line("%-11s %12s %12s %10s %9s | %8s %8s %7s", "workload", "stop us/tr", "+record", "delta us",
+    "maps us", "plain s", "record s", "ratio")
   for _, r in ipairs(res.rows) do
     local function stop_mean(T)
       return T and T.stop and T.stop.n > 0 and T.stop.sum / T.stop.n or nil
     end
     local m, j = stop_mean(r.M), stop_mean(r.J)
-    line("%-11s %12s %12s %10s | %8.3f %8.3f %7.4f", r.name, f2(m and us(m)), f2(j and us(j)),
-      f2(m and j and us(j - m)), r.wall_p, r.wall_j, r.wall_j / r.wall_p)
+    local js = r.J and r.J.stats
+    local lm = js and js.luamap_traces and js.luamap_traces > 0 and
+      js.luamap_ns / js.luamap_traces or nil
+    line("%-11s %12s %12s %10s %9s | %8.3f %8.3f %7.4f", r.name, f2(m and us(m)), f2(j and us(j)),
+      f2(m and j and us(j - m)), f2(lm and us(lm)), r.wall_p, r.wall_j, r.wall_j / r.wall_p)
   end
   line("")
   line("(c) module stats() at the end of a third run that also counted the reasons of skips")

@@ -8,7 +8,8 @@
 -- at stats() to count the reasons of skipped traces. That allocates, and
 -- the garbage would be collected inside later timed calls, so the timings
 -- of a diag run are not used.
--- jitdump: like module, with the jitdump sink on (REGION.jd/jit-PID.dump).
+-- jitdump: like module, with what `jitsframe record` turns on: the jitdump
+-- sink (REGION.jd/jit-PID.dump) and the Lua-frame maps (luamap).
 local out, mode, region, wl = arg[1], arg[2], arg[3], arg[4]
 assert(out and region and wl and (mode == "plain" or mode == "module" or mode == "diag" or
   mode == "jitdump"), "usage: vm_run.lua OUT plain|module|diag|jitdump REGION WORKLOAD [scale]")
@@ -23,7 +24,9 @@ if mode ~= "plain" then
     jd = region .. ".jd"
     os.execute("mkdir -p '" .. jd .. "'")
   end
-  assert(jsf.start { region = region, replace = true, jitdump = jd })
+  -- jitdump: what `jitsframe record -- CMD` turns on, the jitdump sink
+  -- and the Lua-frame maps
+  assert(jsf.start { region = region, replace = true, jitdump = jd, luamap = jd ~= nil })
 end
 if mode == "diag" then
   post = function(what)
