@@ -97,8 +97,11 @@ static int hexval(char c)
 }
 
 /* p[0..16) lowercase hex digits? Then *v is their big-endian value as
- * two words (compared as the text is: same width, '0' < ... < 'f'). */
-static int hex16(const char *p, uint64_t v[2])
+ * two words (compared as the text is: same width, '0' < ... < 'f').
+ * Inlined: it is most of load_in_place's loop, and the lookups call it
+ * too. */
+static inline __attribute__((always_inline)) int hex16(const char *p,
+						       uint64_t v[2])
 {
 	uint64_t x, y;
 	memcpy(&x, p, 8);
@@ -211,7 +214,7 @@ static const char *name_in_place(struct ksyms *ks, uint64_t addr)
 {
 	char key[17];
 	snprintf(key, sizeof(key), "%016llx", (unsigned long long)addr);
-	uint64_t kv[2];
+	uint64_t kv[2] = {0, 0}; /* (hex16 reads any key: 16 digits) */
 	hex16(key, kv);
 	/* lo: the start of the first line above addr, or the end (the
 	 * lines are sorted: load_in_place checked). The index's last line
