@@ -8,11 +8,15 @@
  * A regular file in perf's own layout (every line "16 lowercase hex
  * digits, a space, ...", addresses never decreasing: what perf record
  * copies) is mapped (populated in one go) and searched in place: one
- * pass checks the lines, keeping nothing; a lookup bisects the bytes (the
- * start of the line around a byte is the '\n' before it) and walks back
- * to the nearest text symbol, and the names asked for are made once each.
- * The same symbol as the full parse (which is kept for /proc/kallsyms and
- * any other layout) at a tenth of the cost. */
+ * pass checks the lines, keeping the address and start of every
+ * KSYM_STEP-th (a ~2,000-entry index); a lookup bisects the index, goes
+ * on line by line (KSYM_STEP at most) to the first line above the
+ * address and walks back to the nearest text symbol, and the names asked
+ * for are made once each. The same symbol as the full parse (which is
+ * kept for /proc/kallsyms and any other layout) at a tenth of the cost.
+ * (The lookups bisected the file's bytes before: ~23 steps into lines
+ * that the report's reads have pushed out of the caches by then, each a
+ * memrchr and a memcmp; ~630 lookups in the bench's recording.) */
 #include "ksyms.h"
 
 #include <fcntl.h>
@@ -23,7 +27,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { KSYM_MEMO = 1024 };
+enum { KSYM_MEMO = 1024, KSYM_STEP = 64 };
+
+/* in place: a line's address as hex16 reads it, and its start */
+struct kidx {
+	uint64_t v[2];
+	size_t line;
+};
 
 struct ksym {
 	uint64_t addr;
@@ -45,6 +55,8 @@ struct ksyms {
 	/* in place: the mapped file, the names made */
 	const char *map;
 	size_t map_len;
+	struct kidx *ix; /* every KSYM_STEP-th line's start */
+	size_t ix_n;
 	struct kname *kn;
 	size_t kn_cap, kn_n;
 	/* the last answers, by address: a callchain's kernel frames are the
@@ -85,8 +97,11 @@ static int hexval(char c)
 }
 
 /* p[0..16) lowercase hex digits? Then *v is their big-endian value as
- * two words (compared as the text is: same width, '0' < ... < 'f'). */
-static int hex16(const char *p, uint64_t v[2])
+ * two words (compared as the text is: same width, '0' < ... < 'f').
+ * Inlined: it is most of load_in_place's loop, and the lookups call it
+ * too. */
+static inline __attribute__((always_inline)) int hex16(const char *p,
+						       uint64_t v[2])
 {
 	uint64_t x, y;
 	memcpy(&x, p, 8);
@@ -104,6 +119,13 @@ static int hex16(const char *p, uint64_t v[2])
 	v[0] = __builtin_bswap64(x);
 	v[1] = __builtin_bswap64(y);
 	return 1;
+}
+
+/* The start of the line after the first '\n' in b[j, len) (len: none) */
+static size_t next_line(const char *b, size_t j, size_t len)
+{
+	const char *p = memchr(b + j, '\n', len - j);
+	return p ? (size_t)(p - b) + 1 : len;
 }
 
 /* Map a regular file in perf's layout and index its lines; 0 if it is
@@ -125,20 +147,30 @@ static int load_in_place(struct ksyms *ks)
 	if (m == MAP_FAILED)
 		return 0;
 	const char *b = m;
+	/* a line has >= 18 bytes ("16 digits, a space, \n" at the least) */
+	size_t ix_cap = len / 18 / KSYM_STEP + 2, nl = 0;
+	ks->ix = malloc(ix_cap * sizeof(*ks->ix));
+	if (!ks->ix)
+		goto no;
+	ks->ix_n = 0;
 	uint64_t prev[2] = {0, 0}, cur[2];
-	for (size_t i = 0; i < len;) {
+	for (size_t i = 0; i < len; nl++) {
 		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
 		    cur[0] < prev[0] || (cur[0] == prev[0] && cur[1] < prev[1]))
 			goto no;
 		prev[0] = cur[0];
 		prev[1] = cur[1];
-		const char *nl = memchr(b + i + 17, '\n', len - i - 17);
-		i = nl ? (size_t)(nl - b) + 1 : len;
+		if (nl % KSYM_STEP == 0 && ks->ix_n < ix_cap)
+			ks->ix[ks->ix_n++] = (struct kidx){{cur[0], cur[1]}, i};
+		i = next_line(b, i + 17, len);
 	}
 	ks->map = b;
 	ks->map_len = len;
 	return 1;
 no:
+	free(ks->ix);
+	ks->ix = NULL;
+	ks->ix_n = 0;
 	munmap(m, len);
 	return 0;
 }
@@ -182,22 +214,28 @@ static const char *name_in_place(struct ksyms *ks, uint64_t addr)
 {
 	char key[17];
 	snprintf(key, sizeof(key), "%016llx", (unsigned long long)addr);
-	/* bisect the bytes: the lines that start before lo are at or below
-	 * addr, those from hi on above it (lo and hi line starts or the end;
-	 * load_in_place found the lines sorted) */
-	size_t lo = 0, hi = ks->map_len;
-	while (lo < hi) {
-		size_t m = lo + (hi - lo) / 2;
-		/* the start of the line that holds byte m */
-		const char *nl =
-		    m > lo ? memrchr(ks->map + lo, '\n', m - lo) : NULL;
-		size_t st = nl ? (size_t)(nl - ks->map) + 1 : lo;
-		if (memcmp(ks->map + st, key, 16) <= 0) {
-			size_t e = line_end(ks, st);
-			lo = e < ks->map_len ? e + 1 : ks->map_len;
-		} else {
-			hi = st;
-		}
+	uint64_t kv[2] = {0, 0}; /* (hex16 reads any key: 16 digits) */
+	hex16(key, kv);
+	/* lo: the start of the first line above addr, or the end (the
+	 * lines are sorted: load_in_place checked). The index's last line
+	 * at or below addr (bisected: a few KB, not the file's scattered
+	 * lines), then on from it, line by line: KSYM_STEP at most. */
+	size_t a = 0, z = ks->ix_n;
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+		const uint64_t *v = ks->ix[m].v;
+		if (v[0] < kv[0] || (v[0] == kv[0] && v[1] <= kv[1]))
+			a = m + 1;
+		else
+			z = m;
+	}
+	size_t lo = 0;
+	if (a) {
+		lo = ks->ix[a - 1].line;
+		uint64_t v[2];
+		while (lo < ks->map_len && hex16(ks->map + lo, v) &&
+		       (v[0] < kv[0] || (v[0] == kv[0] && v[1] <= kv[1])))
+			lo = next_line(ks->map, lo + 17, ks->map_len);
 	}
 	/* back from the first line above addr to a symbol's */
 	size_t n0 = 0, n1 = 0, st = lo;
@@ -353,6 +391,7 @@ void ksyms_free(struct ksyms *ks)
 	free(ks->kn);
 	if (ks->map)
 		munmap((void *)ks->map, ks->map_len);
+	free(ks->ix);
 	free(ks->names);
 	free(ks->k);
 	free(ks->path);
