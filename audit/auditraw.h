@@ -27,7 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ALOG_RAW_VERSION 1
+#define ALOG_RAW_VERSION 2 /* the newest; version 1 is still read */
+#define ALOG_RAW_V1 1
+#define ALOG_RAW_V2 2
 #define ALOG_RAW_REF_BIAS 0x8000u
 #define ALOG_RAW_NKOP 9
 /* indexes into kop[] */
@@ -42,7 +44,31 @@ enum {
 	ALOG_K_INT64,
 	ALOG_K_SLOT
 };
-#define ALOG_RAW_HEAD 16 /* bytes before the op modes */
+#define ALOG_RAW_HEAD 16  /* bytes before the op modes (version 1) */
+#define ALOG_RAW2_HEAD 11 /* bytes before the op modes (version 2) */
+
+/* Version 2's integers: LEB128 varints, signed ones zigzagged. */
+static inline uint8_t *alog_raw_uv(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+static inline uint8_t *alog_raw_sv(uint8_t *p, int64_t v)
+{
+	return alog_raw_uv(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+/* IR operand of ref mode at ref: (ref - op) << 1 for an earlier
+ * instruction, (B - op) mod 2^16 << 1 | 1 else (constants: small) */
+static inline uint32_t alog_raw_refcode(uint32_t ref, uint32_t op)
+{
+	return op >= ALOG_RAW_REF_BIAS && op <= ref
+		   ? (ref - op) << 1
+		   : ((ALOG_RAW_REF_BIAS - op) & 0xffffu) << 1 | 1;
+}
 
 /* Is constant opcode o (kop[] of a raw record) one whose value is in the
  * IR (then rawk has no entry for it)? t: its IR type (irt & 0x1f). */

@@ -51,6 +51,7 @@ struct vaudit {
 	int raw;	      /* RAW_* */
 	unsigned raw_recheck; /* JSF_ENV_AUDIT_RAWCHECK */
 	int raw_fault;	      /* JSF_ENV_AUDIT_RAWFAULT: tests only */
+	int raw_v1;	      /* JSF_ENV_AUDIT_RAWV1: raw records version 1 */
 	unsigned raw_mask;    /* candidate layouts still agreeing */
 	unsigned raw_checked; /* traces found equal */
 	int str_len;  /* GCstr's len offset, 0 unknown, -1 no raw strings */
