@@ -204,13 +204,7 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 	p += ALOG_RAW2_HEAD;
 	if ((size_t)(end - p) < 2 * (size_t)nops)
 		return bad(why, whylen, "raw trace too short");
-	const uint8_t *ops = p;
-	uint8_t mode[256], known[256];
-	memset(known, 0, sizeof(known));
-	for (unsigned i = 0; i < nops; i++) {
-		known[ops[2 * i]] = 1;
-		mode[ops[2 * i]] = ops[2 * i + 1];
-	}
+	const uint8_t *ops = p; /* checked by the expansion */
 	p += 2 * (size_t)nops;
 	uint64_t xk, xi, xs, xm;
 	if (rd_uv(&p, end, &xk) || rd_uv(&p, end, &xi) || rd_uv(&p, end, &xs) ||
@@ -296,36 +290,11 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 		if (k64)
 			ref++;
 	}
-	for (uint32_t ref = B; ref < nins; ref++) {
-		uint8_t *in = INS(ref);
-		if (end - p < 2)
-			goto cut;
-		unsigned op = p[0];
-		in[5] = (uint8_t)op;
-		in[4] = p[1];
-		p += 2;
-		if (!known[op]) {
-			free(r);
-			return bad(why, whylen,
-				   "raw trace: no mode for IR opcode %u", op);
-		}
-		for (int k = 0; k < 2; k++) {
-			unsigned m = (mode[op] >> (2 * k)) & 3;
-			if (rd_uv(&p, end, &u) || u > 0x1ffff)
-				goto cut;
-			uint32_t v = m == 0 ? (u & 1 ? (B - (uint32_t)(u >> 1))
-						     : ref - (uint32_t)(u >> 1))
-					    : (uint32_t)u;
-			if (v > 0xffff && !(m == 0 && (u & 1)))
-				goto cut;
-			wr16(in + 2 * k, v);
-		}
-		if (end - p < 2)
-			goto cut;
-		in[6] = p[0];
-		in[7] = p[1];
-		p += 2;
-	}
+	/* the instructions, as in memory */
+	if ((size_t)(end - p) < 8 * (size_t)(nins - B))
+		goto cut;
+	memcpy(INS(B), p, 8 * (size_t)(nins - B));
+	p += 8 * (size_t)(nins - B);
 	uint32_t sref = B, pofs = 0, pn = 0, ofs = 0;
 	for (uint32_t sn = 0; sn < nsnap; sn++) {
 		uint8_t *S = snaps + (size_t)sn * V1_SSZ;

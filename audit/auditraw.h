@@ -61,14 +61,6 @@ static inline uint8_t *alog_raw_sv(uint8_t *p, int64_t v)
 {
 	return alog_raw_uv(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
-/* IR operand of ref mode at ref: (ref - op) << 1 for an earlier
- * instruction, (B - op) mod 2^16 << 1 | 1 else (constants: small) */
-static inline uint32_t alog_raw_refcode(uint32_t ref, uint32_t op)
-{
-	return op >= ALOG_RAW_REF_BIAS && op <= ref
-		   ? (ref - op) << 1
-		   : ((ALOG_RAW_REF_BIAS - op) & 0xffffu) << 1 | 1;
-}
 
 /* Is constant opcode o (kop[] of a raw record) one whose value is in the
  * IR (then rawk has no entry for it)? t: its IR type (irt & 0x1f). */

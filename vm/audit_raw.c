@@ -42,11 +42,12 @@ static void learn_str(struct vaudit *A, uint64_t p, lua_State *L)
 		A->str_len = ok16 ? 16 : 20;
 }
 
-/* The raw field, version 2 (audit/auditraw.h): the instructions and
- * snapshots of the trace encoded compactly; the reader rewrites it as the
- * version-1 bytes. -1 (nothing written) where version 1 must be used: a
- * 64-bit constant in the last constant slot, a snapshot map entry out of
- * the map, an operand too far for the encoding's checks. */
+/* The raw field, version 2 (audit/auditraw.h): the constants and
+ * snapshots of the trace encoded compactly, the instructions as in memory
+ * (a varint per operand cost more time than its bytes cost the writer);
+ * the reader rewrites it as the version-1 bytes. -1 (nothing written)
+ * where version 1 must be used: a 64-bit constant in the last constant
+ * slot. */
 static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		       msgpack_sbuffer *sb, const uint8_t *ir, uint32_t nk,
 		       uint32_t nins, const uint8_t *snap, const uint8_t *map,
@@ -54,17 +55,36 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		       const uint8_t *ops, unsigned nops)
 {
 	const uint32_t B = LJT_REF_BIAS;
-	size_t bound = ALOG_RAW2_HEAD + 2 * (size_t)nops + 40 +
-		       10 * (size_t)(nins - nk) + 12 * (size_t)nsnap;
+	if (!A->k2cls_ready) {
+		const int *kop = A->kop;
+		for (int o = 0; o < 256; o++) {
+			uint8_t k = VA_K2_OTHER;
+			if (o == kop[K_PRI] || o == kop[K_NULL] ||
+			    o == kop[K_GC] || o == kop[K_INT64])
+				k = VA_K2_NONE;
+			else if (o == kop[K_INT])
+				k = VA_K2_INT;
+			else if (o == kop[K_NUM])
+				k = VA_K2_NUM;
+			else if (o == kop[K_PTR] || o == kop[K_KPTR])
+				k = VA_K2_PTR;
+			else if (o == kop[K_SLOT])
+				k = VA_K2_SLOT;
+			A->k2cls[o] = k;
+		}
+		A->k2cls_ready = 1;
+	}
+	uint32_t nmap = 0;
 	for (uint32_t sn = 0; sn < nsnap; sn++)
-		bound +=
-		    8 *
-		    (size_t)snap[(size_t)sn * lay->snap_size + lay->snap_nent];
+		nmap += snap[(size_t)sn * lay->snap_size + lay->snap_nent];
+	size_t bound = ALOG_RAW2_HEAD + 2 * (size_t)nops + 40 +
+		       10 * (size_t)(nins - nk) + 12 * (size_t)nsnap +
+		       8 * (size_t)nmap;
 	size_t at = sb->size;
 	uint8_t *r0 = (uint8_t *)alog_mpw_room(sb, 5 + bound + 8);
 	if (!r0)
 		return -1;
-	uint8_t *r = r0 + 5, *fault = NULL;
+	uint8_t *r = r0 + 5;
 	r[0] = ALOG_RAW_V2;
 	for (int i = 0; i < K_N; i++)
 		r[1 + i] = (uint8_t)A->kop[i];
@@ -74,60 +94,50 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		*r++ = ops[i];
 		*r++ = A->irmode[ops[i]];
 	}
-	uint32_t nmap = 0;
-	for (uint32_t sn = 0; sn < nsnap; sn++)
-		nmap += snap[(size_t)sn * lay->snap_size + lay->snap_nent];
 	r = alog_raw_uv(r, B - nk);
 	r = alog_raw_uv(r, nins - B);
 	r = alog_raw_uv(r, nsnap);
 	r = alog_raw_uv(r, nmap);
-	const int *kop = A->kop;
 	for (uint32_t ref = nk; ref < B; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref;
 		int o = in[5];
 		*r++ = (uint8_t)o;
 		*r++ = in[4];
-		int k64 = (A->kcls[o] & VA_KC_K64) != 0;
-		if (k64 && ref + 1 >= B)
-			return -1;
-		if (o == kop[K_PRI] || o == kop[K_NULL] || o == kop[K_GC] ||
-		    o == kop[K_INT64]) {
-			;
-		} else if (o == kop[K_INT]) {
+		switch (A->k2cls[o]) {
+		case VA_K2_NONE:
+			break;
+		case VA_K2_INT:
 			r = alog_raw_sv(r, (int32_t)ljt_u32(in, 0));
-		} else if (o == kop[K_NUM]) {
+			break;
+		case VA_K2_NUM:
 			memcpy(r, in + 8, 8);
 			r += 8;
-		} else if (o == kop[K_PTR] || o == kop[K_KPTR]) {
+			break;
+		case VA_K2_PTR:
 			r = alog_raw_uv(r, ljt_u64(in, 8));
-		} else if (o == kop[K_SLOT]) {
+			break;
+		case VA_K2_SLOT:
 			r = alog_raw_uv(r, (B - ljt_u16(in, 0)) & 0xffff);
 			r = alog_raw_uv(r, ljt_u16(in, 2));
-		} else {
+			break;
+		default:
 			memcpy(r, in, 4);
 			memcpy(r + 4, in + 6, 2);
 			r += 6;
 		}
-		if (k64)
+		if (A->kcls[o] & VA_KC_K64) {
+			if (ref + 1 >= B)
+				return -1;
 			ref++;
+		}
 	}
-	for (uint32_t ref = B; ref < nins; ref++) {
-		const uint8_t *in = ir + 8 * (size_t)ref;
-		unsigned o = in[5], md = A->irmode[o];
-		*r++ = (uint8_t)o;
-		*r++ = in[4];
-		uint32_t op1 = ljt_u16(in, 0), op2 = ljt_u16(in, 2);
-		r = alog_raw_uv(r, (md & 3) ? op1 : alog_raw_refcode(ref, op1));
-		r = alog_raw_uv(
-		    r, ((md >> 2) & 3) ? op2 : alog_raw_refcode(ref, op2));
-		fault = r;
-		*r++ = in[6];
-		*r++ = in[7];
-	}
+	size_t nir = 8 * (size_t)(nins - B);
+	memcpy(r, ir + 8 * (size_t)B, nir);
+	r += nir;
 	/* fault injection for the tests: one wrong register (the last
 	 * instruction's, as version 1 does) */
-	if (A->raw_fault && fault)
-		*fault ^= 1;
+	if (A->raw_fault)
+		r[-2] ^= 1;
 	uint32_t sref = B;
 	const uint32_t *pe = NULL;
 	uint32_t pn = 0;
@@ -187,15 +197,16 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 	/* the bin header in front: its smallest form */
 	uint8_t hd[5];
 	size_t h;
-	if (len < 256)
+	if (len < 256) {
 		hd[0] = 0xc4, hd[1] = (uint8_t)len, h = 2;
-	else if (len < 65536)
-		hd[0] = 0xc5, hd[1] = (uint8_t)(len >> 8), hd[2] = (uint8_t)len,
-		h = 3;
-	else
-		hd[0] = 0xc6, hd[1] = (uint8_t)(len >> 24),
-		hd[2] = (uint8_t)(len >> 16), hd[3] = (uint8_t)(len >> 8),
+	} else if (len < 65536) {
+		hd[0] = 0xc5, hd[1] = (uint8_t)(len >> 8);
+		hd[2] = (uint8_t)len, h = 3;
+	} else {
+		hd[0] = 0xc6, hd[1] = (uint8_t)(len >> 24);
+		hd[2] = (uint8_t)(len >> 16), hd[3] = (uint8_t)(len >> 8);
 		hd[4] = (uint8_t)len, h = 5;
+	}
 	pstr(pk, "raw"); /* 4 bytes: within the room, nothing moves */
 	uint8_t *d = (uint8_t *)sb->data + sb->size;
 	memmove(d + h, (uint8_t *)sb->data + at + 5, len);
