@@ -19,6 +19,10 @@
  * rawk := msgpack map {ref - REF_BIAS = value}: a constant whose value is
  *        not in the IR (strings, other GC objects, 64-bit integers), as
  *        the format-2 `k` entry's first element.
+ * Version 2 (docs/AUDITLOG.md "Raw stop records"): the same facts without
+ * what no expansion reads (constants' chain links and GC pointers, the
+ * other snapshot fields, the map's frame words), counts and constants as
+ * varints; the reader rewrites it as version 1 before expanding it.
  */
 #ifndef ALOG_AUDITRAW_H
 #define ALOG_AUDITRAW_H

@@ -77,6 +77,14 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 	uint32_t nmap = 0;
 	for (uint32_t sn = 0; sn < nsnap; sn++)
 		nmap += snap[(size_t)sn * lay->snap_size + lay->snap_nent];
+	if (nsnap) { /* the map: its entries' range, as above */
+		const uint8_t *S = snap + (size_t)(nsnap - 1) * lay->snap_size;
+		uint32_t end =
+		    (lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0)) +
+		    S[lay->snap_nent];
+		for (size_t o = 0; o < 4 * (size_t)end; o += 64)
+			__builtin_prefetch(map + o);
+	}
 	size_t bound = ALOG_RAW2_HEAD + 2 * (size_t)nops + 40 +
 		       10 * (size_t)(nins - nk) + 12 * (size_t)nsnap +
 		       8 * (size_t)nmap;
@@ -139,8 +147,6 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 	if (A->raw_fault)
 		r[-2] ^= 1;
 	uint32_t sref = B;
-	const uint32_t *pe = NULL;
-	uint32_t pn = 0;
 	for (uint32_t sn = 0; sn < nsnap; sn++) {
 		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
 		uint32_t ofs =
@@ -153,43 +159,11 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		sref = ref;
 		*r++ = S[lay->snap_nslots];
 		r = alog_raw_uv(r, nent);
-		/* the entries against the previous snapshot's: runs copied,
-		 * skipped (up to 4 ahead) or new */
-		uint32_t i = 0, cur = 0;
-		while (i < nent) {
-			uint32_t k = 0;
-			while (k < 4 && cur + k < pn && pe[cur + k] != e[i])
-				k++;
-			if (cur + k < pn && pe[cur + k] == e[i]) {
-				if (k)
-					r = alog_raw_uv(r,
-							(uint64_t)k << 2 | 1);
-				cur += k;
-				uint32_t c = 0;
-				while (i < nent && cur < pn &&
-				       pe[cur] == e[i] && c < 255)
-					i++, cur++, c++;
-				r = alog_raw_uv(r, (uint64_t)c << 2);
-				continue;
-			}
-			uint32_t c = 0;
-			uint8_t *h = r++; /* count < 32: one byte */
-			while (i < nent && c < 31) {
-				uint32_t k2 = 0;
-				while (k2 < 4 && cur + k2 < pn &&
-				       pe[cur + k2] != e[i])
-					k2++;
-				if (c && cur + k2 < pn && pe[cur + k2] == e[i])
-					break;
-				*r++ = (uint8_t)(e[i] >> 24);
-				*r++ = (uint8_t)(e[i] >> 16);
-				r = alog_raw_sv(r, (int32_t)(e[i] & 0xffff) -
-						       (int32_t)B);
-				i++, c++;
-			}
-			*h = (uint8_t)(c << 2 | 2);
+		if (nent) { /* as in memory: one run of new entries */
+			r = alog_raw_uv(r, (uint64_t)nent << 2 | 3);
+			memcpy(r, e, 4 * (size_t)nent);
+			r += 4 * (size_t)nent;
 		}
-		pe = e, pn = nent;
 	}
 	size_t len = (size_t)(r - (r0 + 5));
 	if (len > bound) /* cannot happen: the bound is each item's most */
@@ -237,6 +211,19 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	if (nins <= B || nk > B || !ir)
 		return -1;
 	*nexit = nsnap;
+	/* the trace's memory is cold when its stop event runs: ask for the
+	 * constants, instructions and snapshots now, so that the misses
+	 * overlap (the encoding below reads them in dependent steps) */
+	{
+		const uint8_t *s0 =
+		    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
+		size_t kb = 8 * (size_t)(nins - nk),
+		       sb0 = s0 ? (size_t)nsnap * lay->snap_size : 0;
+		for (size_t o = 0; o < kb; o += 64)
+			__builtin_prefetch(ir + 8 * (size_t)nk + o);
+		for (size_t o = 0; o < sb0; o += 64)
+			__builtin_prefetch(s0 + o);
+	}
 	uint32_t lt = ljt_u8(T, lay->linktype);
 	if (!A->linkname_known[lt] && c->nolua)
 		return -2;
