@@ -63,7 +63,7 @@ static inline uint8_t *alog_raw_uv(uint8_t *p, uint64_t v)
 }
 static inline uint8_t *alog_raw_sv(uint8_t *p, int64_t v)
 {
-	return alog_raw_uv(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+	return alog_raw_uv(p, ((uint64_t)v << 1) ^ (v < 0 ? ~(uint64_t)0 : 0));
 }
 
 /* Is constant opcode o (kop[] of a raw record) one whose value is in the
