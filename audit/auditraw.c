@@ -295,7 +295,7 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 		goto cut;
 	memcpy(INS(B), p, 8 * (size_t)(nins - B));
 	p += 8 * (size_t)(nins - B);
-	uint32_t sref = B, ofs = 0;
+	uint32_t sref = B, pofs = 0, pn = 0, ofs = 0;
 	for (uint32_t sn = 0; sn < nsnap; sn++) {
 		uint8_t *S = snaps + (size_t)sn * V1_SSZ;
 		uint64_t nent;
@@ -308,13 +308,49 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 		if (rd_uv(&p, end, &nent) || nent > 255 || nent > nmap - ofs)
 			goto cut;
 		S[V1_SNENT] = (uint8_t)nent;
-		/* one run of new entries, u32le each (varint nent << 2 | 3:
-		 * the other low-bit values are reserved) */
-		if (nent && (rd_uv(&p, end, &u) || u != (nent << 2 | 3) ||
-			     (size_t)(end - p) < 4 * (size_t)nent))
-			goto cut;
-		memcpy(map + 4 * (size_t)ofs, p, 4 * (size_t)nent);
-		p += 4 * (size_t)nent;
+		uint32_t got = 0, cur = 0;
+		while (got < nent) {
+			if (rd_uv(&p, end, &u) || (u >> 2) == 0 ||
+			    (u >> 2) > 255)
+				goto cut;
+			uint32_t cnt = (uint32_t)(u >> 2), kind = u & 3;
+			if (kind == 0) { /* copy from the previous snapshot */
+				if (cnt > pn - cur || cnt > nent - got)
+					goto cut;
+				memcpy(map + 4 * (size_t)(ofs + got),
+				       map + 4 * (size_t)(pofs + cur), 4 * cnt);
+				got += cnt, cur += cnt;
+			} else if (kind == 1) { /* skip in the previous one */
+				if (cnt > pn - cur)
+					goto cut;
+				cur += cnt;
+			} else if (kind == 2) { /* new entries */
+				if (cnt > nent - got)
+					goto cut;
+				for (uint32_t i = 0; i < cnt; i++, got++) {
+					if (end - p < 2)
+						goto cut;
+					uint32_t e = (uint32_t)p[0] << 24 |
+						     (uint32_t)p[1] << 16;
+					p += 2;
+					if (rd_sv(&p, end, &sv) ||
+					    sv < -(int64_t)B ||
+					    sv >= (int64_t)B)
+						goto cut;
+					e |= (uint32_t)(sv + B);
+					wr32(map + 4 * (size_t)(ofs + got), e);
+				}
+			} else { /* kind 3: new entries, u32le each */
+				if (cnt > nent - got ||
+				    (size_t)(end - p) < 4 * (size_t)cnt)
+					goto cut;
+				memcpy(map + 4 * (size_t)(ofs + got), p,
+				       4 * (size_t)cnt);
+				p += 4 * (size_t)cnt;
+				got += cnt;
+			}
+		}
+		pofs = ofs, pn = (uint32_t)nent;
 		ofs += (uint32_t)nent;
 	}
 #undef INS

@@ -147,6 +147,8 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 	if (A->raw_fault)
 		r[-2] ^= 1;
 	uint32_t sref = B;
+	const uint32_t *pe = NULL;
+	uint32_t pn = 0;
 	for (uint32_t sn = 0; sn < nsnap; sn++) {
 		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
 		uint32_t ofs =
@@ -159,11 +161,43 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		sref = ref;
 		*r++ = S[lay->snap_nslots];
 		r = alog_raw_uv(r, nent);
-		if (nent) { /* as in memory: one run of new entries */
-			r = alog_raw_uv(r, (uint64_t)nent << 2 | 3);
-			memcpy(r, e, 4 * (size_t)nent);
-			r += 4 * (size_t)nent;
+		/* the entries against the previous snapshot's: runs copied,
+		 * skipped (up to 4 ahead) or new */
+		uint32_t i = 0, cur = 0;
+		while (i < nent) {
+			uint32_t k = 0;
+			while (k < 4 && cur + k < pn && pe[cur + k] != e[i])
+				k++;
+			if (cur + k < pn && pe[cur + k] == e[i]) {
+				if (k)
+					r = alog_raw_uv(r,
+							(uint64_t)k << 2 | 1);
+				cur += k;
+				uint32_t c = 0;
+				while (i < nent && cur < pn &&
+				       pe[cur] == e[i] && c < 255)
+					i++, cur++, c++;
+				r = alog_raw_uv(r, (uint64_t)c << 2);
+				continue;
+			}
+			uint32_t c = 0;
+			uint8_t *h = r++; /* count < 32: one byte */
+			while (i < nent && c < 31) {
+				uint32_t k2 = 0;
+				while (k2 < 4 && cur + k2 < pn &&
+				       pe[cur + k2] != e[i])
+					k2++;
+				if (c && cur + k2 < pn && pe[cur + k2] == e[i])
+					break;
+				*r++ = (uint8_t)(e[i] >> 24);
+				*r++ = (uint8_t)(e[i] >> 16);
+				r = alog_raw_sv(r, (int32_t)(e[i] & 0xffff) -
+						       (int32_t)B);
+				i++, c++;
+			}
+			*h = (uint8_t)(c << 2 | 2);
 		}
+		pe = e, pn = nent;
 	}
 	size_t len = (size_t)(r - (r0 + 5));
 	if (len > bound) /* cannot happen: the bound is each item's most */
