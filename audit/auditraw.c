@@ -150,13 +150,252 @@ struct kval {
 	uint32_t len;
 };
 
+/* version 2's readers: a varint at *pp (below end); 0 ok */
+static int rd_uv(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	uint64_t u = 0;
+	for (unsigned sh = 0; sh < 64; sh += 7) {
+		if (*pp >= end)
+			return -1;
+		uint8_t c = *(*pp)++;
+		u |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80)) {
+			*v = u;
+			return 0;
+		}
+	}
+	return -1;
+}
+static int rd_sv(const uint8_t **pp, const uint8_t *end, int64_t *v)
+{
+	uint64_t u;
+	if (rd_uv(pp, end, &u))
+		return -1;
+	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+	return 0;
+}
+static void wr16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static void wr32(uint8_t *p, uint32_t v)
+{
+	wr16(p, v);
+	wr16(p + 2, v >> 16);
+}
+
+/* the snapshot layout of a version-1 record made from a version-2 one */
+enum { V1_SSZ = 8, V1_SREF = 4, V1_SNSL = 6, V1_SNENT = 7 };
+
+/* A version-2 raw trace (auditraw.h) rewritten as the version-1 bytes it
+ * stands for (what version 2 leaves out, which no expansion reads, as
+ * zeros: constants' chain links, a GC constant's pointer, a snapshot's
+ * other fields, the map's frame words), in *out (malloc'd). 0, or -1
+ * with why. */
+static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
+		    size_t *outlen, char *why, size_t whylen)
+{
+	const uint8_t *p = raw, *end = raw + rawlen;
+	if (rawlen < ALOG_RAW2_HEAD)
+		return bad(why, whylen, "raw trace too short");
+	const uint8_t *kop = raw + 1;
+	unsigned nops = raw[10];
+	p += ALOG_RAW2_HEAD;
+	if ((size_t)(end - p) < 2 * (size_t)nops)
+		return bad(why, whylen, "raw trace too short");
+	const uint8_t *ops = p; /* checked by the expansion */
+	p += 2 * (size_t)nops;
+	uint64_t xk, xi, xs, xm;
+	if (rd_uv(&p, end, &xk) || rd_uv(&p, end, &xi) || rd_uv(&p, end, &xs) ||
+	    rd_uv(&p, end, &xm))
+		return bad(why, whylen, "raw trace too short");
+	if (xk > B || xi == 0 || xi > (1u << 15) - 1 || xs > (1u << 20) ||
+	    xm > (1u << 24) || xk + xi > (1u << 20))
+		return bad(why, whylen, "raw trace: impossible counts");
+	/* every constant, instruction and snapshot takes a byte at least */
+	if ((uint64_t)(end - p) < xs || (uint64_t)(end - p) < xm / 128)
+		return bad(why, whylen, "raw trace: counts past its bytes");
+	uint32_t nk = (uint32_t)(B - xk), nins = (uint32_t)(B + xi),
+		 nsnap = (uint32_t)xs, nmap = (uint32_t)xm;
+	size_t o = ALOG_RAW_HEAD + 2 * (size_t)nops + 16;
+	size_t nir = (size_t)(nins - nk) * 8;
+	size_t len = o + nir + (size_t)nsnap * V1_SSZ + (size_t)nmap * 4;
+	uint8_t *r = calloc(1, len);
+	if (!r)
+		return bad(why, whylen, "out of memory");
+	r[0] = ALOG_RAW_V1;
+	r[1] = V1_SSZ;
+	r[2] = 4;
+	r[3] = V1_SREF;
+	r[4] = V1_SNSL;
+	r[5] = V1_SNENT;
+	memcpy(r + 6, kop, ALOG_RAW_NKOP);
+	r[15] = (uint8_t)nops;
+	memcpy(r + ALOG_RAW_HEAD, ops, 2 * (size_t)nops);
+	uint8_t *c = r + ALOG_RAW_HEAD + 2 * (size_t)nops;
+	wr32(c, nk);
+	wr32(c + 4, nins);
+	wr32(c + 8, nsnap);
+	wr32(c + 12, nmap);
+	uint8_t *irs = r + o, *snaps = irs + nir, *map = snaps + nsnap * V1_SSZ;
+#define INS(ref) (irs + 8 * (size_t)((ref)-nk))
+	uint64_t u;
+	int64_t sv;
+	for (uint32_t ref = nk; ref < B; ref++) {
+		uint8_t *in = INS(ref);
+		if (end - p < 2)
+			goto cut;
+		unsigned op = p[0];
+		in[4] = p[1];
+		in[5] = (uint8_t)op;
+		p += 2;
+		int k64 = alog_raw_k64(kop, op);
+		if (k64 && ref + 1 >= B) {
+			free(r);
+			return bad(why, whylen,
+				   "raw trace: 64-bit constant cut");
+		}
+		if (op == kop[ALOG_K_PRI] || op == kop[ALOG_K_NULL] ||
+		    op == kop[ALOG_K_GC] || op == kop[ALOG_K_INT64]) {
+			; /* nothing more: the value is in t, or rawk */
+		} else if (op == kop[ALOG_K_INT]) {
+			if (rd_sv(&p, end, &sv))
+				goto cut;
+			wr32(in, (uint32_t)sv);
+		} else if (op == kop[ALOG_K_NUM]) {
+			if (end - p < 8)
+				goto cut;
+			memcpy(in + 8, p, 8);
+			p += 8;
+		} else if (op == kop[ALOG_K_PTR] || op == kop[ALOG_K_KPTR]) {
+			if (rd_uv(&p, end, &u))
+				goto cut;
+			wr32(in + 8, (uint32_t)u);
+			wr32(in + 12, (uint32_t)(u >> 32));
+		} else if (op == kop[ALOG_K_SLOT]) {
+			uint64_t to, sl;
+			if (rd_uv(&p, end, &to) || rd_uv(&p, end, &sl) ||
+			    to > 0xffff || sl > 0xffff)
+				goto cut;
+			wr16(in, (uint32_t)(B - to));
+			wr16(in + 2, (uint32_t)sl);
+		} else {
+			if (end - p < 6)
+				goto cut;
+			memcpy(in, p, 4);
+			memcpy(in + 6, p + 4, 2);
+			p += 6;
+		}
+		if (k64)
+			ref++;
+	}
+	/* the instructions, as in memory */
+	if ((size_t)(end - p) < 8 * (size_t)(nins - B))
+		goto cut;
+	memcpy(INS(B), p, 8 * (size_t)(nins - B));
+	p += 8 * (size_t)(nins - B);
+	uint32_t sref = B, pofs = 0, pn = 0, ofs = 0;
+	for (uint32_t sn = 0; sn < nsnap; sn++) {
+		uint8_t *S = snaps + (size_t)sn * V1_SSZ;
+		uint64_t nent;
+		if (rd_sv(&p, end, &sv) || p >= end)
+			goto cut;
+		sref = (sref + (uint32_t)sv) & 0xffff;
+		wr32(S, ofs);
+		wr16(S + V1_SREF, sref);
+		S[V1_SNSL] = *p++;
+		if (rd_uv(&p, end, &nent) || nent > 255 || nent > nmap - ofs)
+			goto cut;
+		S[V1_SNENT] = (uint8_t)nent;
+		uint32_t got = 0, cur = 0;
+		while (got < nent) {
+			if (rd_uv(&p, end, &u) || (u >> 2) == 0 ||
+			    (u >> 2) > 255)
+				goto cut;
+			uint32_t cnt = (uint32_t)(u >> 2), kind = u & 3;
+			if (kind == 0) { /* copy from the previous snapshot */
+				if (cnt > pn - cur || cnt > nent - got)
+					goto cut;
+				memcpy(map + 4 * (size_t)(ofs + got),
+				       map + 4 * (size_t)(pofs + cur), 4 * cnt);
+				got += cnt, cur += cnt;
+			} else if (kind == 1) { /* skip in the previous one */
+				if (cnt > pn - cur)
+					goto cut;
+				cur += cnt;
+			} else if (kind == 2) { /* new entries */
+				if (cnt > nent - got)
+					goto cut;
+				for (uint32_t i = 0; i < cnt; i++, got++) {
+					if (end - p < 2)
+						goto cut;
+					uint32_t e = (uint32_t)p[0] << 24 |
+						     (uint32_t)p[1] << 16;
+					p += 2;
+					if (rd_sv(&p, end, &sv) ||
+					    sv < -(int64_t)B ||
+					    sv >= (int64_t)B)
+						goto cut;
+					e |= (uint32_t)(sv + B);
+					wr32(map + 4 * (size_t)(ofs + got), e);
+				}
+			} else { /* kind 3: new entries, u32le each */
+				if (cnt > nent - got ||
+				    (size_t)(end - p) < 4 * (size_t)cnt)
+					goto cut;
+				memcpy(map + 4 * (size_t)(ofs + got), p,
+				       4 * (size_t)cnt);
+				p += 4 * (size_t)cnt;
+				got += cnt;
+			}
+		}
+		pofs = ofs, pn = (uint32_t)nent;
+		ofs += (uint32_t)nent;
+	}
+#undef INS
+	if (ofs != nmap || p != end) {
+		free(r);
+		return bad(why, whylen, "raw trace: %s",
+			   p != end ? "bytes after its snapshots"
+				    : "snapshot entries do not add up");
+	}
+	*out = r;
+	*outlen = len;
+	return 0;
+cut:
+	free(r);
+	return bad(why, whylen, "raw trace: cut short or out of range at %zu",
+		   (size_t)(p - raw));
+}
+
+static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
+		     const uint8_t *rawk, size_t rawklen, char *why,
+		     size_t whylen);
+
 int alog_raw_expand(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 		    const uint8_t *rawk, size_t rawklen, char *why,
 		    size_t whylen)
 {
+	if (rawlen >= 1 && raw[0] == ALOG_RAW_V2) {
+		uint8_t *v1 = NULL;
+		size_t n = 0;
+		if (v2_to_v1(raw, rawlen, &v1, &n, why, whylen))
+			return -1;
+		int ret = expand_v1(sb, v1, n, rawk, rawklen, why, whylen);
+		free(v1);
+		return ret;
+	}
+	return expand_v1(sb, raw, rawlen, rawk, rawklen, why, whylen);
+}
+
+static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
+		     const uint8_t *rawk, size_t rawklen, char *why,
+		     size_t whylen)
+{
 	if (rawlen < ALOG_RAW_HEAD)
 		return bad(why, whylen, "raw trace too short");
-	if (raw[0] != ALOG_RAW_VERSION)
+	if (raw[0] != ALOG_RAW_V1)
 		return bad(why, whylen, "raw trace version %u unknown", raw[0]);
 	unsigned ssz = raw[1], mw = raw[2], sref = raw[3], snsl = raw[4],
 		 snent = raw[5];

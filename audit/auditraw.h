@@ -19,6 +19,10 @@
  * rawk := msgpack map {ref - REF_BIAS = value}: a constant whose value is
  *        not in the IR (strings, other GC objects, 64-bit integers), as
  *        the format-2 `k` entry's first element.
+ * Version 2 (docs/AUDITLOG.md "Raw stop records"): the same facts without
+ * what no expansion reads (constants' chain links and GC pointers, the
+ * other snapshot fields, the map's frame words), counts and constants as
+ * varints; the reader rewrites it as version 1 before expanding it.
  */
 #ifndef ALOG_AUDITRAW_H
 #define ALOG_AUDITRAW_H
@@ -27,7 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ALOG_RAW_VERSION 1
+#define ALOG_RAW_VERSION 2 /* the newest; version 1 is still read */
+#define ALOG_RAW_V1 1
+#define ALOG_RAW_V2 2
 #define ALOG_RAW_REF_BIAS 0x8000u
 #define ALOG_RAW_NKOP 9
 /* indexes into kop[] */
@@ -42,7 +48,23 @@ enum {
 	ALOG_K_INT64,
 	ALOG_K_SLOT
 };
-#define ALOG_RAW_HEAD 16 /* bytes before the op modes */
+#define ALOG_RAW_HEAD 16  /* bytes before the op modes (version 1) */
+#define ALOG_RAW2_HEAD 11 /* bytes before the op modes (version 2) */
+
+/* Version 2's integers: LEB128 varints, signed ones zigzagged. */
+static inline uint8_t *alog_raw_uv(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+static inline uint8_t *alog_raw_sv(uint8_t *p, int64_t v)
+{
+	return alog_raw_uv(p, ((uint64_t)v << 1) ^ (v < 0 ? ~(uint64_t)0 : 0));
+}
 
 /* Is constant opcode o (kop[] of a raw record) one whose value is in the
  * IR (then rawk has no entry for it)? t: its IR type (irt & 0x1f). */

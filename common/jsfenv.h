@@ -61,6 +61,9 @@
 /* set by tests/t_audit_raw.sh, read by the module's auditlog open: inject
  * a fault into the raw trace reader's output (tests only) */
 #define JSF_ENV_AUDIT_RAWFAULT "JITSFRAME_AUDIT_RAWFAULT"
+/* set by tests and benches, read by the module's auditlog open: write raw
+ * stop records in version 1 (the encoding before version 2) */
+#define JSF_ENV_AUDIT_RAWV1 "JITSFRAME_AUDIT_RAWV1"
 /* set by tests/t_vmraw.sh, read by the module's start(): a wrong loop
  * offset in the trace facts read from memory (tests only: the check
  * against jit.util must catch it) */

@@ -11,6 +11,12 @@
  *  'X': the rest is one record payload, expanded if it is a raw stop
  *       record (audit/auditraw.h): the expansion must be one msgpack
  *       value, a refusal must say why;
+ *  'W': a raw trace alone, any version (version 2's compact encoding is
+ *       rewritten as version 1 before it is expanded: the fuzzer reaches
+ *       it without keeping a record's msgpack framing right): a length
+ *       byte n, n bytes of rawk (one msgpack value), then the raw bytes;
+ *       the expansion must be the three fields ir, k, snap (six msgpack
+ *       values), a refusal must say why;
  *  anything else: the rest is split into payloads (a length byte, then
  *       that many bytes), each framed with a correct CRC32C after a valid
  *       magic, so that the msgpack layer and the record checks are reached.
@@ -135,10 +141,46 @@ static void check_raw(const uint8_t *buf, size_t len)
 	msgpack_sbuffer_destroy(&out);
 }
 
+static void check_rawbody(const uint8_t *data, size_t size)
+{
+	if (size < 1 || (size_t)data[0] > size - 1)
+		return;
+	size_t kn = data[0];
+	uint8_t *k = malloc(kn ? kn : 1), *r = malloc(size - 1 - kn + 1);
+	memcpy(k, data + 1, kn);
+	memcpy(r, data + 1 + kn, size - 1 - kn);
+	const uint8_t *q = k;
+	if (!alog_mp_skip(&q, k + kn) && q == k + kn) {
+		msgpack_sbuffer out;
+		msgpack_sbuffer_init(&out);
+		char why[160] = "";
+		int x = alog_raw_expand(&out, r, size - 1 - kn, k, kn, why,
+					sizeof(why));
+		if (x < 0 && !why[0])
+			abort();
+		if (x == 0) {
+			q = (const uint8_t *)out.data;
+			const uint8_t *end = q + out.size;
+			for (int i = 0; i < 6; i++)
+				if (alog_mp_skip(&q, end))
+					abort();
+			if (q != end)
+				abort();
+		}
+		msgpack_sbuffer_destroy(&out);
+	}
+	free(k);
+	free(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
+	if (data[0] == 'W') {
+		check_rawbody(data + 1, size - 1);
+		return 0;
+	}
 	if (data[0] == 'X') {
 		uint8_t *b = malloc(size - 1 ? size - 1 : 1);
 		memcpy(b, data + 1, size - 1);

@@ -51,6 +51,7 @@ struct vaudit {
 	int raw;	      /* RAW_* */
 	unsigned raw_recheck; /* JSF_ENV_AUDIT_RAWCHECK */
 	int raw_fault;	      /* JSF_ENV_AUDIT_RAWFAULT: tests only */
+	int raw_v1;	      /* JSF_ENV_AUDIT_RAWV1: raw records version 1 */
 	unsigned raw_mask;    /* candidate layouts still agreeing */
 	unsigned raw_checked; /* traces found equal */
 	int str_len;  /* GCstr's len offset, 0 unknown, -1 no raw strings */
@@ -58,6 +59,8 @@ struct vaudit {
 	int gc64;     /* the VM is GC64 (the header's gc64) */
 	int kop[VAUDIT_NKOP]; /* opcode of each constant op, -1 unknown */
 	uint8_t kcls[256];    /* VA_KC_* of each opcode, from kop */
+	uint8_t k2cls[256];   /* VA_K2_*: raw version 2's constant kinds */
+	int k2cls_ready;
 	int kcls_ready;
 	uint64_t raw_traces, raw_stops, raw_checks;
 	msgpack_sbuffer sbu, sbr;     /* jit.util and raw builds, to compare */

@@ -958,6 +958,7 @@ int va_build_header(lua_State *L)
 	size_t inl = 0;
 	const char *irn = lua_tolstring(L, -1, &inl);
 	A->kcls_ready = 0;
+	A->k2cls_ready = 0;
 	for (int i = 0; i < K_N; i++) {
 		A->kop[i] = -1;
 		size_t kl = strlen(va_kop_names[i]);

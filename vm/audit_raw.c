@@ -42,6 +42,187 @@ static void learn_str(struct vaudit *A, uint64_t p, lua_State *L)
 		A->str_len = ok16 ? 16 : 20;
 }
 
+/* The raw field, version 2 (audit/auditraw.h): the constants and
+ * snapshots of the trace encoded compactly, the instructions as in memory
+ * (a varint per operand cost more time than its bytes cost the writer);
+ * the reader rewrites it as the version-1 bytes. -1 (nothing written)
+ * where version 1 must be used: a 64-bit constant in the last constant
+ * slot. */
+static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
+		       msgpack_sbuffer *sb, const uint8_t *ir, uint32_t nk,
+		       uint32_t nins, const uint8_t *snap, const uint8_t *map,
+		       uint32_t nsnap, const struct ljt_layout *lay,
+		       const uint8_t *ops, unsigned nops)
+{
+	const uint32_t B = LJT_REF_BIAS;
+	if (!A->k2cls_ready) {
+		const int *kop = A->kop;
+		for (int o = 0; o < 256; o++) {
+			uint8_t k = VA_K2_OTHER;
+			if (o == kop[K_PRI] || o == kop[K_NULL] ||
+			    o == kop[K_GC] || o == kop[K_INT64])
+				k = VA_K2_NONE;
+			else if (o == kop[K_INT])
+				k = VA_K2_INT;
+			else if (o == kop[K_NUM])
+				k = VA_K2_NUM;
+			else if (o == kop[K_PTR] || o == kop[K_KPTR])
+				k = VA_K2_PTR;
+			else if (o == kop[K_SLOT])
+				k = VA_K2_SLOT;
+			A->k2cls[o] = k;
+		}
+		A->k2cls_ready = 1;
+	}
+	uint32_t nmap = 0;
+	for (uint32_t sn = 0; sn < nsnap; sn++)
+		nmap += snap[(size_t)sn * lay->snap_size + lay->snap_nent];
+	if (nsnap) { /* the map: its entries' range, as above */
+		const uint8_t *S = snap + (size_t)(nsnap - 1) * lay->snap_size;
+		uint32_t end =
+		    (lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0)) +
+		    S[lay->snap_nent];
+		for (size_t o = 0; o < 4 * (size_t)end; o += 64)
+			__builtin_prefetch(map + o);
+	}
+	size_t bound = ALOG_RAW2_HEAD + 2 * (size_t)nops + 40 +
+		       10 * (size_t)(nins - nk) + 12 * (size_t)nsnap +
+		       8 * (size_t)nmap;
+	size_t at = sb->size;
+	uint8_t *r0 = (uint8_t *)alog_mpw_room(sb, 5 + bound + 8);
+	if (!r0)
+		return -1;
+	uint8_t *r = r0 + 5;
+	r[0] = ALOG_RAW_V2;
+	for (int i = 0; i < K_N; i++)
+		r[1 + i] = (uint8_t)A->kop[i];
+	r[10] = (uint8_t)nops;
+	r += ALOG_RAW2_HEAD;
+	for (unsigned i = 0; i < nops; i++) {
+		*r++ = ops[i];
+		*r++ = A->irmode[ops[i]];
+	}
+	r = alog_raw_uv(r, B - nk);
+	r = alog_raw_uv(r, nins - B);
+	r = alog_raw_uv(r, nsnap);
+	r = alog_raw_uv(r, nmap);
+	for (uint32_t ref = nk; ref < B; ref++) {
+		const uint8_t *in = ir + 8 * (size_t)ref;
+		int o = in[5];
+		*r++ = (uint8_t)o;
+		*r++ = in[4];
+		switch (A->k2cls[o]) {
+		case VA_K2_NONE:
+			break;
+		case VA_K2_INT:
+			r = alog_raw_sv(r, (int32_t)ljt_u32(in, 0));
+			break;
+		case VA_K2_NUM:
+			memcpy(r, in + 8, 8);
+			r += 8;
+			break;
+		case VA_K2_PTR:
+			r = alog_raw_uv(r, ljt_u64(in, 8));
+			break;
+		case VA_K2_SLOT:
+			r = alog_raw_uv(r, (B - ljt_u16(in, 0)) & 0xffff);
+			r = alog_raw_uv(r, ljt_u16(in, 2));
+			break;
+		default:
+			memcpy(r, in, 4);
+			memcpy(r + 4, in + 6, 2);
+			r += 6;
+		}
+		if (A->kcls[o] & VA_KC_K64) {
+			if (ref + 1 >= B)
+				return -1;
+			ref++;
+		}
+	}
+	size_t nir = 8 * (size_t)(nins - B);
+	memcpy(r, ir + 8 * (size_t)B, nir);
+	r += nir;
+	/* fault injection for the tests: one wrong register (the last
+	 * instruction's, as version 1 does) */
+	if (A->raw_fault)
+		r[-2] ^= 1;
+	uint32_t sref = B;
+	const uint32_t *pe = NULL;
+	uint32_t pn = 0;
+	for (uint32_t sn = 0; sn < nsnap; sn++) {
+		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
+		uint32_t ofs =
+		    lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0);
+		uint32_t nent = S[lay->snap_nent],
+			 ref = ljt_u16(S, lay->snap_ref);
+		const uint32_t *e =
+		    (const uint32_t *)(const void *)(map + 4 * (size_t)ofs);
+		r = alog_raw_sv(r, (int32_t)(ref - sref));
+		sref = ref;
+		*r++ = S[lay->snap_nslots];
+		r = alog_raw_uv(r, nent);
+		/* the entries against the previous snapshot's: runs copied,
+		 * skipped (up to 4 ahead) or new */
+		uint32_t i = 0, cur = 0;
+		while (i < nent) {
+			uint32_t k = 0;
+			while (k < 4 && cur + k < pn && pe[cur + k] != e[i])
+				k++;
+			if (cur + k < pn && pe[cur + k] == e[i]) {
+				if (k)
+					r = alog_raw_uv(r,
+							(uint64_t)k << 2 | 1);
+				cur += k;
+				uint32_t c = 0;
+				while (i < nent && cur < pn &&
+				       pe[cur] == e[i] && c < 255)
+					i++, cur++, c++;
+				r = alog_raw_uv(r, (uint64_t)c << 2);
+				continue;
+			}
+			uint32_t c = 0;
+			uint8_t *h = r++; /* count < 32: one byte */
+			while (i < nent && c < 31) {
+				uint32_t k2 = 0;
+				while (k2 < 4 && cur + k2 < pn &&
+				       pe[cur + k2] != e[i])
+					k2++;
+				if (c && cur + k2 < pn && pe[cur + k2] == e[i])
+					break;
+				*r++ = (uint8_t)(e[i] >> 24);
+				*r++ = (uint8_t)(e[i] >> 16);
+				r = alog_raw_sv(r, (int32_t)(e[i] & 0xffff) -
+						       (int32_t)B);
+				i++, c++;
+			}
+			*h = (uint8_t)(c << 2 | 2);
+		}
+		pe = e, pn = nent;
+	}
+	size_t len = (size_t)(r - (r0 + 5));
+	if (len > bound) /* cannot happen: the bound is each item's most */
+		abort();
+	/* the bin header in front: its smallest form */
+	uint8_t hd[5];
+	size_t h;
+	if (len < 256) {
+		hd[0] = 0xc4, hd[1] = (uint8_t)len, h = 2;
+	} else if (len < 65536) {
+		hd[0] = 0xc5, hd[1] = (uint8_t)(len >> 8);
+		hd[2] = (uint8_t)len, h = 3;
+	} else {
+		hd[0] = 0xc6, hd[1] = (uint8_t)(len >> 24);
+		hd[2] = (uint8_t)(len >> 16), hd[3] = (uint8_t)(len >> 8);
+		hd[4] = (uint8_t)len, h = 5;
+	}
+	pstr(pk, "raw"); /* 4 bytes: within the room, nothing moves */
+	uint8_t *d = (uint8_t *)sb->data + sb->size;
+	memmove(d + h, (uint8_t *)sb->data + at + 5, len);
+	memcpy(d, hd, h);
+	sb->size += h + len;
+	return 0;
+}
+
 /* The stop record's trace fields from the GCtrace's memory (layout lay),
  * as a raw stop record (format 3, audit/auditraw.h): info, raw (the IR,
  * snapshots and snapshot map copied as bytes), rawk (the constants whose
@@ -64,6 +245,19 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	if (nins <= B || nk > B || !ir)
 		return -1;
 	*nexit = nsnap;
+	/* the trace's memory is cold when its stop event runs: ask for the
+	 * constants, instructions and snapshots now, so that the misses
+	 * overlap (the encoding below reads them in dependent steps) */
+	{
+		const uint8_t *s0 =
+		    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
+		size_t kb = 8 * (size_t)(nins - nk),
+		       sb0 = s0 ? (size_t)nsnap * lay->snap_size : 0;
+		for (size_t o = 0; o < kb; o += 64)
+			__builtin_prefetch(ir + 8 * (size_t)nk + o);
+		for (size_t o = 0; o < sb0; o += 64)
+			__builtin_prefetch(s0 + o);
+	}
 	uint32_t lt = ljt_u8(T, lay->linktype);
 	if (!A->linkname_known[lt] && c->nolua)
 		return -2;
@@ -137,6 +331,24 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
 	if (nsnap && (!snap || !map))
 		return -1;
+	uint8_t kop[K_N];
+	for (int i = 0; i < K_N; i++)
+		kop[i] = (uint8_t)A->kop[i];
+	if (!A->kcls_ready) { /* the tests below, once per opcode */
+		for (unsigned o = 0; o < 256; o++)
+			A->kcls[o] =
+			    (uint8_t)((is_k64(A, (int)o) ? VA_KC_K64 : 0) |
+				      (alog_raw_k_inline(kop, o, 3) ? VA_KC_INL
+								    : 0) |
+				      (alog_raw_k_inline(kop, o, 0) ? VA_KC_PRI
+								    : 0) |
+				      ((int)o == A->kop[K_SLOT] ? VA_KC_SLOT
+								: 0));
+		A->kcls_ready = 1;
+	}
+	if (!A->raw_v1 && !pack_raw_v2(A, pk, sb, ir, nk, nins, snap, map,
+				       nsnap, lay, ops, nops))
+		goto rawk;
 	uint32_t nmap = 0;
 	for (uint32_t sn = 0; sn < nsnap; sn++) {
 		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
@@ -156,7 +368,7 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	if (!p)
 		return -1;
 	uint8_t *r = (uint8_t *)p;
-	r[0] = ALOG_RAW_VERSION;
+	r[0] = ALOG_RAW_V1;
 	r[1] = lay->snap_size;
 	r[2] = lay->mapofs_w;
 	r[3] = lay->snap_ref;
@@ -184,24 +396,10 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	}
 	sb->size += len;
 
+rawk:
 	pstr(pk, "rawk");
 	size_t m = map_begin(sb);
 	uint32_t n = 0;
-	uint8_t kop[K_N];
-	for (int i = 0; i < K_N; i++)
-		kop[i] = (uint8_t)A->kop[i];
-	if (!A->kcls_ready) { /* the tests below, once per opcode */
-		for (unsigned o = 0; o < 256; o++)
-			A->kcls[o] =
-			    (uint8_t)((is_k64(A, (int)o) ? VA_KC_K64 : 0) |
-				      (alog_raw_k_inline(kop, o, 3) ? VA_KC_INL
-								    : 0) |
-				      (alog_raw_k_inline(kop, o, 0) ? VA_KC_PRI
-								    : 0) |
-				      ((int)o == A->kop[K_SLOT] ? VA_KC_SLOT
-								: 0));
-		A->kcls_ready = 1;
-	}
 	for (uint32_t ref = nk; ref < B; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref, *v = in;
 		int o = in[5], slot = -1;

@@ -261,6 +261,7 @@ int vaudit_open(struct vaudit *A, lua_State *L, const struct vaudit_cfg *cfg,
 		A->raw_recheck = v ? (unsigned)v : VAUDIT_RAW_RECHECK;
 	}
 	A->raw_fault = getenv(JSF_ENV_AUDIT_RAWFAULT) != NULL;
+	A->raw_v1 = getenv(JSF_ENV_AUDIT_RAWV1) != NULL;
 	struct astate *a = get_astate(A, L, 1);
 	if (!a) {
 		snprintf(err, errlen, "no jit.util");
