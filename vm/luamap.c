@@ -275,24 +275,34 @@ static int push_k(struct lm_build *b, uint32_t ref)
 	return 0;
 }
 
+/* Raw builds: the constant at ref of the learnt kind, its 64-bit word
+ * into *v: 0; 1 a constant of another kind; -1 no constant there; -2
+ * the kind not learnt yet (b->unsure set). */
+static int k_kind(struct lm_build *b, uint32_t ref, int kind, uint64_t *v)
+{
+	const struct vmod *m = b->s->m;
+	uint8_t o, t;
+	if (k_raw(b, ref, &o, &t, v))
+		return -1;
+	if (!m->lmk[kind].known) {
+		b->unsure = 1;
+		return -2;
+	}
+	return o == m->lmk[kind].o && t == m->lmk[kind].t ? 0 : 1;
+}
+
 /* The function constant at ref: its index in b->fn, -1 when it is none we
  * vouch for, -2 when there is no constant there (or, raw, not sure). */
 static int k_fn(struct lm_build *b, uint32_t ref)
 {
 	if (!b->raw)
 		return push_k(b, ref) ? -2 : add_fn(b);
-	const struct vmod *m = b->s->m;
-	uint8_t o, t;
 	uint64_t v;
-	if (k_raw(b, ref, &o, &t, &v))
+	int r = k_kind(b, ref, LMK_FN, &v);
+	if (r < 0)
 		return -2;
-	if (!m->lmk[LMK_FN].known) {
-		b->unsure = 1;
-		return -2;
-	}
-	if (o != m->lmk[LMK_FN].o || t != m->lmk[LMK_FN].t)
-		return -1; /* a constant, not a function */
-	return add_fn_raw(b, (const void *)(uintptr_t)v);
+	/* another kind: a constant, not a function */
+	return r ? -1 : add_fn_raw(b, (const void *)(uintptr_t)v);
 }
 
 /* The number constant at ref, its bits into *bits: 0, or -1. */
@@ -307,19 +317,7 @@ static int k_num(struct lm_build *b, uint32_t ref, uint64_t *bits)
 		memcpy(bits, &d, 8);
 		return isnum ? 0 : -1;
 	}
-	const struct vmod *m = b->s->m;
-	uint8_t o, t;
-	uint64_t v;
-	if (k_raw(b, ref, &o, &t, &v))
-		return -1;
-	if (!m->lmk[LMK_NUM].known) {
-		b->unsure = 1;
-		return -1;
-	}
-	if (o != m->lmk[LMK_NUM].o || t != m->lmk[LMK_NUM].t)
-		return -1;
-	*bits = v;
-	return 0;
+	return k_kind(b, ref, LMK_NUM, bits) ? -1 : 0;
 }
 
 /* The frame (fn, pc): its index in b->fr, or -1. */
