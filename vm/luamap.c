@@ -116,27 +116,37 @@ static uint32_t add_str(struct lm_build *b, const char *src)
 
 /* The function value at stack top (popped): its index in b->fn, or -1 when
  * it is not a Lua function we can vouch for. */
+/* Function p's entry in b->fn: a new one, zeroed, into *f; else (*f NULL)
+ * the index of the one already there (-1 when it is not a function we
+ * vouch for), or -1 when p is NULL or the table is full. */
+static int fn_entry(struct lm_build *b, const void *p, struct lm_fn **f)
+{
+	*f = NULL;
+	if (!p)
+		return -1;
+	for (uint32_t i = 0; i < b->nfn; i++)
+		if (b->fn[i].gcf == p)
+			return b->fn[i].ok ? (int)i : -1;
+	if (b->nfn == LM_MAXFN)
+		return -1;
+	*f = &b->fn[b->nfn++];
+	memset(*f, 0, sizeof(**f));
+	(*f)->gcf = p;
+	return (int)(b->nfn - 1);
+}
+
 static int add_fn(struct lm_build *b)
 {
 	lua_State *L = b->L;
-	const void *p = lua_topointer(L, -1);
-	if (!lua_isfunction(L, -1) || !p) {
+	struct lm_fn *f;
+	int i = fn_entry(b, lua_isfunction(L, -1) ? lua_topointer(L, -1) : NULL,
+			 &f);
+	if (!f) {
 		lua_pop(L, 1);
-		return -1;
-	}
-	for (uint32_t i = 0; i < b->nfn; i++)
-		if (b->fn[i].gcf == p) {
-			lua_pop(L, 1);
-			return b->fn[i].ok ? (int)i : -1;
-		}
-	if (b->nfn == LM_MAXFN) {
-		lua_pop(L, 1);
-		return -1;
+		return i;
 	}
 	/* kept on the stack (b->base + i) for funcinfo of its pcs */
-	struct lm_fn *f = &b->fn[b->nfn++];
-	memset(f, 0, sizeof(*f));
-	f->gcf = p;
+	const void *p = f->gcf;
 	int top = lua_gettop(L), has;
 	lua_pushvalue(L, -1);
 	if (util(L, b->s, "funcinfo", 1, 1) || !lua_istable(L, -1))
@@ -178,16 +188,10 @@ out:
  * with the bytecode and prototype from the verified layout (luavm.c). */
 static int add_fn_raw(struct lm_build *b, const void *p)
 {
-	if (!p)
-		return -1;
-	for (uint32_t i = 0; i < b->nfn; i++)
-		if (b->fn[i].gcf == p)
-			return b->fn[i].ok ? (int)i : -1;
-	if (b->nfn == LM_MAXFN)
-		return -1;
-	struct lm_fn *f = &b->fn[b->nfn++];
-	memset(f, 0, sizeof(*f));
-	f->gcf = p;
+	struct lm_fn *f;
+	int i = fn_entry(b, p, &f);
+	if (!f)
+		return i;
 	struct vm_fninfo fi;
 	if (vm_luavm_fn(b->s->m, p, &fi) || !fi.nbc)
 		return -1; /* a C function or a builtin */
@@ -199,7 +203,7 @@ static int add_fn_raw(struct lm_build *b, const void *p)
 	f->bc = fi.bc;
 	f->pt = fi.proto;
 	f->ok = 1;
-	return (int)(b->nfn - 1);
+	return i;
 }
 
 /* The constant at IR ref (biased) of b's trace as its IR holds it: the
@@ -650,8 +654,8 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 	if (!nsnap || !snap || !map || szmc != ti->size)
 		return;
 	uint32_t loop = ti->loop < szmc ? ti->loop : 0;
-	/* (16 KiB each: only the counts are set, the tables fill up) */
-	struct lm_build *b = malloc(sizeof(*b)), *rb = NULL;
+	/* (16 KiB: only the counts are set, the tables fill up) */
+	struct lm_build *b = malloc(sizeof(*b));
 	if (!b)
 		return;
 	lm_init(b, L, s, tr, T, lay);
@@ -676,22 +680,20 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 	 * as jit.util's build on LM_CHECK traces first, then on one in
 	 * LM_RECHECK (and on every trace the raw build was unsure of). */
 	int rawbuilt = 0;
-	if (m->lmr != VM_LM_OFF && m->lv_state == 1 && b->ir &&
-	    (rb = malloc(sizeof(*rb)))) {
-		lm_init(rb, L, s, tr, T, lay);
-		rb->raw = 1;
-		if (build_map(rb, snap, map, nsnap, szmc, loop, lay, &rout,
+	if (m->lmr != VM_LM_OFF && m->lv_state == 1 && b->ir) {
+		b->raw = 1;
+		if (build_map(b, snap, map, nsnap, szmc, loop, lay, &rout,
 			      &rlen)) {
 			m->lm_bad++;
 			goto out;
 		}
-		rawbuilt = !rb->unsure;
-		if (rawbuilt && m->lmr == VM_LM_ON &&
-		    m->lm_stops % LM_RECHECK) {
+		rawbuilt = !b->unsure;
+		if (rawbuilt && m->lmr == VM_LM_ON && !check) {
 			out = rout, len = rlen, rout = NULL;
 			m->lmr_traces++;
 			goto publish;
 		}
+		lm_init(b, L, s, tr, T, lay); /* for the jit.util build */
 	}
 	if (build_map(b, snap, map, nsnap, szmc, loop, lay, &out, &len)) {
 		m->lm_bad++;
@@ -721,7 +723,6 @@ publish:
 out:
 	free(out);
 	free(rout);
-	free(rb);
 	free(b);
 	lua_settop(L, top);
 	m->lm_ns += jsf_now_ns() - t0;

@@ -135,6 +135,26 @@ static int64_t pt_line(const struct lv_layout *lv, uintptr_t pt, uint32_t pos)
 	return first + ((const uint32_t *)li)[pos];
 }
 
+int vm_luavm_fn(const struct vmod *m, const void *fn, struct vm_fninfo *fi)
+{
+	const struct lv_layout *lv = &m->lv;
+	if (m->lv_state != 1 || !fn)
+		return -1;
+	uintptr_t f = (uintptr_t)fn;
+	if (*(const uint8_t *)(f + lv->fn_ffid) != 0) /* C or builtin */
+		return -1;
+	uintptr_t bc = (uintptr_t)rd64(f + lv->fn_pc), pt = bc - lv->pt_size;
+	uintptr_t str = (uintptr_t)rd64(pt + lv->pt_chunkname);
+	if (!str)
+		return -1;
+	fi->proto = (const void *)pt;
+	fi->bc = bc;
+	fi->nbc = rd32(pt + lv->pt_sizebc);
+	fi->first = rd32(pt + lv->pt_firstline);
+	fi->src = (const char *)(str + lv->str_data);
+	return 0;
+}
+
 /* The prototype of Lua function fn through the layout verified at
  * start(), when vm_luavm_pos will find bytecode position pos in it (its
  * header says so: a prototype never changes); else NULL (the layout is
@@ -142,18 +162,11 @@ static int64_t pt_line(const struct lv_layout *lv, uintptr_t pt, uint32_t pos)
  * numbers or chunk name). */
 const void *vm_luavm_proto(const struct vmod *m, const void *fn, uint32_t pos)
 {
-	const struct lv_layout *lv = &m->lv;
-	if (m->lv_state != 1 || !fn)
+	struct vm_fninfo fi;
+	if (vm_luavm_fn(m, fn, &fi) || pos > fi.nbc ||
+	    (pos < fi.nbc && !rd64((uintptr_t)fi.proto + m->lv.pt_lineinfo)))
 		return NULL;
-	uintptr_t f = (uintptr_t)fn;
-	if (*(const uint8_t *)(f + lv->fn_ffid) != 0) /* C or builtin */
-		return NULL;
-	uintptr_t pt = (uintptr_t)rd64(f + lv->fn_pc) - lv->pt_size;
-	uint32_t sizebc = rd32(pt + lv->pt_sizebc);
-	if (pos > sizebc || !rd64(pt + lv->pt_chunkname) ||
-	    (pos < sizebc && !rd64(pt + lv->pt_lineinfo)))
-		return NULL;
-	return (const void *)pt;
+	return fi.proto;
 }
 
 /* Where bytecode position pos of prototype proto (vm_luavm_proto) begins
@@ -181,26 +194,6 @@ int vm_luavm_pos(const struct vmod *m, const void *proto, uint32_t pos,
 	memcpy(file, src, n);
 	file[n] = 0;
 	*line = (uint32_t)ln;
-	return 0;
-}
-
-int vm_luavm_fn(const struct vmod *m, const void *fn, struct vm_fninfo *fi)
-{
-	const struct lv_layout *lv = &m->lv;
-	if (m->lv_state != 1 || !fn)
-		return -1;
-	uintptr_t f = (uintptr_t)fn;
-	if (*(const uint8_t *)(f + lv->fn_ffid) != 0) /* C or builtin */
-		return -1;
-	uintptr_t bc = (uintptr_t)rd64(f + lv->fn_pc), pt = bc - lv->pt_size;
-	uintptr_t str = (uintptr_t)rd64(pt + lv->pt_chunkname);
-	if (!str)
-		return -1;
-	fi->proto = (const void *)pt;
-	fi->bc = bc;
-	fi->nbc = rd32(pt + lv->pt_sizebc);
-	fi->first = rd32(pt + lv->pt_firstline);
-	fi->src = (const char *)(str + lv->str_data);
 	return 0;
 }
 
