@@ -89,10 +89,12 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		       10 * (size_t)(nins - nk) + 12 * (size_t)nsnap +
 		       8 * (size_t)nmap;
 	size_t at = sb->size;
-	uint8_t *r0 = (uint8_t *)alog_mpw_room(sb, 5 + bound + 8);
+	/* written 9 bytes on (the key "raw" and the bin's largest header
+	 * go in front), moved down once its length is known */
+	uint8_t *r0 = (uint8_t *)alog_mpw_room(sb, 9 + bound + 8);
 	if (!r0)
 		return -1;
-	uint8_t *r = r0 + 5;
+	uint8_t *r = r0 + 9;
 	r[0] = ALOG_RAW_V2;
 	for (int i = 0; i < K_N; i++)
 		r[1 + i] = (uint8_t)A->kop[i];
@@ -199,27 +201,13 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		}
 		pe = e, pn = nent;
 	}
-	size_t len = (size_t)(r - (r0 + 5));
+	size_t len = (size_t)(r - (r0 + 9));
 	if (len > bound) /* cannot happen: the bound is each item's most */
 		abort();
-	/* the bin header in front: its smallest form */
-	uint8_t hd[5];
-	size_t h;
-	if (len < 256) {
-		hd[0] = 0xc4, hd[1] = (uint8_t)len, h = 2;
-	} else if (len < 65536) {
-		hd[0] = 0xc5, hd[1] = (uint8_t)(len >> 8);
-		hd[2] = (uint8_t)len, h = 3;
-	} else {
-		hd[0] = 0xc6, hd[1] = (uint8_t)(len >> 24);
-		hd[2] = (uint8_t)(len >> 16), hd[3] = (uint8_t)(len >> 8);
-		hd[4] = (uint8_t)len, h = 5;
-	}
-	pstr(pk, "raw"); /* 4 bytes: within the room, nothing moves */
-	uint8_t *d = (uint8_t *)sb->data + sb->size;
-	memmove(d + h, (uint8_t *)sb->data + at + 5, len);
-	memcpy(d, hd, h);
-	sb->size += h + len;
+	pstr(pk, "raw"); /* within the room: nothing moves */
+	alog_mpw_binhead(sb, len);
+	memmove(sb->data + sb->size, sb->data + at + 9, len);
+	sb->size += len;
 	return 0;
 }
 
