@@ -256,31 +256,36 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 			return bad(why, whylen,
 				   "raw trace: 64-bit constant cut");
 		}
-		if (op == kop[ALOG_K_PRI] || op == kop[ALOG_K_NULL] ||
-		    op == kop[ALOG_K_GC] || op == kop[ALOG_K_INT64]) {
-			; /* nothing more: the value is in t, or rawk */
-		} else if (op == kop[ALOG_K_INT]) {
+		switch (alog_raw_k2(kop, op)) {
+		case ALOG_K2_NONE: /* the value is in t, or rawk */
+			break;
+		case ALOG_K2_INT:
 			if (rd_sv(&p, end, &sv))
 				goto cut;
 			wr32(in, (uint32_t)sv);
-		} else if (op == kop[ALOG_K_NUM]) {
+			break;
+		case ALOG_K2_NUM:
 			if (end - p < 8)
 				goto cut;
 			memcpy(in + 8, p, 8);
 			p += 8;
-		} else if (op == kop[ALOG_K_PTR] || op == kop[ALOG_K_KPTR]) {
+			break;
+		case ALOG_K2_PTR:
 			if (rd_uv(&p, end, &u))
 				goto cut;
 			wr32(in + 8, (uint32_t)u);
 			wr32(in + 12, (uint32_t)(u >> 32));
-		} else if (op == kop[ALOG_K_SLOT]) {
+			break;
+		case ALOG_K2_SLOT: {
 			uint64_t to, sl;
 			if (rd_uv(&p, end, &to) || rd_uv(&p, end, &sl) ||
 			    to > 0xffff || sl > 0xffff)
 				goto cut;
 			wr16(in, (uint32_t)(B - to));
 			wr16(in + 2, (uint32_t)sl);
-		} else {
+			break;
+		}
+		default:
 			if (end - p < 6)
 				goto cut;
 			memcpy(in, p, 4);

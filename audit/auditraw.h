@@ -82,6 +82,35 @@ static inline int alog_raw_k64(const uint8_t *kop, unsigned o)
 	       o == kop[ALOG_K_KPTR];
 }
 
+/* Version 2's constants: what follows a constant's opcode and type bytes,
+ * by its opcode o (kop[] of the record): nothing (its value is in the
+ * type, or in rawk), a zigzag varint (KINT), 8 bytes (KNUM), a varint
+ * (KPTR, KKPTR), two varints (KSLOT), or else the IRIns's op1, op2 and
+ * prev words (6 bytes). */
+enum {
+	ALOG_K2_OTHER,
+	ALOG_K2_NONE,
+	ALOG_K2_INT,
+	ALOG_K2_NUM,
+	ALOG_K2_PTR,
+	ALOG_K2_SLOT
+};
+static inline int alog_raw_k2(const uint8_t *kop, unsigned o)
+{
+	if (o == kop[ALOG_K_PRI] || o == kop[ALOG_K_NULL] ||
+	    o == kop[ALOG_K_GC] || o == kop[ALOG_K_INT64])
+		return ALOG_K2_NONE;
+	if (o == kop[ALOG_K_INT])
+		return ALOG_K2_INT;
+	if (o == kop[ALOG_K_NUM])
+		return ALOG_K2_NUM;
+	if (o == kop[ALOG_K_PTR] || o == kop[ALOG_K_KPTR])
+		return ALOG_K2_PTR;
+	if (o == kop[ALOG_K_SLOT])
+		return ALOG_K2_SLOT;
+	return ALOG_K2_OTHER;
+}
+
 /* Pack the format-2 fields "ir", "k", "snap" (keys and values) of the
  * raw fields raw/rawk (rawk: one msgpack map's bytes) into sb. 0, or -1
  * with why. */

@@ -59,7 +59,7 @@ struct vaudit {
 	int gc64;     /* the VM is GC64 (the header's gc64) */
 	int kop[VAUDIT_NKOP]; /* opcode of each constant op, -1 unknown */
 	uint8_t kcls[256];    /* VA_KC_* of each opcode, from kop */
-	uint8_t k2cls[256];   /* VA_K2_*: raw version 2's constant kinds */
+	uint8_t k2cls[256];   /* ALOG_K2_*: raw version 2's constant kinds */
 	int k2cls_ready;
 	int kcls_ready;
 	uint64_t raw_traces, raw_stops, raw_checks;

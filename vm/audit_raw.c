@@ -55,23 +55,12 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		       const uint8_t *ops, unsigned nops)
 {
 	const uint32_t B = LJT_REF_BIAS;
-	if (!A->k2cls_ready) {
-		const int *kop = A->kop;
-		for (int o = 0; o < 256; o++) {
-			uint8_t k = VA_K2_OTHER;
-			if (o == kop[K_PRI] || o == kop[K_NULL] ||
-			    o == kop[K_GC] || o == kop[K_INT64])
-				k = VA_K2_NONE;
-			else if (o == kop[K_INT])
-				k = VA_K2_INT;
-			else if (o == kop[K_NUM])
-				k = VA_K2_NUM;
-			else if (o == kop[K_PTR] || o == kop[K_KPTR])
-				k = VA_K2_PTR;
-			else if (o == kop[K_SLOT])
-				k = VA_K2_SLOT;
-			A->k2cls[o] = k;
-		}
+	if (!A->k2cls_ready) { /* the reader's classes, once per opcode */
+		uint8_t kop[K_N];
+		for (int i = 0; i < K_N; i++)
+			kop[i] = (uint8_t)A->kop[i];
+		for (unsigned o = 0; o < 256; o++)
+			A->k2cls[o] = (uint8_t)alog_raw_k2(kop, o);
 		A->k2cls_ready = 1;
 	}
 	uint32_t nmap = 0;
@@ -114,19 +103,19 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		*r++ = (uint8_t)o;
 		*r++ = in[4];
 		switch (A->k2cls[o]) {
-		case VA_K2_NONE:
+		case ALOG_K2_NONE:
 			break;
-		case VA_K2_INT:
+		case ALOG_K2_INT:
 			r = alog_raw_sv(r, (int32_t)ljt_u32(in, 0));
 			break;
-		case VA_K2_NUM:
+		case ALOG_K2_NUM:
 			memcpy(r, in + 8, 8);
 			r += 8;
 			break;
-		case VA_K2_PTR:
+		case ALOG_K2_PTR:
 			r = alog_raw_uv(r, ljt_u64(in, 8));
 			break;
-		case VA_K2_SLOT:
+		case ALOG_K2_SLOT:
 			r = alog_raw_uv(r, (B - ljt_u16(in, 0)) & 0xffff);
 			r = alog_raw_uv(r, ljt_u16(in, 2));
 			break;

@@ -67,8 +67,6 @@ struct ctx {
 
 /* IR opcodes of the constants, from the log's own jit.vmdef.irnames */
 enum { K_PRI, K_INT, K_GC, K_PTR, K_KPTR, K_NULL, K_NUM, K_INT64, K_SLOT, K_N };
-/* how raw version 2 encodes a constant of each opcode (audit_raw.c) */
-enum { VA_K2_OTHER, VA_K2_NONE, VA_K2_INT, VA_K2_NUM, VA_K2_PTR, VA_K2_SLOT };
 _Static_assert(K_N == VAUDIT_NKOP, "struct vaudit's kop[]");
 extern const char *const va_kop_names[K_N];
 #define IRT_I64 21 /* IR types of 64-bit integers (jit/dump.lua's too) */
