@@ -121,6 +121,12 @@ static inline __attribute__((always_inline)) int hex16(const char *p,
 	return 1;
 }
 
+/* a <= b, as hex16's values (the text's order) */
+static int hex_le(const uint64_t a[2], const uint64_t b[2])
+{
+	return a[0] < b[0] || (a[0] == b[0] && a[1] <= b[1]);
+}
+
 /* The start of the line after the first '\n' in b[j, len) (len: none) */
 static size_t next_line(const char *b, size_t j, size_t len)
 {
@@ -156,7 +162,7 @@ static int load_in_place(struct ksyms *ks)
 	uint64_t prev[2] = {0, 0}, cur[2];
 	for (size_t i = 0; i < len; nl++) {
 		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
-		    cur[0] < prev[0] || (cur[0] == prev[0] && cur[1] < prev[1]))
+		    !hex_le(prev, cur))
 			goto no;
 		prev[0] = cur[0];
 		prev[1] = cur[1];
@@ -223,8 +229,7 @@ static const char *name_in_place(struct ksyms *ks, uint64_t addr)
 	size_t a = 0, z = ks->ix_n;
 	while (a < z) {
 		size_t m = a + (z - a) / 2;
-		const uint64_t *v = ks->ix[m].v;
-		if (v[0] < kv[0] || (v[0] == kv[0] && v[1] <= kv[1]))
+		if (hex_le(ks->ix[m].v, kv))
 			a = m + 1;
 		else
 			z = m;
@@ -234,7 +239,7 @@ static const char *name_in_place(struct ksyms *ks, uint64_t addr)
 		lo = ks->ix[a - 1].line;
 		uint64_t v[2];
 		while (lo < ks->map_len && hex16(ks->map + lo, v) &&
-		       (v[0] < kv[0] || (v[0] == kv[0] && v[1] <= kv[1])))
+		       hex_le(v, kv))
 			lo = next_line(ks->map, lo + 17, ks->map_len);
 	}
 	/* back from the first line above addr to a symbol's */
