@@ -6,14 +6,19 @@
  *
  * Ground truth: a global operation counter `ver`. Each producer operation
  * takes begin = ver++ before and end = ver++ after its library call, and
- * records both in a per-function table (written before it is needed). A
- * function was live at most within [add.begin, remove.end] and certainly
- * within [add.end, remove.begin]. A reader brackets each lookup with
- * v1 = ver, v2 = ver and checks:
- *  - found f: add.begin <= v2 and not (remove.end < v1), pc inside f, and
- *    the row is f's row at that offset (rows are a pure function of f's id);
- *  - -ENOENT: no function was certainly live over the whole [v1, v2] window
- *    at pc (the slot's occupant is checked).
+ * records both in a per-function table (written before it is needed).
+ * ver++ records the value before the increment: a reader that loads
+ * v <= begin loaded it before the call began, one that loads v > end after
+ * the call ended (v == end may be either). A reader brackets each lookup
+ * with v1 = ver, v2 = ver and checks:
+ *  - found f: not (v2 <= add.begin) and not (v1 > remove.end), pc inside f,
+ *    and the row is f's row at that offset (rows are a pure function of
+ *    f's id);
+ *  - -ENOENT: no function was certainly live over the whole lookup at pc,
+ *    i.e. not (v1 > add.end and v2 <= remove.begin) for the slot's
+ *    occupant. (Until session 10 this said v1 >= add.end: a lookup that
+ *    began while the add was finishing was wrongly counted as a miss,
+ *    about 1 in 10^7 lookups, 1 in 10^5 with a small history.)
  * Producers pass now_ns = the operation's begin counter, so time queries can
  * be checked too: a function found at time t has add_ns <= t < remove_ns.
  */
@@ -45,6 +50,7 @@ static struct fn *fns;	      /* by id; id 0 unused */
 static _Atomic uint32_t nfns; /* ids handed out */
 static _Atomic uint64_t ver = 2;
 static _Atomic uint32_t slot_id[SLOTS]; /* current occupant, 0: none */
+static uint32_t nslots = SLOTS; /* slots in use (the dense case: fewer) */
 static _Atomic bool stop;
 static struct jsf_region *region;
 static const char *path;
@@ -142,10 +148,10 @@ static void *producer(void *arg)
 			continue;
 		}
 		/* Runs of descending slots (LuaJIT's order) and random ones. */
-		uint32_t run =
-		    (uint32_t)(ascending ? op % SLOTS : SLOTS - 1 - op % SLOTS);
+		uint32_t run = (uint32_t)(ascending ? op % nslots
+						    : nslots - 1 - op % nslots);
 		uint32_t s =
-		    dice < 500 ? run : (uint32_t)((seed >> 20) % SLOTS);
+		    dice < 500 ? run : (uint32_t)((seed >> 20) % nslots);
 		if (pace_us)
 			usleep(pace_us);
 		pthread_mutex_lock(&P.mu);
@@ -247,7 +253,7 @@ static void *reader(void *arg)
 		seed ^= seed << 13;
 		seed ^= seed >> 7;
 		seed ^= seed << 17;
-		uint32_t s = (uint32_t)(seed % SLOTS);
+		uint32_t s = (uint32_t)(seed % nslots);
 		uint64_t pc =
 		    BASE + (uint64_t)s * SLOT_BYTES + (seed >> 40) % SLOT_BYTES;
 		bool past = (seed >> 12) % 64 == 0;
@@ -299,7 +305,7 @@ static void *reader(void *arg)
 			struct fn *f = &fns[id];
 			if (pc < f->start || pc - f->start >= f->size)
 				report("pc outside the function", pc, v1, v2);
-			if (atomic_load(&f->add_begin) > v2 ||
+			if (atomic_load(&f->add_begin) >= v2 ||
 			    atomic_load(&f->rm_end) < v1)
 				report("function not live during the lookup",
 				       pc, v1, v2);
@@ -308,7 +314,7 @@ static void *reader(void *arg)
 			if (id) {
 				struct fn *f = &fns[id];
 				if (pc >= f->start && pc - f->start < f->size &&
-				    atomic_load(&f->add_end) <= v1 &&
+				    atomic_load(&f->add_end) < v1 &&
 				    atomic_load(&f->rm_begin) >= v2)
 					report(
 					    "missed a function live throughout",
@@ -330,6 +336,53 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* Case 1's run: 2 producers over nslots slots, 2 readers, history_max. */
+static void readers_case(uint32_t history_max)
+{
+	memset(fns, 0, MAXF * sizeof(*fns));
+	memset(slot_id, 0, sizeof(slot_id));
+	atomic_store(&nfns, 0);
+	atomic_store(&stop, false);
+	atomic_store(&lookups, 0);
+	atomic_store(&found, 0);
+	atomic_store(&again, 0);
+	atomic_store(&timeq, 0);
+	atomic_store(&bad, 0);
+	struct jsf_region_opts o = {
+	    .sz = sizeof(o), .initial_funcs = 16, .history_max = history_max};
+	CHECK_EQ(jsf_region_create(&region, path, &o), 0);
+	pthread_t pt[2], rt[2];
+	for (uintptr_t i = 0; i < 2; i++)
+		pthread_create(&rt[i], NULL, reader, (void *)(i + 1));
+	for (uintptr_t i = 0; i < 2; i++)
+		pthread_create(&pt[i], NULL, producer, (void *)(i + 1));
+	for (int i = 0; i < 2; i++)
+		pthread_join(pt[i], NULL);
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(rt[i], NULL);
+	struct jsf_region_stats st = {.sz = sizeof(st)};
+	jsf_region_stats(region, &st);
+	printf("# %llu lookups (%llu found, %llu past-time, %llu EAGAIN), "
+	       "%u functions, %llu compactions, seq %llu, %llu "
+	       "inconsistencies\n",
+	       (unsigned long long)lookups, (unsigned long long)found,
+	       (unsigned long long)timeq, (unsigned long long)again,
+	       atomic_load(&nfns), (unsigned long long)st.compactions,
+	       (unsigned long long)st.seq, (unsigned long long)bad);
+	CHECK_EQ(atomic_load(&bad), 0);
+	/* enough found functions for the checks to mean something; not
+	 * a ratio: under TSan the readers outrun the producers (4.9% of
+	 * lookups found in one CI-like run, 6% in another) */
+	CHECK(lookups > 1000 && found >= 10000,
+	      "the readers did real work (%llu lookups, %llu found)",
+	      (unsigned long long)lookups, (unsigned long long)found);
+	CHECK(again * 1000 <= lookups, "bounded retries rarely give up");
+	char msg[256];
+	CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s", msg);
+	jsf_region_destroy(region);
+}
+
 int main(int argc, char **argv)
 {
 	/* argv[1]: producer operations per producer (smaller under TSan). */
@@ -343,44 +396,7 @@ int main(int argc, char **argv)
 	fns = calloc(MAXF, sizeof(*fns));
 	CASE("readers never see a state that did not exist (2 producers, 2 "
 	     "readers)")
-	{
-		struct jsf_region_opts o = {
-		    .sz = sizeof(o), .initial_funcs = 16, .history_max = 5000};
-		CHECK_EQ(jsf_region_create(&region, path, &o), 0);
-		pthread_t pt[2], rt[2];
-		for (uintptr_t i = 0; i < 2; i++)
-			pthread_create(&rt[i], NULL, reader, (void *)(i + 1));
-		for (uintptr_t i = 0; i < 2; i++)
-			pthread_create(&pt[i], NULL, producer, (void *)(i + 1));
-		for (int i = 0; i < 2; i++)
-			pthread_join(pt[i], NULL);
-		atomic_store(&stop, true);
-		for (int i = 0; i < 2; i++)
-			pthread_join(rt[i], NULL);
-		struct jsf_region_stats st = {.sz = sizeof(st)};
-		jsf_region_stats(region, &st);
-		printf(
-		    "# %llu lookups (%llu found, %llu past-time, %llu EAGAIN), "
-		    "%u functions, %llu compactions, seq %llu, %llu "
-		    "inconsistencies\n",
-		    (unsigned long long)lookups, (unsigned long long)found,
-		    (unsigned long long)timeq, (unsigned long long)again,
-		    atomic_load(&nfns), (unsigned long long)st.compactions,
-		    (unsigned long long)st.seq, (unsigned long long)bad);
-		CHECK_EQ(atomic_load(&bad), 0);
-		/* enough found functions for the checks to mean something; not
-		 * a ratio: under TSan the readers outrun the producers (4.9% of
-		 * lookups found in one CI-like run, 6% in another) */
-		CHECK(lookups > 1000 && found >= 10000,
-		      "the readers did real work (%llu lookups, %llu found)",
-		      (unsigned long long)lookups, (unsigned long long)found);
-		CHECK(again * 1000 <= lookups,
-		      "bounded retries rarely give up");
-		char msg[256];
-		CHECK(jsf_validate_region(path, msg, sizeof(msg)) == 0, "%s",
-		      msg);
-		jsf_region_destroy(region);
-	}
+	readers_case(5000);
 	unlink(path);
 	CASE("lookups from a SIGPROF handler interrupting the producers")
 	{
@@ -469,6 +485,21 @@ int main(int argc, char **argv)
 		      (unsigned long long)ix_answers,
 		      (unsigned long long)lookups);
 		jsf_region_destroy(region);
+	}
+	unlink(path);
+	/* Dense: an eighth of the slots (readers find a function 6 times as
+	 * often) and a small history, so that most rebuilds drop history and
+	 * re-map the log. The oracle's off-by-one (see the top) showed here
+	 * in most runs, in case 1 once in some 10^7 lookups. */
+	CASE("readers never see a state that did not exist (dense slots, "
+	     "history_max 300)")
+	{
+		uint64_t target = ops_target;
+		ops_target = target / 2 ? target / 2 : 1;
+		nslots = SLOTS / 8;
+		readers_case(300);
+		nslots = SLOTS;
+		ops_target = target;
 	}
 	unlink(path);
 	rmdir(dir);
