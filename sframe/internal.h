@@ -273,6 +273,18 @@ uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln,
  * (log_off, log_cap); fills lay. */
 uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
 			 struct sf_nlay *lay);
+/* The same with the area's capacity given (bytes, rounded up to 64). */
+uint64_t sf_names_layout_cap(uint32_t log_off, uint32_t log_cap, uint64_t cap,
+			     struct sf_nlay *lay);
+/* In a new block (not yet reachable): the name header, an empty area. */
+void sf_names_init(uint8_t *blk, const struct sf_nlay *lay, bool srcmap);
+/* Bytes of log entry idx's name record in its own block (0: none). */
+uint32_t sf_names_rec1(const uint8_t *blk, uint32_t idx);
+/* In a new block with the same features as old (not yet reachable): log
+ * entry nidx gets old entry oidx's record (len bytes, sf_names_rec1),
+ * appended to its area, or none. */
+void sf_names_copy1(uint8_t *nblk, uint32_t nidx, const uint8_t *old,
+		    uint32_t oidx, uint32_t len);
 /* In a new block (not yet reachable): the name header, and the names of
  * the kept entries of the old block (NULL: none) at their new indexes
  * (remap NULL: all of them, at the same indexes). */
@@ -304,7 +316,6 @@ const uint8_t *sf_view_live(const struct jsf_view *v, uint64_t *limit);
 /* --- resident pages (resident.c; docs/ABI.md 3.6) --- */
 struct sf_resid {
 	bool off;	   /* JSF_REGION_NO_MLOCK */
-	bool blk_locked;   /* the current block is mlocked */
 	uint64_t locked;   /* bytes mlocked now */
 	uint64_t failures; /* mlock calls refused */
 	int last_err;	   /* errno of the last refusal */
@@ -312,8 +323,9 @@ struct sf_resid {
 /* Make [addr, addr+len) present in this process's page tables, and lock
  * it there unless rs->off; true if locked. */
 bool sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len);
-/* Unlock a range sf_res_hold locked (locked: what it returned). */
-void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len, bool locked);
+/* Unlock a range of which sf_res_hold locked `locked` bytes (0: none). */
+void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len,
+		    uint64_t locked);
 
 /* --- region header read by views and the validator (view.c) --- */
 struct sf_rinfo {

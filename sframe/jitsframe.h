@@ -260,6 +260,14 @@ struct jsf_region_stats {
 	uint64_t lock_failures;
 	int32_t lock_errno;
 	uint32_t __pad;
+	/* (1.2) rebuilds (docs/ABI.md 3.3): a new block is filled a bounded
+	 * step per add or remove; `sync_rebuilds` of them (the old block
+	 * filled first, a compaction, a first name) were done whole within
+	 * one call. The most work one add or remove did so far: bytes it
+	 * copied into a new block, pages it populated. */
+	uint64_t sync_rebuilds;
+	uint64_t max_op_copied;
+	uint64_t max_op_pages;
 };
 JSF_API int jsf_region_stats(const struct jsf_region *r,
 			     struct jsf_region_stats *st);

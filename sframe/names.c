@@ -74,10 +74,17 @@ uint64_t sf_names_kept(const uint8_t *blk, const uint32_t *remap, uint32_t ln,
 uint64_t sf_names_layout(uint32_t log_off, uint32_t log_cap, uint64_t need,
 			 struct sf_nlay *lay)
 {
+	return sf_names_layout_cap(log_off, log_cap,
+				   2 * (need + SF_NAMES_FIRST) + 1024, lay);
+}
+
+uint64_t sf_names_layout_cap(uint32_t log_off, uint32_t log_cap, uint64_t cap,
+			     struct sf_nlay *lay)
+{
 	uint64_t nidx =
 	    (uint64_t)log_off + (uint64_t)log_cap * SF_LOG_ENTRY_SIZE;
 	uint64_t names = (nidx + 4 * (uint64_t)log_cap + 7) / 8 * 8;
-	uint64_t cap = (2 * (need + SF_NAMES_FIRST) + 1024 + 63) / 64 * 64;
+	cap = (cap + 63) / 64 * 64;
 	if (cap > 0x7fffffff || names + cap > 0xffffffffu)
 		return UINT64_MAX; /* does not fit the u32 offsets */
 	lay->nidx_off = (uint32_t)nidx;
@@ -135,6 +142,43 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 	ST32(blk + SB_NAMES_CAP, lay->names_cap);
 	ST32(blk + SB_NAMES_LEN, used);
 	ST32(blk + SB_FEATURES, SB_F_NAMES | (srcmap ? SB_F_SRCMAP : 0));
+}
+
+void sf_names_init(uint8_t *blk, const struct sf_nlay *lay, bool srcmap)
+{
+	ST32(blk + lay->names_off, 0);
+	ST32(blk + SB_NIDX_OFF, lay->nidx_off);
+	ST32(blk + SB_NAMES_OFF, lay->names_off);
+	ST32(blk + SB_NAMES_CAP, lay->names_cap);
+	ST32(blk + SB_NAMES_LEN, SF_NAMES_FIRST);
+	ST32(blk + SB_FEATURES, SB_F_NAMES | (srcmap ? SB_F_SRCMAP : 0));
+}
+
+uint32_t sf_names_rec1(const uint8_t *blk, uint32_t idx)
+{
+	if (!has_names(blk))
+		return 0;
+	uint32_t o = LD32(blk + LD32(blk + SB_NIDX_OFF) + 4 * (size_t)idx);
+	return rec_len_at(blk + LD32(blk + SB_NAMES_OFF), o, has_srcmap(blk));
+}
+
+void sf_names_copy1(uint8_t *nblk, uint32_t nidx, const uint8_t *old,
+		    uint32_t oidx, uint32_t len)
+{
+	if (!has_names(nblk))
+		return;
+	uint32_t o = 0;
+	if (len) {
+		const uint8_t *src =
+		    old + LD32(old + SB_NAMES_OFF) +
+		    LD32(old + LD32(old + SB_NIDX_OFF) + 4 * (size_t)oidx);
+		uint8_t *area = nblk + LD32(nblk + SB_NAMES_OFF);
+		o = LD32(nblk + SB_NAMES_LEN);
+		for (uint32_t b = 0; b < len; b++)
+			ST8(area + o + b, LD8(src + b));
+		ST32(nblk + SB_NAMES_LEN, o + len);
+	}
+	ST32(nblk + LD32(nblk + SB_NIDX_OFF) + 4 * (size_t)nidx, o);
 }
 
 bool sf_names_room(const uint8_t *blk, const char *name, uint32_t maplen,

@@ -27,6 +27,38 @@ struct pent {
 	uint32_t attr_off;
 };
 
+/* A block's pages are made present (and locked) in chunks of CHUNK bytes,
+ * each before anything in it is written (docs/ABI.md 3.6). */
+#define CHUNK 65536u
+struct blkpop {
+	uint8_t *bits;	 /* one bit a chunk */
+	uint64_t locked; /* bytes of the block mlocked */
+};
+
+/* The incremental rebuild (docs/ABI.md 3.3): a scan (only when history is
+ * dropped) picks the entries to drop, then a copy carries the old block's
+ * log entries, in log order, into the new one, a bounded step per add or
+ * remove, until it has caught up with the log; then the switch. */
+enum { MIG_OFF, MIG_SCAN, MIG_COPY };
+struct mig {
+	int phase;
+	uint32_t pos;	   /* next old log entry to pass */
+	uint32_t skip;	   /* removed entries still to drop as they are passed */
+	uint32_t scan_end; /* entries [0, scan_end) were decided by the scan */
+	uint32_t kn;	   /* entries kept (scan) or written (copy) */
+	uint64_t kfre, knames; /* scan: bytes of the kept entries */
+	uint64_t dropped;
+	uint32_t *remap; /* old log_cap: new index, UINT32_MAX dropped */
+	uint64_t off, total, fix_end, fix_done;
+	uint8_t *blk;
+	uint32_t fde_cap, fre_cap, log_cap, log_off, fre_off;
+	uint32_t fre_used, num_fres;
+	uint32_t *lattr;
+	struct pent *win;
+	uint32_t *wlog;
+	struct blkpop pop;
+};
+
 struct jsf_region {
 	pthread_mutex_t mu;
 	int fd;
@@ -55,6 +87,10 @@ struct jsf_region {
 	bool mapped;	    /* maps given: every new block's records have one */
 	uint32_t name_need; /* a rebuild's room for the name being added */
 	struct sf_resid res;
+	struct blkpop pop; /* the current block's populated chunks */
+	struct mig mig;	   /* a new block being filled (docs/ABI.md 3.3) */
+	bool mig_blocked;  /* no room for one: rebuild when full */
+	uint64_t sync_rebuilds, op_copied, op_pages, max_copied, max_pages;
 };
 
 static uint64_t round_up(uint64_t v, uint64_t a)
@@ -193,6 +229,407 @@ static void write_log_entry(uint8_t *p, const struct lent *e)
 	ST32(p + LE_ATTR, e->new_attr);
 }
 
+/* --- resident chunks (docs/ABI.md 3.6) --- */
+
+static bool pop_init(struct blkpop *bp, uint64_t total)
+{
+	bp->locked = 0;
+	bp->bits = calloc((total + CHUNK - 1) / CHUNK / 8 + 1, 1);
+	return bp->bits != NULL;
+}
+
+/* Make the chunks of [a, a+len) of a block (offsets in it) present, and
+ * locked when allowed, before anything there is written or published. */
+static void hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
+		 uint64_t total, uint64_t a, uint64_t len)
+{
+	if (!len)
+		return;
+	for (uint64_t c = a / CHUNK, ce = (a + len - 1) / CHUNK; c <= ce; c++) {
+		if (bp->bits[c >> 3] & (1u << (c & 7)))
+			continue;
+		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
+		uint64_t s = c * CHUNK, l = total - s < CHUNK ? total - s : CHUNK;
+		if (sf_res_hold(&r->res, blk + s, l))
+			bp->locked += l;
+		r->op_pages += (l + 4095) / 4096;
+	}
+}
+
+static void hold_cur(struct jsf_region *r, uint64_t a, uint64_t len)
+{
+	hold(r, r->base + r->sec_off, &r->pop, r->sec_total, a, len);
+}
+
+/* The whole block at once (a rebuild done in one call). */
+static void hold_all(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
+		     uint64_t total)
+{
+	uint64_t n = (total + CHUNK - 1) / CHUNK;
+	for (uint64_t c = 0; c < n; c++)
+		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
+	if (sf_res_hold(&r->res, blk, total))
+		bp->locked = total;
+	r->op_pages += total / 4096;
+}
+
+static void pop_release(struct jsf_region *r, uint8_t *blk, uint64_t total,
+			struct blkpop *bp)
+{
+	sf_res_release(&r->res, blk, total, bp->locked);
+	free(bp->bits);
+	bp->bits = NULL;
+	bp->locked = 0;
+}
+
+/* n bytes from src to dst, 8 at a time where both allow. */
+static void copy_bytes(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	uint32_t b = 0;
+	if ((((uintptr_t)dst ^ (uintptr_t)src) & 7) == 0) {
+		for (; b < n && ((uintptr_t)(dst + b) & 7); b++)
+			ST8(dst + b, LD8(src + b));
+		for (; b + 8 <= n; b += 8)
+			ST64(dst + b, LD64(src + b));
+	}
+	for (; b < n; b++)
+		ST8(dst + b, LD8(src + b));
+}
+
+/* --- the incremental rebuild (docs/ABI.md 3.3) --- */
+
+static uint32_t fre_len_of(const struct jsf_region *r, uint32_t i)
+{
+	return (i + 1 < r->log_n ? r->lattr[i + 1] : r->fre_used) -
+	       r->lattr[i];
+}
+
+static void mig_free(struct mig *m)
+{
+	free(m->remap);
+	free(m->lattr);
+	free(m->win);
+	free(m->wlog);
+	free(m->pop.bits);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Give up a migration (its block was never reachable). */
+static void mig_abort(struct jsf_region *r)
+{
+	struct mig *m = &r->mig;
+	if (m->phase == MIG_OFF)
+		return;
+	if (m->pop.bits)
+		sf_res_release(&r->res, m->blk, m->total, m->pop.locked);
+	mig_free(m);
+}
+
+static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a > b ? a : b;
+	return m > c ? m : c;
+}
+
+/* Lay out and set up the new block from what the scan found (kn entries
+ * of kfre FRE bytes and knames name bytes kept), with room for everything
+ * the old block can still take: the copy can always finish. */
+static int mig_alloc(struct jsf_region *r)
+{
+	struct mig *m = &r->mig;
+	const uint8_t *old = r->base + r->sec_off;
+	bool names = LD32(old + SB_FEATURES) & SB_F_NAMES;
+	bool srcmap = LD32(old + SB_FEATURES) & SB_F_SRCMAP;
+	uint64_t room_log = r->log_cap - r->log_n,
+		 room_fre = r->fre_cap - r->fre_used;
+	uint64_t fde_cap = max3(4 * (uint64_t)r->n + 16, r->fde_cap, r->initial);
+	uint64_t log_cap =
+	    max3(4 * (uint64_t)m->kn + 16, m->kn + room_log + 16, r->initial);
+	uint64_t fre_cap = round_up(
+	    (4 * m->kfre > m->kfre + room_fre ? 4 * m->kfre
+					      : m->kfre + room_fre) +
+		1024,
+	    64);
+	if (fde_cap > 0x7ffffff || log_cap > 0x7ffffff || fre_cap > 0x7fffffff)
+		return -ENOSPC;
+	uint32_t log_off = 0;
+	uint64_t total = block_size((uint32_t)fde_cap, (uint32_t)fre_cap,
+				    (uint32_t)log_cap, &log_off);
+	struct sf_nlay nlay;
+	if (names) {
+		uint64_t room_n =
+		    LD32(old + SB_NAMES_CAP) - LD32(old + SB_NAMES_LEN);
+		uint64_t k = m->knames;
+		total = sf_names_layout_cap(
+		    log_off, (uint32_t)log_cap,
+		    (4 * k > k + room_n ? 4 * k : k + room_n) + SF_NAMES_FIRST +
+			1024,
+		    &nlay);
+	}
+	uint64_t off = SF_RHDR_SIZE;
+	if (total > r->max_size)
+		return -ENOSPC;
+	if (off + total > r->sec_off)
+		off = round_up(r->sec_off + r->sec_total, 4096);
+	if (off + total > r->max_size)
+		return -ENOSPC;
+	m->lattr = malloc(log_cap * sizeof(*m->lattr));
+	m->win = malloc(fde_cap * sizeof(*m->win));
+	m->wlog = malloc(fde_cap * sizeof(*m->wlog));
+	if (!m->lattr || !m->win || !m->wlog || !pop_init(&m->pop, total))
+		return -ENOMEM;
+	int err = ensure_file(r, off + total);
+	if (err)
+		return err;
+	m->off = off;
+	m->total = total;
+	m->blk = r->base + off;
+	m->fde_cap = (uint32_t)fde_cap;
+	m->fre_cap = (uint32_t)fre_cap;
+	m->log_cap = (uint32_t)log_cap;
+	m->log_off = log_off;
+	m->fre_off = (uint32_t)(SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
+				fde_cap * SFRAME_V3_FDE_SIZE);
+	m->fix_end = m->fre_off;
+	m->fix_done = CHUNK < m->fix_end ? CHUNK : m->fix_end;
+	uint8_t *blk = m->blk;
+	hold(r, blk, &m->pop, total, 0, m->fix_done);
+	for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
+		ST64(blk + i, 0);
+	copy_out(blk + SB_MAGIC, (const uint8_t *)SF_SECTION_MAGIC, 8);
+	ST64(blk + SB_TOTAL, total);
+	ST32(blk + SB_FDE_CAP, fde_cap);
+	ST32(blk + SB_FRE_CAP, fre_cap);
+	ST32(blk + SB_LOG_CAP, log_cap);
+	ST32(blk + SB_LOG_OFF, log_off);
+	ST32(blk + SB_SEC_LEN, SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
+	if (names) {
+		hold(r, blk, &m->pop, total, nlay.names_off, SF_NAMES_FIRST);
+		sf_names_init(blk, &nlay, srcmap);
+	}
+	m->kn = 0;
+	m->pos = 0;
+	m->phase = MIG_COPY;
+	return 0;
+}
+
+/* Start a migration: the current block passed half of one of its
+ * capacities. O(1): the scan and the copy run in later steps. */
+static void mig_start(struct jsf_region *r)
+{
+	struct mig *m = &r->mig;
+	uint32_t nhist = r->log_n - r->n;
+	uint32_t keep = nhist > r->history_max ? r->history_max : nhist;
+	memset(m, 0, sizeof(*m));
+	m->remap = malloc((r->log_cap ? r->log_cap : 1) * sizeof(*m->remap));
+	if (!m->remap) {
+		r->mig_blocked = true;
+		return;
+	}
+	m->skip = nhist - keep;
+	if (m->skip) { /* which ones: the scan decides, then the layout */
+		m->phase = MIG_SCAN;
+		return;
+	}
+	const uint8_t *old = r->base + r->sec_off;
+	m->kn = r->log_n;
+	m->kfre = r->fre_used;
+	if (LD32(old + SB_FEATURES) & SB_F_NAMES)
+		m->knames = LD32(old + SB_NAMES_LEN) - SF_NAMES_FIRST;
+	m->phase = MIG_SCAN; /* for mig_alloc's failure path */
+	if (mig_alloc(r)) {
+		mig_abort(r);
+		r->mig_blocked = true;
+	}
+}
+
+/* Work a step may do: entries passed, FRE bytes and name bytes copied
+ * (or, in the scan, passed). */
+struct work {
+	uint64_t ents, fre, names;
+};
+
+static bool within(const struct work *w, const struct work *bud)
+{
+	return w->ents < bud->ents || w->fre < bud->fre ||
+	       w->names < bud->names;
+}
+
+static void mig_switch(struct jsf_region *r);
+
+/* One bounded step of the migration (bud NULL: to the end). */
+static void mig_step(struct jsf_region *r, const struct work *bud)
+{
+	struct mig *m = &r->mig;
+	struct work w = {0, 0, 0};
+	uint8_t *old = r->base + r->sec_off;
+	while (m->phase == MIG_SCAN && (!bud || within(&w, bud))) {
+		if (m->pos == r->log_n) {
+			m->scan_end = m->pos;
+			if (mig_alloc(r)) {
+				mig_abort(r);
+				r->mig_blocked = true;
+				return;
+			}
+			break;
+		}
+		uint32_t i = m->pos++;
+		uint32_t fl = fre_len_of(r, i), nl = sf_names_rec1(old, i);
+		w.ents++;
+		w.fre += fl;
+		w.names += nl;
+		if (m->skip && LD64(r->log + (size_t)i * SF_LOG_ENTRY_SIZE +
+				    LE_REMOVE)) {
+			m->skip--;
+			m->remap[i] = UINT32_MAX;
+			continue;
+		}
+		m->remap[i] = 0;
+		m->kn++;
+		m->kfre += fl;
+		m->knames += nl;
+	}
+	if (m->phase != MIG_COPY)
+		return;
+	uint8_t *blk = m->blk, *nfre = blk + m->fre_off, *nlog = blk + m->log_off;
+	while (m->pos < r->log_n && (!bud || within(&w, bud))) {
+		uint32_t i = m->pos++;
+		w.ents++;
+		if (i < m->scan_end && m->remap[i] == UINT32_MAX) {
+			m->dropped++;
+			continue;
+		}
+		uint32_t k = m->kn++, fl = fre_len_of(r, i), at = r->lattr[i];
+		m->remap[i] = k;
+		/* its record and FREs, its log entry, its name */
+		hold(r, blk, &m->pop, m->total, m->fre_off + m->fre_used, fl);
+		copy_bytes(nfre + m->fre_used, r->fre + at, fl);
+		m->lattr[k] = m->fre_used;
+		m->fre_used += fl;
+		m->num_fres += ldu(r->fre + at, 2);
+		const uint8_t *p = r->log + (size_t)i * SF_LOG_ENTRY_SIZE;
+		struct lent e = {.start = LD64(p + LE_START),
+				 .add = LD64(p + LE_ADD),
+				 .remove = LD64(p + LE_REMOVE),
+				 .size = LD32(p + LE_SIZE),
+				 .new_attr = m->lattr[k]};
+		uint64_t lo = m->log_off + (uint64_t)k * SF_LOG_ENTRY_SIZE;
+		hold(r, blk, &m->pop, m->total, lo, SF_LOG_ENTRY_SIZE);
+		write_log_entry(nlog + (size_t)k * SF_LOG_ENTRY_SIZE, &e);
+		uint32_t nl = 0;
+		if (LD32(blk + SB_FEATURES) & SB_F_NAMES) {
+			nl = sf_names_rec1(old, i);
+			hold(r, blk, &m->pop, m->total,
+			     LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)k, 4);
+			hold(r, blk, &m->pop, m->total,
+			     LD32(blk + SB_NAMES_OFF) +
+				 (uint64_t)LD32(blk + SB_NAMES_LEN),
+			     nl);
+			sf_names_copy1(blk, k, old, i, nl);
+		}
+		w.fre += fl;
+		w.names += nl;
+		r->op_copied += fl + nl + SF_LOG_ENTRY_SIZE + 4;
+	}
+	/* the header and the FDE slots: two chunks a step */
+	uint64_t fix = bud ? 2 * CHUNK : m->fix_end;
+	if (m->fix_done < m->fix_end) {
+		uint64_t e = m->fix_done + fix;
+		if (e > m->fix_end)
+			e = m->fix_end;
+		hold(r, blk, &m->pop, m->total, m->fix_done, e - m->fix_done);
+		m->fix_done = e;
+	}
+	if (m->pos == r->log_n && m->fix_done == m->fix_end)
+		mig_switch(r);
+}
+
+/* The copy has caught up: the new block gets the live window (O(live)
+ * FDE writes) and its SFrame header, and becomes the region's table. */
+static void mig_switch(struct jsf_region *r)
+{
+	struct mig *m = &r->mig;
+	uint8_t *blk = m->blk;
+	uint32_t lo = (m->fde_cap - r->n) / 2;
+	for (uint32_t i = 0; i < r->n; i++) {
+		struct pent e = r->win[r->lo + i];
+		uint32_t nl = m->remap[r->wlog[r->lo + i]];
+		e.attr_off = m->lattr[nl];
+		m->win[lo + i] = e;
+		m->wlog[lo + i] = nl;
+	}
+	ST32(blk + SB_LOG_N, m->kn);
+	uint8_t *sf = blk + SF_SHDR_SIZE;
+	ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
+		     ((uint32_t)(SFRAME_F_FDE_SORTED |
+				 SFRAME_F_FDE_FUNC_START_PCREL)
+		      << 24));
+	ST32(sf + 4, (uint32_t)r->arch | (0u << 8) |
+			 ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
+	ST32(sf + SH_NUM_FRES, m->num_fres);
+	ST32(sf + SH_FRE_LEN, m->fre_used);
+	ST32(sf + SH_FREOFF, 4 + m->fde_cap * SFRAME_V3_FDE_SIZE);
+	uint64_t old_off = r->sec_off, old_total = r->sec_total;
+	struct blkpop old_pop = r->pop;
+	free(r->win);
+	free(r->wlog);
+	free(r->lattr);
+	r->win = m->win;
+	r->wlog = m->wlog;
+	r->lattr = m->lattr;
+	r->pop = m->pop;
+	set_section(r, m->off, m->fde_cap, m->fre_cap, m->log_cap, m->log_off,
+		    m->total);
+	r->lo = lo;
+	r->fre_used = m->fre_used;
+	r->num_fres = m->num_fres;
+	r->log_n = m->kn;
+	write_fdes(r, lo, r->n);
+	publish_window(r);
+	seq_begin(r);
+	ST64(r->base + RH_SEC_OFF, m->off);
+	seq_end(r);
+	pop_release(r, r->base + old_off, old_total, &old_pop);
+	r->compactions++;
+	r->dropped += m->dropped;
+	free(m->remap);
+	memset(m, 0, sizeof(*m));
+}
+
+/* After an add or a remove: start a migration once the current block is
+ * past half of a capacity, or advance the one under way by `bud`. */
+static void mig_tick(struct jsf_region *r, const struct work *bud)
+{
+	if (r->mig.phase == MIG_OFF) {
+		const uint8_t *blk = r->base + r->sec_off;
+		bool half = 2 * (uint64_t)r->fre_used > r->fre_cap ||
+			    2 * (uint64_t)r->log_n > r->log_cap ||
+			    2 * (uint64_t)r->n > r->fde_cap;
+		if (LD32(blk + SB_FEATURES) & SB_F_NAMES)
+			half |= 2 * (uint64_t)LD32(blk + SB_NAMES_LEN) >
+				LD32(blk + SB_NAMES_CAP);
+		if (!half || r->mig_blocked)
+			return;
+		mig_start(r);
+	}
+	if (r->mig.phase != MIG_OFF)
+		mig_step(r, bud);
+}
+
+/* The work counters of one add or remove. */
+static void op_begin(struct jsf_region *r)
+{
+	r->op_copied = r->op_pages = 0;
+}
+
+static void op_end(struct jsf_region *r)
+{
+	if (r->op_copied > r->max_copied)
+		r->max_copied = r->op_copied;
+	if (r->op_pages > r->max_pages)
+		r->max_pages = r->op_pages;
+}
+
 /*
  * Build a new section holding every live function and the newest retained
  * history, with room for `need_fre` more FRE bytes, then switch readers to
@@ -207,7 +644,9 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 	struct lent *ents = NULL;
 	uint32_t *remap = NULL, *lattr = NULL, *wlog = NULL;
 	struct pent *win = NULL;
+	struct blkpop np = {0};
 	int err = -ENOMEM;
+	mig_abort(r); /* a migration's block is never reachable: dropped */
 	/* Drop the oldest history beyond history_max (and all if forced). */
 	uint32_t keep_hist = nhist > r->history_max ? r->history_max : nhist;
 	if (force_drop)
@@ -303,7 +742,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		win = calloc(fde_cap, sizeof(*win));
 		wlog = malloc(fde_cap * sizeof(*wlog));
 		lattr = malloc(log_cap * sizeof(*lattr));
-		if (!win || !wlog || !lattr)
+		if (!win || !wlog || !lattr || !pop_init(&np, total))
 			goto out;
 		err = ensure_file(r, off + total);
 		if (err)
@@ -315,8 +754,10 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		 * first touches them (some 2-5 us each on ext4). Nothing can
 		 * fail from here on. */
 		uint64_t old_off = r->sec_off, old_total = r->sec_total;
-		bool old_locked = r->res.blk_locked;
-		r->res.blk_locked = sf_res_hold(&r->res, blk, total);
+		struct blkpop old_pop = r->pop;
+		hold_all(r, blk, &np, total);
+		r->pop = np;
+		np.bits = NULL;
 		/* Write the whole new block; no reader can reach it yet. */
 		const uint8_t *old_fre = r->fre;
 		for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
@@ -418,14 +859,18 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		ST64(r->base + RH_SEC_OFF, off);
 		seq_end(r);
 		if (old_total) /* retired: no longer held */
-			sf_res_release(&r->res, r->base + old_off, old_total,
-				       old_locked);
+			pop_release(r, r->base + old_off, old_total, &old_pop);
 		r->compactions++;
+		r->sync_rebuilds++;
+		r->mig_blocked = false;
+		r->op_copied += fre_used + (uint64_t)kept * SF_LOG_ENTRY_SIZE +
+				(r->named ? LD32(blk + SB_NAMES_LEN) : 0);
 		r->dropped += nhist - keep_hist;
 		err = 0;
 		goto out;
 	}
 out:
+	free(np.bits);
 	free(ents);
 	free(remap);
 	free(win);
@@ -546,6 +991,7 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	if (err)
 		goto fail;
 	r->compactions = 0;
+	r->sync_rebuilds = 0;
 	/* Magic last: a reader never accepts a half-initialised header. */
 	copy_out(h + RH_MAGIC, (const uint8_t *)SF_REGION_MAGIC, 8);
 	*out = r;
@@ -561,6 +1007,26 @@ fail:
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 	return err;
+}
+
+/* Room in the current block for an add of len FRE bytes and this name. */
+static bool fits(struct jsf_region *r, uint32_t len, const char *name,
+		 uint32_t maplen)
+{
+	return r->fre_cap - r->fre_used >= len && r->log_n < r->log_cap &&
+	       r->n < r->fde_cap &&
+	       (!name || sf_names_room(r->base + r->sec_off, name, maplen,
+				       r->mapped));
+}
+
+/* A tombstone of entry li also in the new block when the copy passed it. */
+static void mig_tomb(struct jsf_region *r, uint32_t li, uint64_t now)
+{
+	struct mig *m = &r->mig;
+	if (m->phase == MIG_COPY && li < m->pos && m->remap[li] != UINT32_MAX)
+		ST64(m->blk + m->log_off +
+			 (size_t)m->remap[li] * SF_LOG_ENTRY_SIZE + LE_REMOVE,
+		     now);
 }
 
 static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
@@ -601,9 +1067,14 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		r->named = true;
 	if (name && map)
 		r->mapped = true;
-	if (r->fre_cap - r->fre_used < len || r->log_n == r->log_cap ||
-	    r->n == r->fde_cap ||
-	    (name && !sf_names_room(blk, name, maplen, r->mapped))) {
+	if (!fits(r, len, name, maplen) && r->mig.phase != MIG_OFF) {
+		/* The old block filled before the copy caught up (a burst of
+		 * large adds): finish it now. */
+		mig_step(r, NULL);
+		r->sync_rebuilds += r->mig.phase == MIG_OFF;
+		blk = r->base + r->sec_off;
+	}
+	if (!fits(r, len, name, maplen)) {
 		r->name_need = sf_name_rec_len(name, maplen, r->mapped);
 		err = rebuild(r, len, false);
 		if (err == -ENOSPC)
@@ -612,8 +1083,21 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		if (err)
 			goto out;
 	}
+	/* 0. the pages about to be written present (docs/ABI.md 3.6) */
+	uint32_t attr = r->fre_used, nrec = 0;
+	blk = r->base + r->sec_off;
+	hold_cur(r, (uint64_t)(r->fre - blk) + attr, len);
+	hold_cur(r, (uint64_t)(r->log - blk) + (uint64_t)r->log_n * SF_LOG_ENTRY_SIZE,
+		 SF_LOG_ENTRY_SIZE);
+	if (LD32(blk + SB_FEATURES) & SB_F_NAMES) {
+		nrec = sf_name_rec_len(name, maplen,
+				       LD32(blk + SB_FEATURES) & SB_F_SRCMAP);
+		hold_cur(r, LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)r->log_n, 4);
+		hold_cur(r, LD32(blk + SB_NAMES_OFF) +
+				(uint64_t)LD32(blk + SB_NAMES_LEN),
+			 nrec);
+	}
 	/* 1. attribute record and FREs, beyond what any FDE references. */
-	uint32_t attr = r->fre_used;
 	copy_out(r->fre + attr, enc, len);
 	r->fre_used += len;
 	r->num_fres += nrows;
@@ -638,7 +1122,7 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		write_fde(r, r->lo + r->n);
 		r->n++;
 		ST32R(r->sf + SH_NUM_FDES, r->n); /* the publishing store */
-		goto out;
+		goto done;
 	}
 	seq_begin(r);
 	/* Open a hole at k on the cheaper side; when that side is full,
@@ -663,6 +1147,12 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	r->n++;
 	publish_window(r);
 	seq_end(r);
+done:;
+	/* 4. a step of the migration: at least 4 times what this add took
+	 * of each capacity, plus a constant (docs/ABI.md 3.3) */
+	struct work bud = {4 + 8, 4 * (uint64_t)len + 256,
+			   4 * (uint64_t)nrec + 256};
+	mig_tick(r, &bud);
 out:
 	if (enc != stackbuf)
 		free(enc);
@@ -675,8 +1165,10 @@ int jsf_region_add(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (!r)
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
+	op_begin(r);
 	int err = add_locked(r, start, size, rows, nrows, NULL, NULL, 0,
 			     now_ns ? now_ns : jsf_now_ns());
+	op_end(r);
 	pthread_mutex_unlock(&r->mu);
 	return err;
 }
@@ -688,8 +1180,10 @@ int jsf_region_add_named(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (!r)
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
+	op_begin(r);
 	int err = add_locked(r, start, size, rows, nrows, name, NULL, 0,
 			     now_ns ? now_ns : jsf_now_ns());
+	op_end(r);
 	pthread_mutex_unlock(&r->mu);
 	return err;
 }
@@ -702,9 +1196,11 @@ int jsf_region_add_mapped(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (!r || (map && (!name || maplen > SF_SRCMAP_MAX)))
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
+	op_begin(r);
 	int err =
 	    add_locked(r, start, size, rows, nrows, name, maplen ? map : NULL,
 		       map ? maplen : 0, now_ns ? now_ns : jsf_now_ns());
+	op_end(r);
 	pthread_mutex_unlock(&r->mu);
 	return err;
 }
@@ -737,11 +1233,13 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 	uint64_t now = now_ns ? now_ns : jsf_now_ns();
 	uint32_t k = lower_bound(r, start);
 	int err = -ENOENT;
+	op_begin(r);
 	if (k < r->n && r->win[r->lo + k].start == start) {
 		/* The tombstone: the log entry gets its removal time... */
 		ST64R(r->log + (size_t)r->wlog[r->lo + k] * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
+		mig_tomb(r, r->wlog[r->lo + k], now);
 		/* ...and the FDE leaves the index (close the smaller side). */
 		seq_begin(r);
 		if (k < r->n - 1 - k) {
@@ -754,7 +1252,10 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 		publish_window(r);
 		seq_end(r);
 		err = 0;
+		static const struct work bud = {8, 256, 256};
+		mig_tick(r, &bud);
 	}
+	op_end(r);
 	pthread_mutex_unlock(&r->mu);
 	return err;
 }
@@ -765,15 +1266,21 @@ int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
 	uint64_t now = now_ns ? now_ns : jsf_now_ns();
-	for (uint32_t i = 0; i < r->n; i++)
+	op_begin(r);
+	for (uint32_t i = 0; i < r->n; i++) {
 		ST64R(r->log + (size_t)r->wlog[r->lo + i] * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
 		      now);
+		mig_tomb(r, r->wlog[r->lo + i], now);
+	}
 	seq_begin(r);
 	r->n = 0;
 	r->lo = r->fde_cap / 2;
 	publish_window(r);
 	seq_end(r);
+	static const struct work bud = {8, 256, 256};
+	mig_tick(r, &bud);
+	op_end(r);
 	pthread_mutex_unlock(&r->mu);
 	return 0;
 }
@@ -804,6 +1311,9 @@ int jsf_region_stats(const struct jsf_region *r, struct jsf_region_stats *st)
 	s.locked_bytes = r->res.locked;
 	s.lock_failures = r->res.failures;
 	s.lock_errno = r->res.last_err;
+	s.sync_rebuilds = r->sync_rebuilds;
+	s.max_op_copied = r->max_copied;
+	s.max_op_pages = r->max_pages;
 	pthread_mutex_unlock(&m->mu);
 	memcpy(st, &s, st->sz < sizeof(s) ? st->sz : sizeof(s));
 	return 0;
@@ -835,6 +1345,8 @@ void jsf_region_destroy(struct jsf_region *r)
 	ST32R(r->base + RH_STATE, SF_STATE_CLOSED);
 	munmap(r->base, r->max_size);
 	close(r->fd); /* releases the producer lock */
+	mig_free(&r->mig);
+	free(r->pop.bits);
 	free(r->win);
 	free(r->wlog);
 	free(r->lattr);
@@ -850,6 +1362,8 @@ void jsf_region_detach(struct jsf_region *r)
 	/* No lock (a parent thread may have held it at fork), no stores. */
 	munmap(r->base, r->max_size);
 	close(r->fd);
+	mig_free(&r->mig);
+	free(r->pop.bits);
 	free(r->win);
 	free(r->wlog);
 	free(r->lattr);

@@ -56,10 +56,11 @@ bool sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len)
 	return false;
 }
 
-void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len, bool locked)
+void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len,
+		    uint64_t locked)
 {
 	if (!locked)
 		return;
 	syscall(SYS_munlock, addr, (size_t)len);
-	rs->locked -= len;
+	rs->locked -= locked;
 }
