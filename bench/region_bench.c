@@ -18,6 +18,11 @@
  *      flushed (jsf_region_remove_all) every FLUSH_EVERY adds, with the
  *      module's default options, so that the history grows and the region
  *      rebuilds: mean ns per add over TRACE_ADDS adds, rebuilds included.
+ *  (e) the longest single add (no target; issue 16's bounded work per
+ *      event): the pattern of (d) until 24,000, 200,000 and 1,000,000
+ *      functions are logged, every add timed; the longest add and the
+ *      mean over the last quarter of the adds (median of PAUSE_REPS).
+ *      REGION_BENCH_ONLY=pause runs only this part.
  *
  * Targets (issue 16), each printed with its same-run baseline and MET or
  * MISSED: live lookups >= 2x libsframe at 100, 1,000 and 8,000 functions;
@@ -346,6 +351,59 @@ static double bench_traces(const struct fn *f, uint32_t n, uint64_t *rebuilds)
 	return median(v, TRACE_REPS);
 }
 
+/* (e) the pattern of (d) up to `logged` functions: the longest add and
+ * the mean ns per add over the last quarter (median of PAUSE_REPS). */
+#define PAUSE_REPS 5
+static void bench_pause(const struct fn *f, uint32_t logged, double *max,
+			double *mean)
+{
+	double vm[PAUSE_REPS], va[PAUSE_REPS];
+	for (int rep = 0; rep < PAUSE_REPS; rep++) {
+		struct jsf_region_opts o = {.sz = sizeof(o),
+					    .flags = JSF_REGION_REPLACE};
+		struct jsf_region *r;
+		int rc = jsf_region_create(&r, path, &o);
+		if (rc)
+			die("jsf_region_create", rc);
+		uint64_t t = 1, worst = 0, q0 = 0;
+		for (uint32_t i = 0; i < logged; i++) {
+			if (i % FLUSH_EVERY == 0 && i)
+				jsf_region_remove_all(r, ++t);
+			if (i == logged - logged / 4)
+				q0 = now_ns();
+			uint64_t a = now_ns();
+			add(r, &f[FLUSH_EVERY - 1 - i % FLUSH_EVERY], ++t);
+			uint64_t d = now_ns() - a;
+			if (d > worst)
+				worst = d;
+		}
+		va[rep] = (double)(now_ns() - q0) / (logged / 4);
+		vm[rep] = (double)worst;
+		jsf_region_destroy(r);
+	}
+	unlink(path);
+	*max = median(vm, PAUSE_REPS);
+	*mean = median(va, PAUSE_REPS);
+}
+
+static void print_pause(void)
+{
+	static const uint32_t logged[] = {24000, 200000, 1000000};
+	struct fn *tf = calloc(FLUSH_EVERY, sizeof(*tf));
+	make_funcs(tf, FLUSH_EVERY, 0x7f1234560000ull);
+	printf("\n(e) the longest add (no target): (d)'s pattern until N "
+	       "functions are logged, every add timed (median of %d)\n",
+	       PAUSE_REPS);
+	for (int i = 0; i < 3; i++) {
+		double mx, mean;
+		bench_pause(tf, logged[i], &mx, &mean);
+		printf("  %7u logged: longest add %.1f us, mean %.0f ns per "
+		       "add (last quarter, timer included)\n",
+		       logged[i], mx / 1e3, mean);
+	}
+	free(tf);
+}
+
 struct result {
 	uint32_t n;
 	double build[NORDERS], churn[NORDERS];
@@ -404,6 +462,12 @@ int main(void)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/region", dir);
+	const char *only = getenv("REGION_BENCH_ONLY");
+	if (only && !strcmp(only, "pause")) {
+		print_pause();
+		rmdir(dir);
+		return 0;
+	}
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < NS; i++)
 		run(sizes[i], &res[i]);
@@ -412,7 +476,6 @@ int main(void)
 	uint64_t rebuilds = 0;
 	double traces = bench_traces(tf, FLUSH_EVERY, &rebuilds);
 	free(tf);
-	rmdir(dir);
 
 	printf("jitsframe region_bench (medians; build %d reps, at-N %d "
 	       "batches, lookups %d reps of %d pcs)\n\n",
@@ -445,6 +508,8 @@ int main(void)
 	       TRACE_ADDS, FLUSH_EVERY);
 	printf("  %.0f ns per add, rebuilds included (%llu rebuilds)\n", traces,
 	       (unsigned long long)rebuilds);
+	print_pause();
+	rmdir(dir);
 
 	const struct result *big = &res[NS - 1];
 	int missed = 0;

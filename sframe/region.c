@@ -42,8 +42,8 @@ struct blkpop {
 enum { MIG_OFF, MIG_SCAN, MIG_COPY };
 struct mig {
 	int phase;
-	uint32_t pos;	   /* next old log entry to pass */
-	uint32_t skip;	   /* removed entries still to drop as they are passed */
+	uint32_t pos;  /* next old log entry to pass */
+	uint32_t skip; /* removed entries still to drop as they are passed */
 	uint32_t scan_end; /* entries [0, scan_end) were decided by the scan */
 	uint32_t kn;	   /* entries kept (scan) or written (copy) */
 	uint64_t kfre, knames; /* scan: bytes of the kept entries */
@@ -249,7 +249,8 @@ static void hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
 		if (bp->bits[c >> 3] & (1u << (c & 7)))
 			continue;
 		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
-		uint64_t s = c * CHUNK, l = total - s < CHUNK ? total - s : CHUNK;
+		uint64_t s = c * CHUNK,
+			 l = total - s < CHUNK ? total - s : CHUNK;
 		if (sf_res_hold(&r->res, blk + s, l))
 			bp->locked += l;
 		r->op_pages += (l + 4095) / 4096;
@@ -300,8 +301,7 @@ static void copy_bytes(uint8_t *dst, const uint8_t *src, uint32_t n)
 
 static uint32_t fre_len_of(const struct jsf_region *r, uint32_t i)
 {
-	return (i + 1 < r->log_n ? r->lattr[i + 1] : r->fre_used) -
-	       r->lattr[i];
+	return (i + 1 < r->log_n ? r->lattr[i + 1] : r->fre_used) - r->lattr[i];
 }
 
 static void mig_free(struct mig *m)
@@ -312,6 +312,10 @@ static void mig_free(struct mig *m)
 	free(m->wlog);
 	free(m->pop.bits);
 	memset(m, 0, sizeof(*m));
+	m->remap = m->lattr = m->wlog = NULL;
+	m->win = NULL;
+	m->pop.bits = NULL;
+	m->phase = MIG_OFF;
 }
 
 /* Give up a migration (its block was never reachable). */
@@ -342,14 +346,15 @@ static int mig_alloc(struct jsf_region *r)
 	bool srcmap = LD32(old + SB_FEATURES) & SB_F_SRCMAP;
 	uint64_t room_log = r->log_cap - r->log_n,
 		 room_fre = r->fre_cap - r->fre_used;
-	uint64_t fde_cap = max3(4 * (uint64_t)r->n + 16, r->fde_cap, r->initial);
+	uint64_t fde_cap =
+	    max3(4 * (uint64_t)r->n + 16, r->fde_cap, r->initial);
 	uint64_t log_cap =
 	    max3(4 * (uint64_t)m->kn + 16, m->kn + room_log + 16, r->initial);
-	uint64_t fre_cap = round_up(
-	    (4 * m->kfre > m->kfre + room_fre ? 4 * m->kfre
-					      : m->kfre + room_fre) +
-		1024,
-	    64);
+	uint64_t fre_cap =
+	    round_up((4 * m->kfre > m->kfre + room_fre ? 4 * m->kfre
+						       : m->kfre + room_fre) +
+			 1024,
+		     64);
 	if (fde_cap > 0x7ffffff || log_cap > 0x7ffffff || fre_cap > 0x7fffffff)
 		return -ENOSPC;
 	uint32_t log_off = 0;
@@ -478,8 +483,8 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 		w.ents++;
 		w.fre += fl;
 		w.names += nl;
-		if (m->skip && LD64(r->log + (size_t)i * SF_LOG_ENTRY_SIZE +
-				    LE_REMOVE)) {
+		if (m->skip &&
+		    LD64(r->log + (size_t)i * SF_LOG_ENTRY_SIZE + LE_REMOVE)) {
 			m->skip--;
 			m->remap[i] = UINT32_MAX;
 			continue;
@@ -491,7 +496,8 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 	}
 	if (m->phase != MIG_COPY)
 		return;
-	uint8_t *blk = m->blk, *nfre = blk + m->fre_off, *nlog = blk + m->log_off;
+	uint8_t *blk = m->blk, *nfre = blk + m->fre_off,
+		*nlog = blk + m->log_off;
 	while (m->pos < r->log_n && (!bud || within(&w, bud))) {
 		uint32_t i = m->pos++;
 		w.ents++;
@@ -560,10 +566,11 @@ static void mig_switch(struct jsf_region *r)
 	}
 	ST32(blk + SB_LOG_N, m->kn);
 	uint8_t *sf = blk + SF_SHDR_SIZE;
-	ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
-		     ((uint32_t)(SFRAME_F_FDE_SORTED |
-				 SFRAME_F_FDE_FUNC_START_PCREL)
-		      << 24));
+	ST32(
+	    sf,
+	    SFRAME_MAGIC | (SFRAME_V3 << 16) |
+		((uint32_t)(SFRAME_F_FDE_SORTED | SFRAME_F_FDE_FUNC_START_PCREL)
+		 << 24));
 	ST32(sf + 4, (uint32_t)r->arch | (0u << 8) |
 			 ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
 	ST32(sf + SH_NUM_FRES, m->num_fres);
@@ -1015,8 +1022,8 @@ static bool fits(struct jsf_region *r, uint32_t len, const char *name,
 {
 	return r->fre_cap - r->fre_used >= len && r->log_n < r->log_cap &&
 	       r->n < r->fde_cap &&
-	       (!name || sf_names_room(r->base + r->sec_off, name, maplen,
-				       r->mapped));
+	       (!name ||
+		sf_names_room(r->base + r->sec_off, name, maplen, r->mapped));
 }
 
 /* A tombstone of entry li also in the new block when the copy passed it. */
@@ -1062,7 +1069,6 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	if (maxlen > sizeof(stackbuf) && !(enc = malloc(maxlen)))
 		return -ENOMEM;
 	uint32_t len = (uint32_t)sf_encode_func(rows, nrows, size, enc);
-	uint8_t *blk = r->base + r->sec_off;
 	if (name)
 		r->named = true;
 	if (name && map)
@@ -1072,7 +1078,6 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		 * large adds): finish it now. */
 		mig_step(r, NULL);
 		r->sync_rebuilds += r->mig.phase == MIG_OFF;
-		blk = r->base + r->sec_off;
 	}
 	if (!fits(r, len, name, maplen)) {
 		r->name_need = sf_name_rec_len(name, maplen, r->mapped);
@@ -1085,16 +1090,20 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	}
 	/* 0. the pages about to be written present (docs/ABI.md 3.6) */
 	uint32_t attr = r->fre_used, nrec = 0;
-	blk = r->base + r->sec_off;
+	uint8_t *blk = r->base + r->sec_off;
 	hold_cur(r, (uint64_t)(r->fre - blk) + attr, len);
-	hold_cur(r, (uint64_t)(r->log - blk) + (uint64_t)r->log_n * SF_LOG_ENTRY_SIZE,
+	hold_cur(r,
+		 (uint64_t)(r->log - blk) +
+		     (uint64_t)r->log_n * SF_LOG_ENTRY_SIZE,
 		 SF_LOG_ENTRY_SIZE);
 	if (LD32(blk + SB_FEATURES) & SB_F_NAMES) {
 		nrec = sf_name_rec_len(name, maplen,
 				       LD32(blk + SB_FEATURES) & SB_F_SRCMAP);
-		hold_cur(r, LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)r->log_n, 4);
-		hold_cur(r, LD32(blk + SB_NAMES_OFF) +
-				(uint64_t)LD32(blk + SB_NAMES_LEN),
+		hold_cur(r, LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)r->log_n,
+			 4);
+		hold_cur(r,
+			 LD32(blk + SB_NAMES_OFF) +
+			     (uint64_t)LD32(blk + SB_NAMES_LEN),
 			 nrec);
 	}
 	/* 1. attribute record and FREs, beyond what any FDE references. */

@@ -345,6 +345,150 @@ static void memfd(void)
 	}
 }
 
+/* Bounds of the work of one add or remove, whatever the history (bytes
+ * copied into a new block, pages populated): docs/ABI.md 3.3. */
+#define WORK_COPIED (16 * 1024)
+#define WORK_PAGES 256
+
+/* One sampled lookup and name at a time the function was live. */
+static int check_named(const struct model *m, const struct jsf_view *v,
+		       uint32_t i)
+{
+	const struct mfunc *f = &m->f[i];
+	uint64_t pc = f->start + h_below(f->size);
+	uint64_t t = f->add + h_below((uint32_t)(f->remove - f->add));
+	int bad = m_check(m, v, pc, t);
+	char want[32], got[64];
+	const struct mfunc *g = m_find(m, pc, t);
+	snprintf(want, sizeof(want), "T%u", (unsigned)(g - m->f));
+	int rc = jsf_view_name(v, pc, t, got, sizeof(got));
+	CHECK(rc > 0 && strcmp(got, want) == 0,
+	      "pc %#llx t %llu: name %d '%s', want '%s'",
+	      (unsigned long long)pc, (unsigned long long)t, rc,
+	      rc > 0 ? got : "", want);
+	return bad + !(rc > 0 && strcmp(got, want) == 0);
+}
+
+static int count_cb(const struct jsf_func *f, void *ctx)
+{
+	(void)f;
+	(*(uint32_t *)ctx)++;
+	return 0;
+}
+
+/* n named functions logged in flush epochs of 1000 (LuaJIT-like, top
+ * down, a few single removes), history_max hmax; the largest add's work
+ * is returned in *copied / *pages. */
+static void bounded(uint32_t n, uint32_t hmax, uint64_t *copied,
+		    uint64_t *pages)
+{
+	struct model m = {0};
+	const char *path = tmp_path("bounded");
+	struct jsf_region *r = NULL;
+	struct jsf_region_opts o = {
+	    .sz = sizeof(o), .flags = JSF_REGION_NAMED, .history_max = hmax};
+	CHECK_EQ(jsf_region_create(&r, path, &o), 0);
+	uint64_t now = 10, keep_from = 0;
+	uint32_t epochs = n / 1000;
+	for (uint32_t e = 0; e < epochs && r; e++) {
+		uint32_t first = m.n;
+		if (e + 2 == epochs)
+			keep_from = m.n; /* the last two epochs: retained */
+		uint64_t top = 0x10000000;
+		for (uint32_t i = 0; i < 1000; i++) {
+			uint32_t size = 16 + h_below(300);
+			top -= size + h_below(8);
+			struct mfunc *f = m_add(&m, top, size, ++now);
+			char name[32];
+			snprintf(name, sizeof(name), "T%u", m.n - 1);
+			int rc =
+			    jsf_region_add_named(r, f->start, f->size, f->rows,
+						 f->nrows, name, f->add);
+			if (rc)
+				CHECK_EQ(rc, 0);
+			if (i % 7 == 3) { /* a single remove */
+				struct mfunc *g =
+				    &m.f[first + h_below(m.n - first)];
+				if (!g->remove) {
+					g->remove = ++now;
+					CHECK_EQ(jsf_region_remove(r, g->start,
+								   g->remove),
+						 0);
+				}
+			}
+		}
+		now++;
+		CHECK_EQ(jsf_region_remove_all(r, now), 0);
+		for (uint32_t i = first; i < m.n; i++)
+			if (!m.f[i].remove)
+				m.f[i].remove = now;
+		now++;
+	}
+	struct jsf_region_stats st = {.sz = sizeof(st)};
+	CHECK_EQ(jsf_region_stats(r, &st), 0);
+	printf("# %u functions, history_max %u: %llu rebuilds (%llu whole), "
+	       "%llu logged, %llu dropped; the largest add copied %llu "
+	       "bytes, populated %llu pages\n",
+	       n, hmax, (unsigned long long)st.compactions,
+	       (unsigned long long)st.sync_rebuilds,
+	       (unsigned long long)st.logged_funcs,
+	       (unsigned long long)st.dropped_history,
+	       (unsigned long long)st.max_op_copied,
+	       (unsigned long long)st.max_op_pages);
+	CHECK(st.compactions >= 5, "%llu rebuilds",
+	      (unsigned long long)st.compactions);
+	CHECK_EQ(st.sync_rebuilds, 0);
+	CHECK(st.max_op_copied <= WORK_COPIED, "%llu bytes copied in one add",
+	      (unsigned long long)st.max_op_copied);
+	CHECK(st.max_op_pages <= WORK_PAGES, "%llu pages in one add",
+	      (unsigned long long)st.max_op_pages);
+	CHECK_EQ(st.logged_funcs + st.dropped_history, m.n);
+	if (!hmax || hmax >= n)
+		CHECK_EQ(st.dropped_history, 0);
+	else
+		CHECK(st.dropped_history > 0 && st.logged_funcs >= hmax,
+		      "%llu dropped, %llu logged",
+		      (unsigned long long)st.dropped_history,
+		      (unsigned long long)st.logged_funcs);
+	*copied = st.max_op_copied;
+	*pages = st.max_op_pages;
+	uint32_t from = !hmax || hmax >= n ? 0 : (uint32_t)keep_from;
+	for (int pass = 0; pass < 2; pass++) {
+		struct jsf_view *v = NULL;
+		CHECK_EQ(jsf_view_open(&v, path), 0);
+		if (!v)
+			break;
+		int bad = 0;
+		for (int k = 0; k < 300 && bad < 5; k++)
+			bad += check_named(&m, v, from + h_below(m.n - from));
+		for (uint32_t i = 0; i < 20; i++) /* nothing live now */
+			bad +=
+			    m_check(&m, v, 0x10000000 - 1 - h_below(400000), 0);
+		uint32_t all = 0;
+		CHECK_EQ(jsf_view_foreach(v, JSF_ALL, count_cb, &all), 0);
+		CHECK_EQ(all, st.logged_funcs);
+		jsf_view_close(v);
+		if (pass == 0) { /* then post mortem */
+			jsf_region_destroy(r);
+			r = NULL;
+		}
+	}
+	unlink(path);
+	m_free(&m);
+}
+
+static void bounded_work(void)
+{
+	uint64_t c1 = 0, p1 = 0, c2 = 0, p2 = 0, c3 = 0, p3 = 0;
+	CASE("bounded work per add: 10,000 logged functions")
+	bounded(10000, 0, &c1, &p1);
+	CASE("bounded work per add: 200,000 logged functions, the same bound")
+	bounded(200000, 0, &c2, &p2);
+	CASE("bounded work per add: history dropped past history_max 3,000 "
+	     "(60,000 functions)")
+	bounded(60000, 3000, &c3, &p3);
+}
+
 int main(void)
 {
 	h_seed();
@@ -361,6 +505,7 @@ int main(void)
 	errors();
 	reclaim();
 	memfd();
+	bounded_work();
 	rmdir(dir);
 	return h_exit();
 }

@@ -97,7 +97,8 @@ static uint64_t reach_missing(const char *path, uint64_t blk, uint64_t *pages)
 	if (pread(fd, &sec, 8, 80) != 8)
 		sec = 0;
 	uint64_t sf = sec + SF_SHDR_SIZE;
-	uint64_t fre = SF_SHDR_SIZE + rd32(fd, sf + SH_FREOFF) + SFRAME_HDR_SIZE;
+	uint64_t fre =
+	    SF_SHDR_SIZE + rd32(fd, sf + SH_FREOFF) + SFRAME_HDR_SIZE;
 	uint64_t log_n = rd32(fd, sec + SB_LOG_N);
 	uint64_t r[4][2] = {
 	    {0, fre},
@@ -108,7 +109,8 @@ static uint64_t reach_missing(const char *path, uint64_t blk, uint64_t *pages)
 	if (rd32(fd, sec + SB_FEATURES) & SB_F_NAMES) {
 		r[3][0] = rd32(fd, sec + SB_NAMES_OFF);
 		r[3][1] = rd32(fd, sec + SB_NAMES_LEN);
-		miss += not_present(blk + rd32(fd, sec + SB_NIDX_OFF), 4 * log_n);
+		miss +=
+		    not_present(blk + rd32(fd, sec + SB_NIDX_OFF), 4 * log_n);
 	}
 	close(fd);
 	for (int i = 0; i < 4; i++) {
