@@ -466,8 +466,13 @@ static void mig_switch(struct jsf_region *r);
 static void mig_step(struct jsf_region *r, const struct work *bud)
 {
 	struct mig *m = &r->mig;
-	struct work w = {0, 0, 0};
+	struct work w = {0, 0, 0}, nb;
 	uint8_t *old = r->base + r->sec_off;
+	if (bud && !(LD32(old + SB_FEATURES) & SB_F_NAMES)) {
+		nb = *bud; /* no names: nothing to count there */
+		nb.names = 0;
+		bud = &nb;
+	}
 	while (m->phase == MIG_SCAN && (!bud || within(&w, bud))) {
 		if (m->pos == r->log_n) {
 			m->scan_end = m->pos;
@@ -969,6 +974,10 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 		err = -errno;
 		goto fail;
 	}
+	/* No readahead: populating a chunk (docs/ABI.md 3.6) then faults in
+	 * that chunk, not a growing window past it (ext4 read ahead up to
+	 * megabytes of holes, zero-filled, within a single add). */
+	madvise(r->base, r->max_size, MADV_RANDOM);
 	err = ensure_file(r, SF_RHDR_SIZE);
 	if (err)
 		goto fail;
