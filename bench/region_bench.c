@@ -388,7 +388,7 @@ static void bench_pause(const struct fn *f, uint32_t logged, double *max,
 			if (d > worst)
 				worst = d;
 		}
-		va[rep] = (double)(now_ns() - q0) / (logged / 4);
+		va[rep] = (double)(now_ns() - q0) / (logged / 4.0);
 		vm[rep] = (double)worst;
 		jsf_region_destroy(r);
 	}

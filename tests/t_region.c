@@ -354,6 +354,8 @@ static void memfd(void)
 static int check_named(const struct model *m, const struct jsf_view *v,
 		       uint32_t i, bool named)
 {
+	if (!m->f || i >= m->n)
+		return 1;
 	const struct mfunc *f = &m->f[i];
 	uint64_t pc = f->start + h_below(f->size);
 	uint64_t t = f->add + h_below((uint32_t)(f->remove - f->add));
@@ -362,6 +364,8 @@ static int check_named(const struct model *m, const struct jsf_view *v,
 		return bad;
 	char want[32], got[64];
 	const struct mfunc *g = m_find(m, pc, t);
+	if (!g)
+		return bad + 1;
 	snprintf(want, sizeof(want), "T%u", (unsigned)(g - m->f));
 	int rc = jsf_view_name(v, pc, t, got, sizeof(got));
 	CHECK(rc > 0 && strcmp(got, want) == 0,
