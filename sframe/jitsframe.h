@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 1
+#define JSF_VERSION_MINOR 2
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
