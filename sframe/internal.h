@@ -315,14 +315,18 @@ const uint8_t *sf_view_live(const struct jsf_view *v, uint64_t *limit);
 
 /* --- resident pages (resident.c; docs/ABI.md 3.6) --- */
 struct sf_resid {
-	bool off;	   /* JSF_REGION_NO_MLOCK */
+	bool off; /* JSF_REGION_NO_MLOCK */
+	int fd;	  /* the region's file (-1: none), mapped at base */
+	const uint8_t *base;
 	uint64_t locked;   /* bytes mlocked now */
 	uint64_t failures; /* mlock calls refused */
 	int last_err;	   /* errno of the last refusal */
 };
-/* Make [addr, addr+len) present in this process's page tables, and lock
- * it there unless rs->off; true if locked. */
-bool sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len);
+/* Make [addr, addr+len) present and writable in this process's page
+ * tables, and lock it there unless rs->off (*locked: whether it was; may
+ * be NULL). 0, or -errno when its pages cannot be made (the file system
+ * is full): nothing may then be stored there (SIGBUS). */
+int sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len, bool *locked);
 /* Unlock a range of which sf_res_hold locked `locked` bytes (0: none). */
 void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len,
 		    uint64_t locked);

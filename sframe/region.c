@@ -239,39 +239,56 @@ static bool pop_init(struct blkpop *bp, uint64_t total)
 }
 
 /* Make the chunks of [a, a+len) of a block (offsets in it) present, and
- * locked when allowed, before anything there is written or published. */
-static void hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
-		 uint64_t total, uint64_t a, uint64_t len)
+ * locked when allowed, before anything there is written or published:
+ * 0, or -errno when they cannot be made (a full file system), and then
+ * nothing may be stored there (it would raise SIGBUS in the host). */
+static int hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
+		uint64_t total, uint64_t a, uint64_t len)
 {
 	if (!len)
-		return;
+		return 0;
 	for (uint64_t c = a / CHUNK, ce = (a + len - 1) / CHUNK; c <= ce; c++) {
 		if (bp->bits[c >> 3] & (1u << (c & 7)))
 			continue;
-		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
 		uint64_t s = c * CHUNK,
 			 l = total - s < CHUNK ? total - s : CHUNK;
-		if (sf_res_hold(&r->res, blk + s, l))
+		bool locked;
+		int err = sf_res_hold(&r->res, blk + s, l, &locked);
+		if (locked)
 			bp->locked += l;
+		if (err) /* not marked: tried again when next needed */
+			return sf_fail(err,
+				       "no room for the region on its file "
+				       "system (%s)",
+				       strerror(-err));
+		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
 		r->op_pages += (l + 4095) / 4096;
 	}
+	return 0;
 }
 
-static void hold_cur(struct jsf_region *r, uint64_t a, uint64_t len)
+static int hold_cur(struct jsf_region *r, uint64_t a, uint64_t len)
 {
-	hold(r, r->base + r->sec_off, &r->pop, r->sec_total, a, len);
+	return hold(r, r->base + r->sec_off, &r->pop, r->sec_total, a, len);
 }
 
 /* The whole block at once (a rebuild done in one call). */
-static void hold_all(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
-		     uint64_t total)
+static int hold_all(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
+		    uint64_t total)
 {
+	bool locked;
+	int err = sf_res_hold(&r->res, blk, total, &locked);
+	if (locked)
+		bp->locked = total;
+	if (err)
+		return sf_fail(err,
+			       "no room for the region on its file system (%s)",
+			       strerror(-err));
 	uint64_t n = (total + CHUNK - 1) / CHUNK;
 	for (uint64_t c = 0; c < n; c++)
 		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
-	if (sf_res_hold(&r->res, blk, total))
-		bp->locked = total;
 	r->op_pages += total / 4096;
+	return 0;
 }
 
 static void pop_release(struct jsf_region *r, uint8_t *blk, uint64_t total,
@@ -398,7 +415,9 @@ static int mig_alloc(struct jsf_region *r)
 	m->fix_end = m->fre_off;
 	m->fix_done = CHUNK < m->fix_end ? CHUNK : m->fix_end;
 	uint8_t *blk = m->blk;
-	hold(r, blk, &m->pop, total, 0, m->fix_done);
+	err = hold(r, blk, &m->pop, total, 0, m->fix_done);
+	if (err)
+		return err;
 	for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
 		ST64(blk + i, 0);
 	copy_out(blk + SB_MAGIC, (const uint8_t *)SF_SECTION_MAGIC, 8);
@@ -409,7 +428,10 @@ static int mig_alloc(struct jsf_region *r)
 	ST32(blk + SB_LOG_OFF, log_off);
 	ST32(blk + SB_SEC_LEN, SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
 	if (names) {
-		hold(r, blk, &m->pop, total, nlay.names_off, SF_NAMES_FIRST);
+		err = hold(r, blk, &m->pop, total, nlay.names_off,
+			   SF_NAMES_FIRST);
+		if (err)
+			return err;
 		sf_names_init(blk, &nlay, srcmap);
 	}
 	m->kn = 0;
@@ -512,8 +534,22 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 		}
 		uint32_t k = m->kn++, fl = fre_len_of(r, i), at = r->lattr[i];
 		m->remap[i] = k;
-		/* its record and FREs, its log entry, its name */
-		hold(r, blk, &m->pop, m->total, m->fre_off + m->fre_used, fl);
+		/* its record and FREs, its log entry, its name: their pages
+		 * first (none can be made: the migration is given up) */
+		uint64_t lo = m->log_off + (uint64_t)k * SF_LOG_ENTRY_SIZE;
+		bool named = LD32(blk + SB_FEATURES) & SB_F_NAMES;
+		uint32_t nl = named ? sf_names_rec1(old, i) : 0;
+		if (hold(r, blk, &m->pop, m->total, m->fre_off + m->fre_used,
+			 fl) ||
+		    hold(r, blk, &m->pop, m->total, lo, SF_LOG_ENTRY_SIZE) ||
+		    (named &&
+		     (hold(r, blk, &m->pop, m->total,
+			   LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)k, 4) ||
+		      hold(r, blk, &m->pop, m->total,
+			   LD32(blk + SB_NAMES_OFF) +
+			       (uint64_t)LD32(blk + SB_NAMES_LEN),
+			   nl))))
+			goto give_up;
 		copy_bytes(nfre + m->fre_used, r->fre + at, fl);
 		m->lattr[k] = m->fre_used;
 		m->fre_used += fl;
@@ -524,20 +560,9 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 				 .remove = LD64(p + LE_REMOVE),
 				 .size = LD32(p + LE_SIZE),
 				 .new_attr = m->lattr[k]};
-		uint64_t lo = m->log_off + (uint64_t)k * SF_LOG_ENTRY_SIZE;
-		hold(r, blk, &m->pop, m->total, lo, SF_LOG_ENTRY_SIZE);
 		write_log_entry(nlog + (size_t)k * SF_LOG_ENTRY_SIZE, &e);
-		uint32_t nl = 0;
-		if (LD32(blk + SB_FEATURES) & SB_F_NAMES) {
-			nl = sf_names_rec1(old, i);
-			hold(r, blk, &m->pop, m->total,
-			     LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)k, 4);
-			hold(r, blk, &m->pop, m->total,
-			     LD32(blk + SB_NAMES_OFF) +
-				 (uint64_t)LD32(blk + SB_NAMES_LEN),
-			     nl);
+		if (named)
 			sf_names_copy1(blk, k, old, i, nl);
-		}
 		w.fre += fl;
 		w.names += nl;
 		r->op_copied += fl + nl + SF_LOG_ENTRY_SIZE + 4;
@@ -548,11 +573,17 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 		uint64_t e = m->fix_done + fix;
 		if (e > m->fix_end)
 			e = m->fix_end;
-		hold(r, blk, &m->pop, m->total, m->fix_done, e - m->fix_done);
+		if (hold(r, blk, &m->pop, m->total, m->fix_done,
+			 e - m->fix_done))
+			goto give_up;
 		m->fix_done = e;
 	}
 	if (m->pos == r->log_n && m->fix_done == m->fix_end)
 		mig_switch(r);
+	return;
+give_up: /* its block was never reachable; rebuild whole when full */
+	mig_abort(r);
+	r->mig_blocked = true;
 }
 
 /* The copy has caught up: the new block gets the live window (O(live)
@@ -744,7 +775,9 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		}
 		if (!fits) {
 			if (keep_hist == 0) {
-				err = -ENOSPC;
+				err = sf_fail(-ENOSPC,
+					      "region full: max_size reached "
+					      "even without history");
 				goto out;
 			}
 			keep_hist /= 2;
@@ -763,11 +796,15 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		/* Resident before any reader can reach it (docs/ABI.md 3.6),
 		 * and before it is written: the pages populated writable in
 		 * one call, not one write fault per page as the copy below
-		 * first touches them (some 2-5 us each on ext4). Nothing can
-		 * fail from here on. */
+		 * first touches them (some 2-5 us each on ext4). When that
+		 * succeeds, nothing can fail from there on. */
 		uint64_t old_off = r->sec_off, old_total = r->sec_total;
 		struct blkpop old_pop = r->pop;
-		hold_all(r, blk, &np, total);
+		err = hold_all(r, blk, &np, total);
+		if (err) {
+			sf_res_release(&r->res, blk, total, np.locked);
+			goto out;
+		}
 		r->pop = np;
 		np.bits = NULL;
 		/* Write the whole new block; no reader can reach it yet. */
@@ -926,6 +963,7 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	if (r->initial > 1u << 24)
 		r->initial = 1u << 24;
 	r->fd = -1;
+	r->res.fd = -1;
 	r->res.off = o.flags & JSF_REGION_NO_MLOCK;
 	if (r->max_size < 64 * 1024 || r->max_size > (1ull << 40)) {
 		err = sf_fail(-EINVAL,
@@ -978,10 +1016,20 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	 * that chunk, not a growing window past it (ext4 read ahead up to
 	 * megabytes of holes, zero-filled, within a single add). */
 	madvise(r->base, r->max_size, MADV_RANDOM);
+	/* The header page present (for the region's life) before its first
+	 * store: on a full file system the create fails, no SIGBUS. */
+	r->res.fd = r->fd;
+	r->res.base = r->base;
+	if (ftruncate(r->fd, SF_RHDR_SIZE) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = sf_res_hold(&r->res, r->base, SF_RHDR_SIZE, NULL);
+	if (err)
+		goto fail;
 	err = ensure_file(r, SF_RHDR_SIZE);
 	if (err)
 		goto fail;
-	sf_res_hold(&r->res, r->base, SF_RHDR_SIZE); /* for the region's life */
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	uint8_t *h = r->base;
@@ -1100,21 +1148,26 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	/* 0. the pages about to be written present (docs/ABI.md 3.6) */
 	uint32_t attr = r->fre_used, nrec = 0;
 	uint8_t *blk = r->base + r->sec_off;
-	hold_cur(r, (uint64_t)(r->fre - blk) + attr, len);
-	hold_cur(r,
-		 (uint64_t)(r->log - blk) +
-		     (uint64_t)r->log_n * SF_LOG_ENTRY_SIZE,
-		 SF_LOG_ENTRY_SIZE);
-	if (LD32(blk + SB_FEATURES) & SB_F_NAMES) {
+	/* (a full file system: the add fails, nothing written) */
+	err = hold_cur(r, (uint64_t)(r->fre - blk) + attr, len);
+	if (!err)
+		err = hold_cur(r,
+			       (uint64_t)(r->log - blk) +
+				   (uint64_t)r->log_n * SF_LOG_ENTRY_SIZE,
+			       SF_LOG_ENTRY_SIZE);
+	if (!err && (LD32(blk + SB_FEATURES) & SB_F_NAMES)) {
 		nrec = sf_name_rec_len(name, maplen,
 				       LD32(blk + SB_FEATURES) & SB_F_SRCMAP);
-		hold_cur(r, LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)r->log_n,
-			 4);
-		hold_cur(r,
-			 LD32(blk + SB_NAMES_OFF) +
-			     (uint64_t)LD32(blk + SB_NAMES_LEN),
-			 nrec);
+		err = hold_cur(
+		    r, LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)r->log_n, 4);
+		if (!err)
+			err = hold_cur(r,
+				       LD32(blk + SB_NAMES_OFF) +
+					   (uint64_t)LD32(blk + SB_NAMES_LEN),
+				       nrec);
 	}
+	if (err)
+		goto out;
 	/* 1. attribute record and FREs, beyond what any FDE references. */
 	copy_out(r->fre + attr, enc, len);
 	r->fre_used += len;

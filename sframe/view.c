@@ -118,6 +118,52 @@ static uint64_t live_limit(int fd, uint64_t *checked, uint64_t map_len,
 	return fsz < c ? fsz : c;
 }
 
+/* [a, a+n) of a live block into its copy (clipped to the block). */
+static void copy_range(uint8_t *dst, const uint8_t *blk, uint64_t total,
+		       uint64_t a, uint64_t n)
+{
+	if (a >= total)
+		return;
+	uint64_t e = n > total - a ? total : a + n, i = a;
+	for (; i < e && (i & 7); i++)
+		dst[i] = LD8(blk + i);
+	for (; i + 8 <= e; i += 8) {
+		uint64_t w = LD64(blk + i);
+		memcpy(dst + i, &w, 8);
+	}
+	for (; i < e; i++)
+		dst[i] = LD8(blk + i);
+}
+
+/*
+ * The parts of a live block in use into a zeroed copy: the headers, the
+ * FDE window, the FRE bytes, the published log entries, their name index
+ * slots and the name bytes, each as far as the copied headers say (their
+ * counts are published after what they count). Never the rest: pages
+ * past what is in use need not exist (docs/ABI.md 3.6), and reading such
+ * a hole of a full tmpfs raises SIGBUS (tests/t_fullfs.c).
+ */
+static void copy_used(uint8_t *c, const uint8_t *blk, uint64_t total)
+{
+	const uint64_t sf = SF_SHDR_SIZE, hdr = sf + SFRAME_HDR_SIZE;
+	copy_range(c, blk, total, 0, hdr + 4);
+	if (total < hdr + 4)
+		return;
+	uint32_t nf = LD32(c + sf + SH_NUM_FDES), log_n = LD32(c + SB_LOG_N);
+	copy_range(c, blk, total, hdr + LD32(c + sf + SH_FDEOFF),
+		   (uint64_t)nf * 16);
+	copy_range(c, blk, total, hdr + LD32(c + sf + SH_FREOFF),
+		   LD32(c + sf + SH_FRE_LEN));
+	copy_range(c, blk, total, LD32(c + SB_LOG_OFF),
+		   (uint64_t)log_n * SF_LOG_ENTRY_SIZE);
+	if (LD32(c + SB_FEATURES) & SB_F_NAMES) {
+		copy_range(c, blk, total, LD32(c + SB_NIDX_OFF),
+			   (uint64_t)log_n * 4);
+		copy_range(c, blk, total, LD32(c + SB_NAMES_OFF),
+			   LD32(c + SB_NAMES_LEN));
+	}
+}
+
 /* Consistent copy of the current block of a live mapping (seqlock). */
 static int snap_from_map(int fd, uint64_t *checked, const uint8_t *map,
 			 uint64_t map_len, struct sf_snap *s, char *msg,
@@ -137,13 +183,12 @@ static int snap_from_map(int fd, uint64_t *checked, const uint8_t *map,
 		uint64_t total = LD64(map + off + SB_TOTAL);
 		if (total % 8 || total > fsz - off || total < SF_SHDR_SIZE)
 			goto check;
-		uint8_t *copy = malloc(total);
+		uint8_t *copy = calloc(1, total);
 		if (!copy) {
 			sf_msg(msg, msglen, "out of memory");
 			return -ENOMEM;
 		}
-		for (uint64_t i = 0; i < total; i += 8)
-			ST64(copy + i, LD64(map + off + i));
+		copy_used(copy, map + off, total);
 		if (LD64(map + RH_SEQ) != s1) {
 			free(copy);
 			continue;

@@ -183,6 +183,12 @@ void vm_stop_publishing(struct vmod *m, const char *what, int err)
 	if (!m->failed)
 		vm_log(m, "%s failed (%s): no more rows will be published",
 		       what, jsf_strerror(err));
+	/* The rows published so far are withdrawn too: no event (a flush,
+	 * a trace's number reused) would remove them now, and their machine
+	 * code is freed and reused later. Tombstones only: nothing new is
+	 * written (the file system may be full). */
+	if (!m->failed && m->region && m->pid == vm_self_pid())
+		jsf_region_remove_all(m->region, jsf_now_ns());
 	m->failed = 1;
 }
 
