@@ -147,6 +147,7 @@ static int open_region(struct vmod *m)
 		return err;
 	m->pid = getpid();
 	m->epoch++;
+	m->nlive = 0; /* every state republishes into the new region */
 	vm_luavm_publish(m);
 	if (m->jd_dir[0])
 		open_jitdump(m);
@@ -349,6 +350,8 @@ VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
 				  ti->nrows, name, ti->lmap, ti->lmap_len, now);
 	if (err == 0) {
 		ti->live = 1;
+		m->nlive++;
+		s->nlive++;
 		m->published++;
 		publish_perf(m, s, ti, tr, now);
 	} else if (err == -EEXIST) {
@@ -360,11 +363,14 @@ VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
 	}
 }
 
-VM_HOT void vm_unpublish(struct vmod *m, struct tinfo *ti, uint64_t now)
+VM_HOT void vm_unpublish(struct vmod *m, struct lstate *s, struct tinfo *ti,
+			 uint64_t now)
 {
 	if (!ti->live)
 		return;
 	ti->live = 0;
+	m->nlive--;
+	s->nlive--;
 	int err = jsf_region_remove(m->region, ti->start, now);
 	if (err == 0)
 		m->removed++;

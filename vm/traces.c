@@ -57,6 +57,7 @@ VM_HOT static void sync_state(struct vmod *m, struct lstate *s)
 	if (s->epoch == m->epoch)
 		return;
 	uint64_t now = jsf_now_ns();
+	s->nlive = 0;
 	for (uint32_t i = 0; i < s->used; i++)
 		if (s->t[i].live) {
 			s->t[i].live = 0;
@@ -387,7 +388,7 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 	uint64_t now = jsf_now_ns();
 	/* A stop for a known number: the old trace is gone (freed by the GC,
 	 * which sends no event). */
-	vm_unpublish(m, ti, now);
+	vm_unpublish(m, s, ti, now);
 	free(ti->lmap);
 	memset(ti, 0, TINFO_POS); /* the start position stays */
 	stop_pos(m, L, s, ti, tr);
@@ -430,8 +431,20 @@ out:
 VM_HOT void vm_on_flush(struct vmod *m, struct lstate *s)
 {
 	uint64_t now = jsf_now_ns();
+	if (s->nlive > 1 && s->nlive == m->nlive &&
+	    jsf_region_remove_all(m->region, now) == 0) {
+		/* Every live row is this state's (the usual case: one VM):
+		 * one call, one rewrite, not one per trace (each a rewrite
+		 * closing the window's smaller side and a step of a
+		 * rebuild: about 110-240 us a flush on luacheck) */
+		m->removed += s->nlive;
+		m->nlive = 0;
+		s->nlive = 0;
+		for (uint32_t i = 0; i < s->used; i++)
+			s->t[i].live = 0;
+	}
 	for (uint32_t i = 0; i < s->used; i++) {
-		vm_unpublish(m, &s->t[i], now);
+		vm_unpublish(m, s, &s->t[i], now);
 		free(s->t[i].lmap);
 		memset(&s->t[i], 0, sizeof(s->t[i]));
 	}

@@ -73,6 +73,7 @@ struct vmod {
 	int want_perfmap;
 	int no_mlock; /* start{mlock = false}: JSF_REGION_NO_MLOCK */
 	uint64_t traces, published, skipped, removed;
+	uint32_t nlive; /* rows live in the current region, all states */
 	/* a stopped trace's facts (machine code, loop offset, parent) from
 	 * its GCtrace (lj/ljtrace.h) once they agreed with jit.util, checked
 	 * again on one trace in VM_RAW_RECHECK; any disagreement: jit.util
@@ -136,6 +137,7 @@ struct lstate {
 	int enabled;
 	int installed;	/* dispatcher attached, jit.attach wrapped */
 	unsigned epoch; /* the m->epoch its traces were published in */
+	uint32_t nlive; /* of m->nlive, this state's */
 	/* chains_ref: event name -> the handlers others attached, called
 	 * after ours; disps_ref: event name -> our dispatcher for it */
 	int chains_ref, orig_ref, disps_ref, util_ref;
@@ -232,6 +234,7 @@ void vm_stop_publishing(struct vmod *m, const char *what, int err);
 /* Add trace tr of state s (ti) to the region and the perf sinks. */
 void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti, uint32_t tr,
 		uint64_t now);
-void vm_unpublish(struct vmod *m, struct tinfo *ti, uint64_t now);
+void vm_unpublish(struct vmod *m, struct lstate *s, struct tinfo *ti,
+		  uint64_t now);
 
 #endif
