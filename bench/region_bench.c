@@ -331,12 +331,7 @@ static double bench_traces(const struct fn *f, uint32_t n, uint64_t *rebuilds)
 {
 	double v[TRACE_REPS];
 	for (int rep = 0; rep < TRACE_REPS; rep++) {
-		struct jsf_region_opts o = {.sz = sizeof(o),
-					    .flags = JSF_REGION_REPLACE};
-		struct jsf_region *r;
-		int rc = jsf_region_create(&r, path, &o);
-		if (rc)
-			die("jsf_region_create", rc);
+		struct jsf_region *r = fresh_region();
 		uint64_t t = 1, t0 = now_ns();
 		for (uint32_t i = 0; i < TRACE_ADDS; i++) {
 			if (i % FLUSH_EVERY == 0 && i)
@@ -370,12 +365,7 @@ static void bench_pause(const struct fn *f, uint32_t logged, double *max,
 {
 	double vm[PAUSE_REPS], va[PAUSE_REPS];
 	for (int rep = 0; rep < PAUSE_REPS; rep++) {
-		struct jsf_region_opts o = {.sz = sizeof(o),
-					    .flags = JSF_REGION_REPLACE};
-		struct jsf_region *r;
-		int rc = jsf_region_create(&r, path, &o);
-		if (rc)
-			die("jsf_region_create", rc);
+		struct jsf_region *r = fresh_region();
 		uint64_t t = 1, worst = 0, q0 = 0;
 		for (uint32_t i = 0; i < logged; i++) {
 			if (i % FLUSH_EVERY == 0 && i)

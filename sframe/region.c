@@ -229,6 +229,40 @@ static void write_log_entry(uint8_t *p, const struct lent *e)
 	ST32(p + LE_ATTR, e->new_attr);
 }
 
+/* A new block's own header (no reader can reach the block yet). */
+static void block_header(uint8_t *blk, uint64_t total, uint32_t fde_cap,
+			 uint32_t fre_cap, uint32_t log_cap, uint32_t log_off)
+{
+	for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
+		ST64(blk + i, 0);
+	copy_out(blk + SB_MAGIC, (const uint8_t *)SF_SECTION_MAGIC, 8);
+	ST64(blk + SB_TOTAL, total);
+	ST32(blk + SB_FDE_CAP, fde_cap);
+	ST32(blk + SB_FRE_CAP, fre_cap);
+	ST32(blk + SB_LOG_CAP, log_cap);
+	ST32(blk + SB_LOG_OFF, log_off);
+	ST32(blk + SB_SEC_LEN,
+	     SFRAME_HDR_SIZE + 4 + (uint64_t)fde_cap * 16 + fre_cap);
+}
+
+/* A new block's SFrame header, its FRE sub-section as filled. */
+static void sframe_header(const struct jsf_region *r, uint8_t *blk,
+			  uint32_t num_fres, uint32_t fre_used,
+			  uint32_t fde_cap)
+{
+	uint8_t *sf = blk + SF_SHDR_SIZE;
+	ST32(
+	    sf,
+	    SFRAME_MAGIC | (SFRAME_V3 << 16) |
+		((uint32_t)(SFRAME_F_FDE_SORTED | SFRAME_F_FDE_FUNC_START_PCREL)
+		 << 24));
+	ST32(sf + 4, (uint32_t)r->arch | (0u << 8) |
+			 ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
+	ST32(sf + SH_NUM_FRES, num_fres);
+	ST32(sf + SH_FRE_LEN, fre_used);
+	ST32(sf + SH_FREOFF, 4 + fde_cap * SFRAME_V3_FDE_SIZE);
+}
+
 /* --- resident chunks (docs/ABI.md 3.6) --- */
 
 static bool pop_init(struct blkpop *bp, uint64_t total)
@@ -418,15 +452,8 @@ static int mig_alloc(struct jsf_region *r)
 	err = hold(r, blk, &m->pop, total, 0, m->fix_done);
 	if (err)
 		return err;
-	for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
-		ST64(blk + i, 0);
-	copy_out(blk + SB_MAGIC, (const uint8_t *)SF_SECTION_MAGIC, 8);
-	ST64(blk + SB_TOTAL, total);
-	ST32(blk + SB_FDE_CAP, fde_cap);
-	ST32(blk + SB_FRE_CAP, fre_cap);
-	ST32(blk + SB_LOG_CAP, log_cap);
-	ST32(blk + SB_LOG_OFF, log_off);
-	ST32(blk + SB_SEC_LEN, SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
+	block_header(blk, total, (uint32_t)fde_cap, (uint32_t)fre_cap,
+		     (uint32_t)log_cap, log_off);
 	if (names) {
 		err = hold(r, blk, &m->pop, total, nlay.names_off,
 			   SF_NAMES_FIRST);
@@ -601,17 +628,7 @@ static void mig_switch(struct jsf_region *r)
 		m->wlog[lo + i] = nl;
 	}
 	ST32(blk + SB_LOG_N, m->kn);
-	uint8_t *sf = blk + SF_SHDR_SIZE;
-	ST32(
-	    sf,
-	    SFRAME_MAGIC | (SFRAME_V3 << 16) |
-		((uint32_t)(SFRAME_F_FDE_SORTED | SFRAME_F_FDE_FUNC_START_PCREL)
-		 << 24));
-	ST32(sf + 4, (uint32_t)r->arch | (0u << 8) |
-			 ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
-	ST32(sf + SH_NUM_FRES, m->num_fres);
-	ST32(sf + SH_FRE_LEN, m->fre_used);
-	ST32(sf + SH_FREOFF, 4 + m->fde_cap * SFRAME_V3_FDE_SIZE);
+	sframe_header(r, blk, m->num_fres, m->fre_used, m->fde_cap);
 	uint64_t old_off = r->sec_off, old_total = r->sec_total;
 	struct blkpop old_pop = r->pop;
 	free(r->win);
@@ -809,16 +826,8 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		np.bits = NULL;
 		/* Write the whole new block; no reader can reach it yet. */
 		const uint8_t *old_fre = r->fre;
-		for (uint64_t i = 0; i < SF_SHDR_SIZE; i += 8)
-			ST64(blk + i, 0);
-		copy_out(blk + SB_MAGIC, (const uint8_t *)SF_SECTION_MAGIC, 8);
-		ST64(blk + SB_TOTAL, total);
-		ST32(blk + SB_FDE_CAP, fde_cap);
-		ST32(blk + SB_FRE_CAP, fre_cap);
-		ST32(blk + SB_LOG_CAP, log_cap);
-		ST32(blk + SB_LOG_OFF, log_off);
-		ST32(blk + SB_SEC_LEN,
-		     SFRAME_HDR_SIZE + 4 + fde_cap * 16 + fre_cap);
+		block_header(blk, total, (uint32_t)fde_cap, (uint32_t)fre_cap,
+			     (uint32_t)log_cap, log_off);
 		uint32_t fre_used = 0, num_fres = 0;
 		uint8_t *new_fre = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
 				   fde_cap * SFRAME_V3_FDE_SIZE;
@@ -875,17 +884,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			win[lo + i] = e;
 			wlog[lo + i] = li;
 		}
-		uint8_t *sf = blk + SF_SHDR_SIZE;
-		ST32(sf, SFRAME_MAGIC | (SFRAME_V3 << 16) |
-			     ((uint32_t)(SFRAME_F_FDE_SORTED |
-					 SFRAME_F_FDE_FUNC_START_PCREL)
-			      << 24));
-		ST32(sf + 4,
-		     (uint32_t)r->arch | (0u << 8) |
-			 ((uint32_t)(uint8_t)SFRAME_RA_FIXED_X86_64 << 16));
-		ST32(sf + SH_NUM_FRES, num_fres);
-		ST32(sf + SH_FRE_LEN, fre_used);
-		ST32(sf + SH_FREOFF, 4 + fde_cap * SFRAME_V3_FDE_SIZE);
+		sframe_header(r, blk, num_fres, fre_used, (uint32_t)fde_cap);
 		/* Switch: from here on this block is the region's table. */
 		free(r->win);
 		r->win = win;

@@ -336,8 +336,8 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* Case 1's run: 2 producers over nslots slots, 2 readers, history_max. */
-static void readers_case(uint32_t history_max)
+/* The functions, slots and readers' counts back to none. */
+static void reset_counts(void)
 {
 	memset(fns, 0, MAXF * sizeof(*fns));
 	memset(slot_id, 0, sizeof(slot_id));
@@ -348,6 +348,11 @@ static void readers_case(uint32_t history_max)
 	atomic_store(&again, 0);
 	atomic_store(&timeq, 0);
 	atomic_store(&bad, 0);
+}
+
+/* A region of history_max, 2 readers, 2 producers to their ops_target. */
+static void run_threads(uint32_t history_max)
+{
 	struct jsf_region_opts o = {
 	    .sz = sizeof(o), .initial_funcs = 16, .history_max = history_max};
 	CHECK_EQ(jsf_region_create(&region, path, &o), 0);
@@ -361,6 +366,13 @@ static void readers_case(uint32_t history_max)
 	atomic_store(&stop, true);
 	for (int i = 0; i < 2; i++)
 		pthread_join(rt[i], NULL);
+}
+
+/* Case 1's run: 2 producers over nslots slots, 2 readers, history_max. */
+static void readers_case(uint32_t history_max)
+{
+	reset_counts();
+	run_threads(history_max);
 	struct jsf_region_stats st = {.sz = sizeof(st)};
 	jsf_region_stats(region, &st);
 	printf("# %llu lookups (%llu found, %llu past-time, %llu EAGAIN), "
@@ -439,34 +451,14 @@ int main(int argc, char **argv)
 	unlink(path);
 	CASE("readers through the view's index (paced ascending producers)")
 	{
-		memset(fns, 0, MAXF * sizeof(*fns));
-		memset(slot_id, 0, sizeof(slot_id));
-		atomic_store(&nfns, 0);
-		atomic_store(&stop, false);
-		atomic_store(&lookups, 0);
-		atomic_store(&found, 0);
-		atomic_store(&again, 0);
-		atomic_store(&timeq, 0);
-		atomic_store(&bad, 0); /* case 2 checks sig_bad alone */
+		reset_counts(); /* bad too: case 2 checks sig_bad alone */
 		atomic_store(&ix_builds, 0);
 		atomic_store(&ix_answers, 0);
 		pace_us = 200;
 		ascending = true;
 		uint64_t target = ops_target;
 		ops_target = 3000; /* ~1 s at the pace, under TSan too */
-		struct jsf_region_opts o = {
-		    .sz = sizeof(o), .initial_funcs = 16, .history_max = 5000};
-		CHECK_EQ(jsf_region_create(&region, path, &o), 0);
-		pthread_t pt[2], rt[2];
-		for (uintptr_t i = 0; i < 2; i++)
-			pthread_create(&rt[i], NULL, reader, (void *)(i + 1));
-		for (uintptr_t i = 0; i < 2; i++)
-			pthread_create(&pt[i], NULL, producer, (void *)(i + 1));
-		for (int i = 0; i < 2; i++)
-			pthread_join(pt[i], NULL);
-		atomic_store(&stop, true);
-		for (int i = 0; i < 2; i++)
-			pthread_join(rt[i], NULL);
+		run_threads(5000);
 		ops_target = target;
 		pace_us = 0;
 		ascending = false;
