@@ -148,20 +148,6 @@ static uint32_t crc_sw(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 void alog_magic(uint8_t out[ALOG_MAGIC_LEN])
 {
 	memset(out, 0, ALOG_MAGIC_LEN);
@@ -171,8 +157,8 @@ void alog_magic(uint8_t out[ALOG_MAGIC_LEN])
 
 void alog_frame(uint8_t out[ALOG_FRAME], const void *payload, uint32_t len)
 {
-	put32(out, len);
-	put32(out + 4, alog_crc32c(0, payload, len));
+	alog_st32(out, len);
+	alog_st32(out + 4, alog_crc32c(0, payload, len));
 }
 
 void alog_reader_init(struct alog_reader *r, const void *buf, size_t len)
@@ -405,7 +391,7 @@ int alog_next(struct alog_reader *r, const msgpack_object **obj)
 	}
 	if (r->len - at < ALOG_FRAME)
 		return damaged(r, at, "truncated record frame");
-	uint32_t len = get32(r->buf + at), crc = get32(r->buf + at + 4);
+	uint32_t len = alog_ld32(r->buf + at), crc = alog_ld32(r->buf + at + 4);
 	if (len == 0 || len > ALOG_MAX_RECORD)
 		return damaged(r, at, "impossible record length");
 	if (r->len - at - ALOG_FRAME < len)
@@ -443,7 +429,7 @@ int alog_next(struct alog_reader *r, const msgpack_object **obj)
 		if (!s || n != 6 || memcmp(s, "header", 6))
 			return damaged(r, at, "first record is not a header");
 	}
-	r->off = at + ALOG_FRAME + get32(r->buf + at);
+	r->off = at + ALOG_FRAME + alog_ld32(r->buf + at);
 	r->nrec++;
 	*obj = &r->up.data;
 	return 1;

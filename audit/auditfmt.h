@@ -18,6 +18,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Little-endian bytes at any alignment: the frames' headers, the raw
+ * records' fields (auditfmt.c, auditraw.c). */
+static inline void alog_st16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static inline void alog_st32(uint8_t *p, uint32_t v)
+{
+	alog_st16(p, v);
+	alog_st16(p + 2, v >> 16);
+}
+static inline uint32_t alog_ld16(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+static inline uint32_t alog_ld32(const uint8_t *p)
+{
+	return alog_ld16(p) | alog_ld16(p + 2) << 16;
+}
+static inline uint64_t alog_ld64(const uint8_t *p)
+{
+	return (uint64_t)alog_ld32(p) | (uint64_t)alog_ld32(p + 4) << 32;
+}
+
 #define ALOG_MAGIC "JSFAUDIT"
 #define ALOG_VERSION 1
 #define ALOG_MAGIC_LEN 16

@@ -34,20 +34,6 @@ char *alog_mpw_grow(msgpack_sbuffer *sb, size_t n)
 	return d + sb->size;
 }
 
-static uint32_t rd16(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
-}
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-static uint64_t rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
 static int bad(char *why, size_t whylen, const char *fmt, ...)
 {
 	va_list ap;
@@ -174,16 +160,6 @@ static int rd_sv(const uint8_t **pp, const uint8_t *end, int64_t *v)
 	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
 	return 0;
 }
-static void wr16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-static void wr32(uint8_t *p, uint32_t v)
-{
-	wr16(p, v);
-	wr16(p + 2, v >> 16);
-}
 
 /* the snapshot layout of a version-1 record made from a version-2 one */
 enum { V1_SSZ = 8, V1_SREF = 4, V1_SNSL = 6, V1_SNENT = 7 };
@@ -234,10 +210,10 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 	r[15] = (uint8_t)nops;
 	memcpy(r + ALOG_RAW_HEAD, ops, 2 * (size_t)nops);
 	uint8_t *c = r + ALOG_RAW_HEAD + 2 * (size_t)nops;
-	wr32(c, nk);
-	wr32(c + 4, nins);
-	wr32(c + 8, nsnap);
-	wr32(c + 12, nmap);
+	alog_st32(c, nk);
+	alog_st32(c + 4, nins);
+	alog_st32(c + 8, nsnap);
+	alog_st32(c + 12, nmap);
 	uint8_t *irs = r + o, *snaps = irs + nir, *map = snaps + nsnap * V1_SSZ;
 #define INS(ref) (irs + 8 * (size_t)((ref)-nk))
 	uint64_t u;
@@ -262,7 +238,7 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 		case ALOG_K2_INT:
 			if (rd_sv(&p, end, &sv))
 				goto cut;
-			wr32(in, (uint32_t)sv);
+			alog_st32(in, (uint32_t)sv);
 			break;
 		case ALOG_K2_NUM:
 			if (end - p < 8)
@@ -273,16 +249,16 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 		case ALOG_K2_PTR:
 			if (rd_uv(&p, end, &u))
 				goto cut;
-			wr32(in + 8, (uint32_t)u);
-			wr32(in + 12, (uint32_t)(u >> 32));
+			alog_st32(in + 8, (uint32_t)u);
+			alog_st32(in + 12, (uint32_t)(u >> 32));
 			break;
 		case ALOG_K2_SLOT: {
 			uint64_t to, sl;
 			if (rd_uv(&p, end, &to) || rd_uv(&p, end, &sl) ||
 			    to > 0xffff || sl > 0xffff)
 				goto cut;
-			wr16(in, (uint32_t)(B - to));
-			wr16(in + 2, (uint32_t)sl);
+			alog_st16(in, (uint32_t)(B - to));
+			alog_st16(in + 2, (uint32_t)sl);
 			break;
 		}
 		default:
@@ -307,8 +283,8 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 		if (rd_sv(&p, end, &sv) || p >= end)
 			goto cut;
 		sref = (sref + (uint32_t)sv) & 0xffff;
-		wr32(S, ofs);
-		wr16(S + V1_SREF, sref);
+		alog_st32(S, ofs);
+		alog_st16(S + V1_SREF, sref);
 		S[V1_SNSL] = *p++;
 		if (rd_uv(&p, end, &nent) || nent > 255 || nent > nmap - ofs)
 			goto cut;
@@ -343,7 +319,8 @@ static int v2_to_v1(const uint8_t *raw, size_t rawlen, uint8_t **out,
 					    sv >= (int64_t)B)
 						goto cut;
 					e |= (uint32_t)(sv + B);
-					wr32(map + 4 * (size_t)(ofs + got), e);
+					alog_st32(map + 4 * (size_t)(ofs + got),
+						  e);
 				}
 			} else { /* kind 3: new entries, u32le each */
 				if (cnt > nent - got ||
@@ -419,8 +396,8 @@ static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 		mode[raw[ALOG_RAW_HEAD + 2 * i]] =
 		    raw[ALOG_RAW_HEAD + 2 * i + 1];
 	}
-	uint32_t nk = rd32(raw + o), nins = rd32(raw + o + 4),
-		 nsnap = rd32(raw + o + 8), nmap = rd32(raw + o + 12);
+	uint32_t nk = alog_ld32(raw + o), nins = alog_ld32(raw + o + 4),
+		 nsnap = alog_ld32(raw + o + 8), nmap = alog_ld32(raw + o + 12);
 	o += 16;
 	if (nk > B || nins <= B || nins - nk > (1u << 20) ||
 	    nsnap > (1u << 20) || nmap > (1u << 24))
@@ -481,12 +458,12 @@ static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 		msgpack_pack_int64(pk, (int64_t)(ref - B));
 		msgpack_pack_array(pk, 5);
 		msgpack_pack_int64(pk, md);
-		msgpack_pack_int64(pk, rd16(in + 4));
-		msgpack_pack_int64(pk,
-				   (int64_t)rd16(in) - ((md & 3) == 0 ? B : 0));
-		msgpack_pack_int64(pk, (int64_t)rd16(in + 2) -
+		msgpack_pack_int64(pk, alog_ld16(in + 4));
+		msgpack_pack_int64(pk, (int64_t)alog_ld16(in) -
+					   ((md & 3) == 0 ? B : 0));
+		msgpack_pack_int64(pk, (int64_t)alog_ld16(in + 2) -
 					   (((md >> 2) & 3) == 0 ? B : 0));
-		msgpack_pack_int64(pk, rd16(in + 6));
+		msgpack_pack_int64(pk, alog_ld16(in + 6));
 	}
 	map32_end(sb, m, nins - B);
 
@@ -499,12 +476,12 @@ static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 		int slot = -1;
 		int64_t idx = (int64_t)ref - B;
 		if (op == kop[ALOG_K_SLOT]) {
-			uint32_t to = rd16(in);
+			uint32_t to = alog_ld16(in);
 			if (to < nk || to >= B) {
 				bad(why, whylen, "raw trace: bad KSLOT");
 				goto out;
 			}
-			slot = (int)rd16(in + 2);
+			slot = (int)alog_ld16(in + 2);
 			v = INS(to);
 		}
 		unsigned vo = v[5], t = v[4] & 0x1f;
@@ -532,16 +509,16 @@ static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 			else
 				msgpack_pack_true(pk);
 		} else if (vo == kop[ALOG_K_INT]) {
-			pk_num(pk, (int32_t)rd32(v));
+			pk_num(pk, (int32_t)alog_ld32(v));
 		} else if (vo == kop[ALOG_K_NULL]) {
 			pk_num(pk, 0);
 		} else if (vo == kop[ALOG_K_NUM]) {
-			uint64_t u = rd64(v + 8);
+			uint64_t u = alog_ld64(v + 8);
 			double d;
 			memcpy(&d, &u, 8);
 			pk_num(pk, d);
 		} else { /* KPTR, KKPTR */
-			pk_num(pk, (double)rd64(v + 8));
+			pk_num(pk, (double)alog_ld64(v + 8));
 		}
 		pk_num(pk, t);
 		if (slot >= 0)
@@ -556,7 +533,7 @@ static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 	m = map32_begin(sb);
 	for (uint32_t sn = 0; sn < nsnap; sn++) {
 		const uint8_t *S = snaps + (size_t)sn * ssz;
-		uint32_t ofs = mw == 4 ? rd32(S) : rd16(S);
+		uint32_t ofs = mw == 4 ? alog_ld32(S) : alog_ld16(S);
 		uint32_t nent = S[snent];
 		if (ofs > nmap || nent > nmap - ofs) {
 			bad(why, whylen, "raw trace: snapshot %u out of map",
@@ -566,13 +543,13 @@ static int expand_v1(msgpack_sbuffer *sb, const uint8_t *raw, size_t rawlen,
 		msgpack_pack_int64(pk, sn);
 		msgpack_pack_map(pk, nent + 3);
 		msgpack_pack_int64(pk, 0);
-		msgpack_pack_int64(pk, (int64_t)rd16(S + sref) - B);
+		msgpack_pack_int64(pk, (int64_t)alog_ld16(S + sref) - B);
 		msgpack_pack_int64(pk, 1);
 		msgpack_pack_int64(pk, S[snsl]);
 		for (uint32_t e = 0; e < nent; e++) {
 			msgpack_pack_int64(pk, e + 2);
-			msgpack_pack_int64(pk,
-					   (int32_t)rd32(map + 4 * (ofs + e)));
+			msgpack_pack_int64(
+			    pk, (int32_t)alog_ld32(map + 4 * (ofs + e)));
 		}
 		msgpack_pack_int64(pk, nent + 2);
 		msgpack_pack_int64(pk, (int32_t)0xff000000u);

@@ -467,17 +467,6 @@ static uint32_t snap_frames(struct lm_build *b, const uint8_t *S,
 	return n + 1;
 }
 
-static void put16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v);
-	put16(p + 2, v >> 16);
-}
-
 /* Build trace b->tr's map into *outp, *lenp (NULL, 0: none): 0, or -1
  * when its snapshots' offsets are not what we understand. A jit.util
  * build leaves the functions it met on L's stack. */
@@ -569,33 +558,33 @@ static int build_map(struct lm_build *b, const uint8_t *snap,
 	if (nr > 0xffff || b->nfr > 0xffff || !(out = calloc(1, len)))
 		goto out;
 	uint8_t *p = out;
-	put16(p, 1);	 /* version */
-	put16(p + 2, 1); /* flags: bit 0, the loop marked */
-	put16(p + 4, nr);
-	put16(p + 6, b->nfr);
-	put32(p + 8, nst);
-	put32(p + 12, b->strlen);
+	vm_put16(p, 1);	    /* version */
+	vm_put16(p + 2, 1); /* flags: bit 0, the loop marked */
+	vm_put16(p + 4, nr);
+	vm_put16(p + 6, b->nfr);
+	vm_put32(p + 8, nst);
+	vm_put32(p + 12, b->strlen);
 	p += 16;
 	uint32_t so = 0;
 	for (uint32_t r = 0; r < nr; r++, p += 8) {
 		uint32_t d = depth[rsn[r]];
-		put32(p, rlo[r]);
-		put16(p + 4, so);
+		vm_put32(p, rlo[r]);
+		vm_put16(p + 4, so);
 		p[6] = (uint8_t)d;
 		p[7] = (d ? 1 : 0) | (loop && rlo[r] >= loop ? 2 : 0);
 		so += d;
 	}
 	for (uint32_t k = 0; k < b->nfr; k++, p += 20) {
 		const struct lm_fn *f = &b->fn[b->fr[k].fn];
-		put32(p, f->str);
-		put32(p + 4, UINT32_MAX); /* names: not known */
-		put32(p + 8, b->fr[k].line);
-		put32(p + 12, f->first);
-		put32(p + 16, b->fr[k].pc);
+		vm_put32(p, f->str);
+		vm_put32(p + 4, UINT32_MAX); /* names: not known */
+		vm_put32(p + 8, b->fr[k].line);
+		vm_put32(p + 12, f->first);
+		vm_put32(p + 16, b->fr[k].pc);
 	}
 	for (uint32_t r = 0; r < nr; r++)
 		for (uint32_t k = 0; k < depth[rsn[r]]; k++, p += 2)
-			put16(p, stk[rsn[r]][k]);
+			vm_put16(p, stk[rsn[r]][k]);
 	memcpy(p, b->str, b->strlen);
 	*outp = out;
 	*lenp = len;

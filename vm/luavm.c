@@ -575,18 +575,6 @@ out:
 		       m->lv_why);
 }
 
-/* The area's bytes (docs/ABI.md 1.6). */
-static void put16(uint8_t *b, unsigned off, uint32_t v)
-{
-	b[off] = (uint8_t)v;
-	b[off + 1] = (uint8_t)(v >> 8);
-}
-static void put64(uint8_t *b, unsigned off, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		b[off + i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Under `profile -- CMD` (JSF_ENV_PROFILE_SYNC), at the end of the first
  * start() (the layout published): the profiler is told and answers once
  * the sampler has the layout (up to 1 s), so that the script's first
@@ -624,11 +612,11 @@ void vm_luavm_publish(struct vmod *m)
 	static const uint8_t magic[4] = {'L', 'J', 'V', 'M'}; /* no NUL */
 	for (int i = 0; i < 4; i++)
 		b[i] = magic[i];
-	put16(b, 4, 1);
-	put16(b, 6, LV_AREA_SIZE);
-	put64(b, 8, lv->g);
-	put64(b, 16, lv->vm_start);
-	put64(b, 24, lv->vm_end);
+	vm_put16(b + 4, 1);
+	vm_put16(b + 6, LV_AREA_SIZE);
+	vm_put64(b + 8, lv->g);
+	vm_put64(b + 16, lv->vm_start);
+	vm_put64(b + 24, lv->vm_end);
 	const uint16_t o[] = {
 	    lv->g_vmstate,    lv->g_cur_L,    lv->g_jit_base,
 	    lv->L_base,	      lv->L_stack,    lv->L_cframe,
@@ -637,10 +625,10 @@ void vm_luavm_publish(struct vmod *m)
 	    lv->pt_firstline, lv->pt_numline, lv->pt_lineinfo,
 	    lv->str_len,      lv->str_data,   lv->fr2_gc64 ? 3 : 0,
 	};
-	put16(b, 72, lv->cf_prev);
-	put16(b, 74, lv->cf_nres);
+	vm_put16(b + 72, lv->cf_prev);
+	vm_put16(b + 74, lv->cf_nres);
 	for (unsigned i = 0; i < sizeof(o) / sizeof(o[0]); i++)
-		put16(b, 32 + 2 * i, o[i]);
+		vm_put16(b + 32 + 2 * i, o[i]);
 	int err = jsf_region_set_runtime(m->region, b, sizeof(b));
 	if (!err || err == -EEXIST) {
 		m->lv_epoch = m->epoch;
