@@ -291,19 +291,36 @@ static int hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
 		if (locked)
 			bp->locked += l;
 		if (err) /* not marked: tried again when next needed */
-			return sf_fail(err,
-				       "no room for the region on its file "
-				       "system (%s)",
-				       strerror(-err));
+			return err;
 		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
 		r->op_pages += (l + 4095) / 4096;
 	}
 	return 0;
 }
 
-static int hold_cur(struct jsf_region *r, uint64_t a, uint64_t len)
+/* The pages log entry k of a block is written into, before it is: its
+ * record's fl FRE bytes at block offset fre_at, its log entry (the log
+ * at block offset log_off) and, in a named block, its name index slot
+ * and nl name bytes at the end of the name area. */
+static int hold_entry(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
+		      uint64_t total, uint64_t fre_at, uint32_t fl,
+		      uint64_t log_off, uint32_t k, uint32_t nl)
 {
-	return hold(r, r->base + r->sec_off, &r->pop, r->sec_total, a, len);
+	int err = hold(r, blk, bp, total, fre_at, fl);
+	if (!err)
+		err = hold(r, blk, bp, total,
+			   log_off + (uint64_t)k * SF_LOG_ENTRY_SIZE,
+			   SF_LOG_ENTRY_SIZE);
+	if (!err && (LD32(blk + SB_FEATURES) & SB_F_NAMES)) {
+		err = hold(r, blk, bp, total,
+			   LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)k, 4);
+		if (!err)
+			err = hold(r, blk, bp, total,
+				   LD32(blk + SB_NAMES_OFF) +
+				       (uint64_t)LD32(blk + SB_NAMES_LEN),
+				   nl);
+	}
+	return err;
 }
 
 /* The whole block at once (a rebuild done in one call). */
@@ -315,9 +332,7 @@ static int hold_all(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
 	if (locked)
 		bp->locked = total;
 	if (err)
-		return sf_fail(err,
-			       "no room for the region on its file system (%s)",
-			       strerror(-err));
+		return err;
 	uint64_t n = (total + CHUNK - 1) / CHUNK;
 	for (uint64_t c = 0; c < n; c++)
 		bp->bits[c >> 3] |= (uint8_t)(1u << (c & 7));
@@ -363,9 +378,9 @@ static void mig_free(struct mig *m)
 	free(m->wlog);
 	free(m->pop.bits);
 	memset(m, 0, sizeof(*m));
-	m->remap = m->lattr = m->wlog = NULL;
-	m->win = NULL;
-	m->pop.bits = NULL;
+	m->remap = m->lattr = m->wlog = NULL; /* (for clang-analyzer, */
+	m->win = NULL;			      /* which does not follow */
+	m->pop.bits = NULL;		      /* the memset) */
 	m->phase = MIG_OFF;
 }
 
@@ -503,6 +518,9 @@ struct work {
 	uint64_t ents, fre, names;
 };
 
+/* A remove's step: the constant an add's has too. */
+static const struct work rm_step = {8, 256, 256};
+
 static bool within(const struct work *w, const struct work *bud)
 {
 	return w->ents < bud->ents || w->fre < bud->fre ||
@@ -563,19 +581,10 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 		m->remap[i] = k;
 		/* its record and FREs, its log entry, its name: their pages
 		 * first (none can be made: the migration is given up) */
-		uint64_t lo = m->log_off + (uint64_t)k * SF_LOG_ENTRY_SIZE;
 		bool named = LD32(blk + SB_FEATURES) & SB_F_NAMES;
 		uint32_t nl = named ? sf_names_rec1(old, i) : 0;
-		if (hold(r, blk, &m->pop, m->total, m->fre_off + m->fre_used,
-			 fl) ||
-		    hold(r, blk, &m->pop, m->total, lo, SF_LOG_ENTRY_SIZE) ||
-		    (named &&
-		     (hold(r, blk, &m->pop, m->total,
-			   LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)k, 4) ||
-		      hold(r, blk, &m->pop, m->total,
-			   LD32(blk + SB_NAMES_OFF) +
-			       (uint64_t)LD32(blk + SB_NAMES_LEN),
-			   nl))))
+		if (hold_entry(r, blk, &m->pop, m->total,
+			       m->fre_off + m->fre_used, fl, m->log_off, k, nl))
 			goto give_up;
 		copy_bytes(nfre + m->fre_used, r->fre + at, fl);
 		m->lattr[k] = m->fre_used;
@@ -1148,23 +1157,12 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	uint32_t attr = r->fre_used, nrec = 0;
 	uint8_t *blk = r->base + r->sec_off;
 	/* (a full file system: the add fails, nothing written) */
-	err = hold_cur(r, (uint64_t)(r->fre - blk) + attr, len);
-	if (!err)
-		err = hold_cur(r,
-			       (uint64_t)(r->log - blk) +
-				   (uint64_t)r->log_n * SF_LOG_ENTRY_SIZE,
-			       SF_LOG_ENTRY_SIZE);
-	if (!err && (LD32(blk + SB_FEATURES) & SB_F_NAMES)) {
+	if (LD32(blk + SB_FEATURES) & SB_F_NAMES)
 		nrec = sf_name_rec_len(name, maplen,
 				       LD32(blk + SB_FEATURES) & SB_F_SRCMAP);
-		err = hold_cur(
-		    r, LD32(blk + SB_NIDX_OFF) + 4 * (uint64_t)r->log_n, 4);
-		if (!err)
-			err = hold_cur(r,
-				       LD32(blk + SB_NAMES_OFF) +
-					   (uint64_t)LD32(blk + SB_NAMES_LEN),
-				       nrec);
-	}
+	err = hold_entry(r, blk, &r->pop, r->sec_total,
+			 (uint64_t)(r->fre - blk) + attr, len,
+			 (uint64_t)(r->log - blk), r->log_n, nrec);
 	if (err)
 		goto out;
 	/* 1. attribute record and FREs, beyond what any FDE references. */
@@ -1322,8 +1320,7 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 		publish_window(r);
 		seq_end(r);
 		err = 0;
-		static const struct work bud = {8, 256, 256};
-		mig_tick(r, &bud);
+		mig_tick(r, &rm_step);
 	}
 	op_end(r);
 	pthread_mutex_unlock(&r->mu);
@@ -1348,8 +1345,7 @@ int jsf_region_remove_all(struct jsf_region *r, uint64_t now_ns)
 	r->lo = r->fde_cap / 2;
 	publish_window(r);
 	seq_end(r);
-	static const struct work bud = {8, 256, 256};
-	mig_tick(r, &bud);
+	mig_tick(r, &rm_step);
 	op_end(r);
 	pthread_mutex_unlock(&r->mu);
 	return 0;

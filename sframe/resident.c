@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -60,6 +61,9 @@ int sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len, bool *locked)
 	 * 2-5 us each, inside the producer's adds. One call for the range. */
 	bool l = false;
 	int err = populate(rs, addr, len);
+	if (err)
+		sf_fail(err, "no room for the region on its file system (%s)",
+			strerror(-err));
 	if (!err && !rs->off) {
 		/* mlock faults every page in and keeps it mapped */
 		if (do_mlock(addr, len) == 0) {
