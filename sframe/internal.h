@@ -137,6 +137,22 @@ static inline void copy_out(uint8_t *dst, const uint8_t *src, size_t n)
 		ST8(dst + i, src[i]);
 }
 
+/* n bytes out of a shared mapping (into it, or into a copy), 8 at a time
+ * where both addresses allow: the producer's rebuild copy, a reader's
+ * snapshot of the parts of a block in use. */
+static inline void copy_shared(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+	uint64_t b = 0;
+	if ((((uintptr_t)dst ^ (uintptr_t)src) & 7) == 0) {
+		for (; b < n && ((uintptr_t)(dst + b) & 7); b++)
+			ST8(dst + b, LD8(src + b));
+		for (; b + 8 <= n; b += 8)
+			ST64(dst + b, LD64(src + b));
+	}
+	for (; b < n; b++)
+		ST8(dst + b, LD8(src + b));
+}
+
 /* --- FRE encoding (sfenc.c) --- */
 
 struct sf_arch;

@@ -349,20 +349,6 @@ static void pop_release(struct jsf_region *r, uint8_t *blk, uint64_t total,
 	bp->locked = 0;
 }
 
-/* n bytes from src to dst, 8 at a time where both allow. */
-static void copy_bytes(uint8_t *dst, const uint8_t *src, uint32_t n)
-{
-	uint32_t b = 0;
-	if ((((uintptr_t)dst ^ (uintptr_t)src) & 7) == 0) {
-		for (; b < n && ((uintptr_t)(dst + b) & 7); b++)
-			ST8(dst + b, LD8(src + b));
-		for (; b + 8 <= n; b += 8)
-			ST64(dst + b, LD64(src + b));
-	}
-	for (; b < n; b++)
-		ST8(dst + b, LD8(src + b));
-}
-
 /* --- the incremental rebuild (docs/ABI.md 3.3) --- */
 
 static uint32_t fre_len_of(const struct jsf_region *r, uint32_t i)
@@ -586,7 +572,7 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 		if (hold_entry(r, blk, &m->pop, m->total,
 			       m->fre_off + m->fre_used, fl, m->log_off, k, nl))
 			goto give_up;
-		copy_bytes(nfre + m->fre_used, r->fre + at, fl);
+		copy_shared(nfre + m->fre_used, r->fre + at, fl);
 		m->lattr[k] = m->fre_used;
 		m->fre_used += fl;
 		m->num_fres += ldu(r->fre + at, 2);

@@ -123,17 +123,8 @@ static uint64_t live_limit(int fd, uint64_t *checked, uint64_t map_len,
 static void copy_range(uint8_t *dst, const uint8_t *blk, uint64_t total,
 		       uint64_t a, uint64_t n)
 {
-	if (a >= total)
-		return;
-	uint64_t e = n > total - a ? total : a + n, i = a;
-	for (; i < e && (i & 7); i++)
-		dst[i] = LD8(blk + i);
-	for (; i + 8 <= e; i += 8) {
-		uint64_t w = LD64(blk + i);
-		memcpy(dst + i, &w, 8);
-	}
-	for (; i < e; i++)
-		dst[i] = LD8(blk + i);
+	if (a < total)
+		copy_shared(dst + a, blk + a, n > total - a ? total - a : n);
 }
 
 /*
