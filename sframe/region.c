@@ -30,6 +30,11 @@ struct pent {
 /* A block's pages are made present (and locked) in chunks of CHUNK bytes,
  * each before anything in it is written (docs/ABI.md 3.6). */
 #define CHUNK 65536u
+/* A rebuild's growth: the new block's log, FRE and name capacities are
+ * this many times what it keeps, from MIG_GROW_MIN kept entries on, when
+ * no history is dropped (mig_alloc). */
+#define MIG_GROW 8u
+#define MIG_GROW_MIN 4096u
 struct blkpop {
 	uint8_t *bits;	 /* one bit a chunk */
 	uint64_t locked; /* bytes of the block mlocked */
@@ -272,16 +277,12 @@ static bool pop_init(struct blkpop *bp, uint64_t total)
 	return bp->bits != NULL;
 }
 
-/* Make the chunks of [a, a+len) of a block (offsets in it) present, and
- * locked when allowed, before anything there is written or published:
- * 0, or -errno when they cannot be made (a full file system), and then
- * nothing may be stored there (it would raise SIGBUS in the host). */
-static int hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
-		uint64_t total, uint64_t a, uint64_t len)
+/* hold's loop: chunks c..ce, some not present yet. */
+static __attribute__((noinline)) int
+hold_chunks(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
+	    uint64_t total, uint64_t c, uint64_t ce)
 {
-	if (!len)
-		return 0;
-	for (uint64_t c = a / CHUNK, ce = (a + len - 1) / CHUNK; c <= ce; c++) {
+	for (; c <= ce; c++) {
 		if (bp->bits[c >> 3] & (1u << (c & 7)))
 			continue;
 		uint64_t s = c * CHUNK,
@@ -296,6 +297,22 @@ static int hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
 		r->op_pages += (l + 4095) / 4096;
 	}
 	return 0;
+}
+
+/* Make the chunks of [a, a+len) of a block (offsets in it) present, and
+ * locked when allowed, before anything there is written or published:
+ * 0, or -errno when they cannot be made (a full file system), and then
+ * nothing may be stored there (it would raise SIGBUS in the host). Almost
+ * every call is within one chunk already present: one bit test, inline. */
+static inline int hold(struct jsf_region *r, uint8_t *blk, struct blkpop *bp,
+		       uint64_t total, uint64_t a, uint64_t len)
+{
+	if (!len)
+		return 0;
+	uint64_t c = a / CHUNK, ce = (a + len - 1) / CHUNK;
+	if (c == ce && (bp->bits[c >> 3] & (1u << (c & 7))))
+		return 0;
+	return hold_chunks(r, blk, bp, total, c, ce);
 }
 
 /* The pages log entry k of a block is written into, before it is: its
@@ -400,36 +417,51 @@ static int mig_alloc(struct jsf_region *r)
 		 room_fre = r->fre_cap - r->fre_used;
 	uint64_t fde_cap =
 	    max3(4 * (uint64_t)r->n + 16, r->fde_cap, r->initial);
-	uint64_t log_cap =
-	    max3(4 * (uint64_t)m->kn + 16, m->kn + room_log + 16, r->initial);
-	uint64_t fre_cap =
-	    round_up((4 * m->kfre > m->kfre + room_fre ? 4 * m->kfre
-						       : m->kfre + room_fre) +
-			 1024,
-		     64);
-	if (fde_cap > 0x7ffffff || log_cap > 0x7ffffff || fre_cap > 0x7fffffff)
+	if (fde_cap > 0x7ffffff)
 		return -ENOSPC;
+	/* The parts that keep history (the log, FRE and name bytes) get 4
+	 * times what is kept; a region that only grows (no history dropped:
+	 * the scan did not run), once it is large, MIG_GROW times, unless
+	 * that does not fit. The next rebuild starts at half of it, so each
+	 * entry is copied about g / (g - 2) times over the region's growth:
+	 * 2 with 4, 4/3 with 8. Unused capacity is a hole in the file, not
+	 * memory (3.6): it costs at most a partly used chunk per part. */
+	uint64_t log_cap = 0, fre_cap = 0, total = 0, off = 0;
 	uint32_t log_off = 0;
-	uint64_t total = block_size((uint32_t)fde_cap, (uint32_t)fre_cap,
-				    (uint32_t)log_cap, &log_off);
 	struct sf_nlay nlay;
-	if (names) {
-		uint64_t room_n =
-		    LD32(old + SB_NAMES_CAP) - LD32(old + SB_NAMES_LEN);
-		uint64_t k = m->knames;
-		total = sf_names_layout_cap(
-		    log_off, (uint32_t)log_cap,
-		    (4 * k > k + room_n ? 4 * k : k + room_n) + SF_NAMES_FIRST +
-			1024,
-		    &nlay);
+	uint64_t g0 = !m->scan_end && m->kn >= MIG_GROW_MIN ? MIG_GROW : 4;
+	for (uint64_t g = g0;; g = 4) {
+		log_cap =
+		    max3(g * m->kn + 16, m->kn + room_log + 16, r->initial);
+		fre_cap = round_up((g * m->kfre > m->kfre + room_fre
+					? g * m->kfre
+					: m->kfre + room_fre) +
+				       1024,
+				   64);
+		bool ok = log_cap <= 0x7ffffff && fre_cap <= 0x7fffffff;
+		if (ok) {
+			total = block_size((uint32_t)fde_cap, (uint32_t)fre_cap,
+					   (uint32_t)log_cap, &log_off);
+			if (names) {
+				uint64_t room_n = LD32(old + SB_NAMES_CAP) -
+						  LD32(old + SB_NAMES_LEN);
+				uint64_t k = m->knames;
+				total = sf_names_layout_cap(
+				    log_off, (uint32_t)log_cap,
+				    (g * k > k + room_n ? g * k : k + room_n) +
+					SF_NAMES_FIRST + 1024,
+				    &nlay);
+			}
+			off = SF_RHDR_SIZE;
+			if (off + total > r->sec_off)
+				off = round_up(r->sec_off + r->sec_total, 4096);
+			ok = total <= r->max_size && off + total <= r->max_size;
+		}
+		if (ok)
+			break;
+		if (g == 4)
+			return -ENOSPC;
 	}
-	uint64_t off = SF_RHDR_SIZE;
-	if (total > r->max_size)
-		return -ENOSPC;
-	if (off + total > r->sec_off)
-		off = round_up(r->sec_off + r->sec_total, 4096);
-	if (off + total > r->max_size)
-		return -ENOSPC;
 	m->lattr = malloc(log_cap * sizeof(*m->lattr));
 	m->win = malloc(fde_cap * sizeof(*m->win));
 	m->wlog = malloc(fde_cap * sizeof(*m->wlog));

@@ -383,17 +383,19 @@ static int count_cb(const struct jsf_func *f, void *ctx)
 }
 
 /* n named functions logged in flush epochs of 1000 (LuaJIT-like, top
- * down, a few single removes), history_max hmax; the largest add's work
- * is returned in *copied / *pages. */
-static void bounded(uint32_t n, uint32_t hmax, bool named, uint64_t *copied,
-		    uint64_t *pages)
+ * down, a few single removes), history_max hmax, in a region of max_size
+ * bytes (0: the default); the largest add's work is returned in *copied /
+ * *pages. */
+static void bounded(uint32_t n, uint32_t hmax, bool named, uint64_t max_size,
+		    uint64_t *copied, uint64_t *pages)
 {
 	struct model m = {0};
 	const char *path = tmp_path("bounded");
 	struct jsf_region *r = NULL;
 	struct jsf_region_opts o = {.sz = sizeof(o),
 				    .flags = named ? JSF_REGION_NAMED : 0,
-				    .history_max = hmax};
+				    .history_max = hmax,
+				    .max_size = max_size};
 	CHECK_EQ(jsf_region_create(&r, path, &o), 0);
 	uint64_t now = 10, keep_from = 0;
 	uint32_t epochs = n / 1000;
@@ -435,13 +437,14 @@ static void bounded(uint32_t n, uint32_t hmax, bool named, uint64_t *copied,
 	CHECK_EQ(jsf_region_stats(r, &st), 0);
 	printf("# %u functions, history_max %u: %llu rebuilds (%llu whole), "
 	       "%llu logged, %llu dropped; the largest add copied %llu "
-	       "bytes, populated %llu pages\n",
+	       "bytes, populated %llu pages; file %llu bytes\n",
 	       n, hmax, (unsigned long long)st.compactions,
 	       (unsigned long long)st.sync_rebuilds,
 	       (unsigned long long)st.logged_funcs,
 	       (unsigned long long)st.dropped_history,
 	       (unsigned long long)st.max_op_copied,
-	       (unsigned long long)st.max_op_pages);
+	       (unsigned long long)st.max_op_pages,
+	       (unsigned long long)st.file_size);
 	CHECK(st.compactions >= 5, "%llu rebuilds",
 	      (unsigned long long)st.compactions);
 	CHECK_EQ(st.sync_rebuilds, 0);
@@ -489,14 +492,22 @@ static void bounded_work(void)
 {
 	uint64_t c = 0, p = 0;
 	CASE("bounded work per add: 10,000 logged functions")
-	bounded(10000, 0, true, &c, &p);
+	bounded(10000, 0, true, 0, &c, &p);
 	CASE("bounded work per add: 200,000 logged functions, the same bound")
-	bounded(200000, 0, true, &c, &p);
+	bounded(200000, 0, true, 0, &c, &p);
 	CASE("bounded work per add: history dropped past history_max 3,000 "
 	     "(60,000 functions)")
-	bounded(60000, 3000, true, &c, &p);
+	bounded(60000, 3000, true, 0, &c, &p);
 	CASE("bounded work per add: no names, 100,000 logged functions")
-	bounded(100000, 0, false, &c, &p);
+	bounded(100000, 0, false, 0, &c, &p);
+	/* 60,000 functions with all history take some 27 MB of file with
+	 * the rebuilds' 8x growth past 4,096 kept entries (41 MB unbounded)
+	 * and 31 MB with 4x throughout: in 32 MiB a rebuild must fall back to
+	 * 4x where 8x does not fit, or the region ends in a whole-block
+	 * rebuild (unbounded work in one add) */
+	CASE("bounded work per add near max_size: 60,000 functions in 32 MiB "
+	     "(the rebuilds' growth falls back to 4x)")
+	bounded(60000, 0, true, 32u << 20, &c, &p);
 }
 
 int main(void)
