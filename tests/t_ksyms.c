@@ -189,6 +189,31 @@ int main(void)
 		CHECK(check_file(p_one, 0) == 0, "mismatches");
 	}
 
+	CASE("sorted, but with lines of no type or name (parsed whole)")
+	{
+		/* a line of 16 digits alone, and one of fewer digits, among
+		 * sorted lines: the whole file is parsed (they give no
+		 * symbol), the in-place search (whose line check looks for
+		 * the line's end 64 bytes at a time) is not used */
+		snprintf(p_one, sizeof(p_one), "%s/short", dir);
+		FILE *f = fopen(p_one, "w");
+		for (int k = 0; f && k < NL; k++) {
+			const struct line *l = &L[k];
+			fprintf(f, "%016llx %c %s%s\n",
+				(unsigned long long)l->addr, l->type, l->name,
+				l->module ? "\t[mod_x]" : "");
+			if (k == NL / 2)
+				fprintf(f, "%016llx\n",
+					(unsigned long long)l->addr);
+			if (k == NL - 3)
+				fprintf(f, "%08llx\n",
+					(unsigned long long)l->addr);
+		}
+		if (f)
+			fclose(f);
+		CHECK(check_file(p_one, 1) == 0, "mismatches");
+	}
+
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

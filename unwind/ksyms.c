@@ -8,7 +8,10 @@
  * A regular file in perf's own layout (every line "16 lowercase hex
  * digits, a space, ...", addresses never decreasing: what perf record
  * copies) is mapped (populated in one go) and searched in place: one
- * pass checks the lines, keeping the address and start of every
+ * pass checks the lines (their ends found from each 64-byte block's
+ * newline bits, not by a memchr from each line's start: 1.13 -> 0.93 ms
+ * for a 5.4 MB copy warm, 1.9 -> 1.5 ms on average over 100 loads),
+ * keeping the address and start of every
  * KSYM_STEP-th (a ~2,000-entry index); a lookup bisects the index, goes
  * on line by line (KSYM_STEP at most) to the first line above the
  * address and walks back to the nearest text symbol, and the names asked
@@ -26,6 +29,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 enum { KSYM_MEMO = 1024, KSYM_STEP = 64 };
 
@@ -134,6 +140,23 @@ static size_t next_line(const char *b, size_t j, size_t len)
 	return p ? (size_t)(p - b) + 1 : len;
 }
 
+#ifdef __SSE2__
+/* The '\n' bytes of p[0, 64) as bits */
+static inline uint64_t nl_bits(const char *p)
+{
+	const __m128i nl = _mm_set1_epi8('\n');
+	uint64_t m = 0;
+	for (int k = 0; k < 4; k++) {
+		__m128i v = _mm_loadu_si128(
+		    (const __m128i *)(const void *)(p + 16 * k));
+		m |=
+		    (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl))
+		    << (16 * k);
+	}
+	return m;
+}
+#endif
+
 /* Map a regular file in perf's layout and index its lines; 0 if it is
  * not one (then the full parse reads it). */
 static int load_in_place(struct ksyms *ks)
@@ -160,7 +183,33 @@ static int load_in_place(struct ksyms *ks)
 		goto no;
 	ks->ix_n = 0;
 	uint64_t prev[2] = {0, 0}, cur[2];
-	for (size_t i = 0; i < len; nl++) {
+	size_t i = 0; /* the next line to check starts here */
+#ifdef __SSE2__
+	/* the lines that end in a whole 64-byte block, found through the
+	 * block's newlines (its loads do not wait for the line before's
+	 * end, as a memchr from each line's start does: that was most of
+	 * the pass), checked as below: a newline in a line's first 17
+	 * bytes is one the check below finds in its 16 digits or their
+	 * space */
+	for (size_t bb = 0; len - bb >= 64; bb += 64) {
+		uint64_t nm = nl_bits(b + bb);
+		while (nm) {
+			size_t e = bb + (size_t)__builtin_ctzll(nm);
+			nm &= nm - 1;
+			if (e - i < 17 || b[i + 16] != ' ' ||
+			    !hex16(b + i, cur) || !hex_le(prev, cur))
+				goto no;
+			prev[0] = cur[0];
+			prev[1] = cur[1];
+			if (nl % KSYM_STEP == 0 && ks->ix_n < ix_cap)
+				ks->ix[ks->ix_n++] =
+				    (struct kidx){{cur[0], cur[1]}, i};
+			nl++;
+			i = e + 1;
+		}
+	}
+#endif
+	for (; i < len; nl++) {
 		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
 		    !hex_le(prev, cur))
 			goto no;
