@@ -285,14 +285,15 @@ struct proc {
 
 enum { UW_LINES = 16 };
 
-/* frame_at's answers for ELF code, by (object, vaddr): the symbol and the
- * row, each a function of the two alone (the object's symbols are read
- * once, its rows are cached and never change once made), for the same few
- * hundred pcs that sample after sample walks through */
+/* frame_at's answers for ELF code, by (object, file offset): the vaddr, the
+ * symbol and the row, each a function of the two alone (the object's symbols
+ * are read once, its rows are cached and never change once made), for the same
+ * few hundred pcs that sample after sample walks through */
 enum { UW_MEMO = 1024 };
 struct fmemo {
 	const struct elfobj *o; /* NULL: empty */
-	uint64_t va;
+	uint64_t off;		/* the file offset looked up, */
+	uint64_t va;		/* its vaddr */
 	const char *name;
 	uint64_t symoff;
 	struct uw_row row;
@@ -700,19 +701,23 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 	f->elf = m->elf;
 	if (!m->elf)
 		return STOP_NO_ELF;
-	uint64_t va;
-	if (elfobj_off2vaddr(m->elf, look - m->start + m->pgoff, &va)) {
+	/* the memo by file offset (which gives the vaddr: the object's
+	 * load segments never change), so that a hit reads nothing of the
+	 * object */
+	uint64_t va, off = look - m->start + m->pgoff;
+	if (!u->memo)
+		u->memo = calloc(UW_MEMO, sizeof(*u->memo));
+	uint64_t h = (off ^ (uintptr_t)m->elf) * 0x9e3779b97f4a7c15ull;
+	struct fmemo *fm = u->memo ? &u->memo[h >> 54] : NULL;
+	if (fm && fm->o == m->elf && fm->off == off) {
+		f->vaddr = fm->va + (pc - look);
+		f->name = fm->name;
+		f->symoff = fm->symoff;
+		*row = fm->row;
+		return UW_GO;
+	}
+	if (elfobj_off2vaddr(m->elf, off, &va)) {
 		f->vaddr = va + (pc - look);
-		if (!u->memo)
-			u->memo = calloc(UW_MEMO, sizeof(*u->memo));
-		uint64_t h = (va ^ (uintptr_t)m->elf) * 0x9e3779b97f4a7c15ull;
-		struct fmemo *fm = u->memo ? &u->memo[h >> 54] : NULL;
-		if (fm && fm->o == m->elf && fm->va == va) {
-			f->name = fm->name;
-			f->symoff = fm->symoff;
-			*row = fm->row;
-			return UW_GO;
-		}
 		f->name = elfobj_sym(m->elf, va, &f->symoff);
 		if (!f->name)
 			f->name = elfobj_fde_name(m->elf, va);
@@ -722,6 +727,7 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 		 * object's scratch row (a row that could not be cached) */
 		if (fm && f->name && er != &m->elf->tmp) {
 			fm->o = m->elf;
+			fm->off = off;
 			fm->va = va;
 			fm->name = f->name;
 			fm->symoff = f->symoff;
