@@ -262,8 +262,8 @@ static int line_sym(const struct ksyms *ks, size_t st, size_t *n0, size_t *n1)
 	    (type != 't' && type != 'T'))
 		return 0;
 	size_t a = i + 3, e = a;
-	while (e < end && b[e] != '\t' && b[e] != ' ')
-		e++;
+	while (e < end && b[e] != '\t' && b[e] != ' ' && b[e])
+		e++; /* (a NUL ends a name too: it would end the string) */
 	if (e <= a || e - a > 255)
 		return 0;
 	*n0 = a;
@@ -383,7 +383,7 @@ static void load(struct ksyms *ks)
 		i = end + 1;
 		if (!a || (type != 't' && type != 'T') || n0 == st + 3)
 			continue;
-		while (n1 < end && buf[n1] != '\t' && buf[n1] != ' ')
+		while (n1 < end && buf[n1] != '\t' && buf[n1] != ' ' && buf[n1])
 			n1++;
 		if (n1 <= n0 || n1 - n0 > 255)
 			continue;
