@@ -470,12 +470,11 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx)
 {
 	lua_pushvalue(L, idx);
 	lua_rawget(L, c->fnids);
-	if (lua_isnumber(L, -1)) {
-		uint64_t id = (uint64_t)lua_tonumber(L, -1);
-		lua_pop(L, 1);
-		return id;
-	}
+	int isnum = 0;
+	lua_Number fid = lua_tonumberx(L, -1, &isnum); /* ids are numbers */
 	lua_pop(L, 1);
+	if (isnum)
+		return (uint64_t)fid;
 	if (c->nolua) { /* funcinfo, a func record: Lua calls */
 		c->bail = 1;
 		return 0;

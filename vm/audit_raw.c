@@ -278,9 +278,11 @@ static int pack_rawk(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		if (c->nolua && (t == IRT_I64 || t == IRT_U64 || t == IRT_STR ||
 				 !c->a->tracek_c))
 			return -2;
+		/* call_util's call, the function pushed first (no insert) */
+		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[U_TRACEK]);
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)idx);
-		call_util(L, c, U_TRACEK, 2, 3);
+		lua_call(L, 2, 3);
 		if (lua_tointeger(L, -2) != (lua_Integer)t ||
 		    (slot >= 0 && lua_tointeger(L, -1) != slot)) {
 			lua_pop(L, 3);
