@@ -470,12 +470,11 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx)
 {
 	lua_pushvalue(L, idx);
 	lua_rawget(L, c->fnids);
-	if (lua_isnumber(L, -1)) {
-		uint64_t id = (uint64_t)lua_tonumber(L, -1);
-		lua_pop(L, 1);
-		return id;
-	}
+	int isnum = 0;
+	lua_Number fid = lua_tonumberx(L, -1, &isnum); /* ids are numbers */
 	lua_pop(L, 1);
+	if (isnum)
+		return (uint64_t)fid;
 	if (c->nolua) { /* funcinfo, a func record: Lua calls */
 		c->bail = 1;
 		return 0;
@@ -515,16 +514,6 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx)
 	write_func(L, c, idx, id, info);
 	lua_settop(L, info - 1);
 	return id;
-}
-
-uint64_t va_rec_head(struct ctx *c, msgpack_packer *pk, const char *ev)
-{
-	pstr(pk, "ev");
-	pstr(pk, ev);
-	pstr(pk, "ns");
-	uint64_t t = c->now ? c->now : jsf_now_ns();
-	pk_uint(pk, t);
-	return t;
 }
 
 /* traceinfo's table at idx, in a fixed order (nins, nk, link, nexit,
@@ -707,7 +696,10 @@ int va_build(lua_State *L)
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
 	size_t m = map_begin(sb);
 	uint32_t n = 2;
-	if (!strcmp(c->kind, "record")) { /* tr, func, pc, depth */
+	/* c->kind: "trace" (the common case: tested first), "record",
+	 * "texit" */
+	int is_trace = c->kind[0] == 't' && c->kind[1] == 'r';
+	if (!is_trace && !strcmp(c->kind, "record")) { /* tr, func, pc, depth */
 		/* the func record (if new) goes out before this one */
 		uint64_t fid =
 		    lua_isfunction(L, 3) ? va_ensure_func(L, c, 3) : 0;
@@ -738,7 +730,7 @@ int va_build(lua_State *L)
 			}
 			lua_pop(L, 2);
 		}
-	} else if (!strcmp(c->kind, "texit")) { /* tr, ex, ngpr, nfpr, regs */
+	} else if (!is_trace) { /* "texit": tr, ex, ngpr, nfpr, regs */
 		va_rec_head(c, pk, "texit");
 		va_field_int(pk, "tr", L, 2);
 		va_field_int(pk, "ex", L, 3);
@@ -755,13 +747,14 @@ int va_build(lua_State *L)
 			c->bail = 1; /* lua_tostring would convert it */
 			return 0;
 		}
-		const char *what = lua_tostring(L, 2);
+		size_t wl = 0;
+		const char *what = lua_tolstring(L, 2, &wl);
 		if (!what)
 			return 0;
 		uint64_t fid = 0;
-		int is_start = !strcmp(what, "start"),
-		    is_stop = !strcmp(what, "stop");
-		int is_abort = !strcmp(what, "abort");
+#define WHAT_IS(w) (wl == sizeof(w) - 1 && !memcmp(what, w, sizeof(w) - 1))
+		int is_start = WHAT_IS("start"), is_stop = WHAT_IS("stop");
+		int is_abort = WHAT_IS("abort");
 		if ((is_start || is_stop || is_abort) && lua_isfunction(L, 4))
 			fid = va_ensure_func(L, c, 4);
 		if (c->nolua && is_abort && A->level >= VAUDIT_FULL)
@@ -862,7 +855,8 @@ int va_build(lua_State *L)
 			if (A->level >= VAUDIT_FULL)
 				n += va_pack_trace_util(L, c, pk, sb, tr, 0,
 							NULL, NULL, &nx);
-		} else if (!strcmp(what, "flush")) {
+		} else if (WHAT_IS("flush")) {
+#undef WHAT_IS
 			va_rec_head(c, pk, "flush");
 			c->a->gexit =
 			    0; /* the exit stubs are freed with the code */

@@ -42,6 +42,30 @@ static void learn_str(struct vaudit *A, uint64_t p, lua_State *L)
 		A->str_len = ok16 ? 16 : 20;
 }
 
+/* Where entry x is among the previous snapshot's entries pe[cur..cur+4]
+ * (pn of them): its first index from cur, 5 if none. */
+static inline uint32_t snap_ahead(const uint32_t *pe, uint32_t cur, uint32_t pn,
+				  uint32_t x)
+{
+	uint32_t n = pn - cur < 5 ? pn - cur : 5;
+	for (uint32_t k = 0; k < n; k++)
+		if (pe[cur + k] == x)
+			return k;
+	return 5;
+}
+
+/* Whether the four entries at a and b are the same (two 8-byte loads
+ * each: a run of copied entries is compared four at a time). */
+static inline int snap_eq4(const uint32_t *a, const uint32_t *b)
+{
+	uint64_t a0, a1, b0, b1;
+	memcpy(&a0, a, 8);
+	memcpy(&a1, a + 2, 8);
+	memcpy(&b0, b, 8);
+	memcpy(&b1, b + 2, 8);
+	return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 /* The raw field, version 2 (audit/auditraw.h): the constants and
  * snapshots of the trace encoded compactly, the instructions as in memory
  * (a varint per operand cost more time than its bytes cost the writer);
@@ -156,29 +180,32 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 		 * skipped (up to 4 ahead) or new */
 		uint32_t i = 0, cur = 0;
 		while (i < nent) {
-			uint32_t k = 0;
-			while (k < 4 && cur + k < pn && pe[cur + k] != e[i])
-				k++;
-			if (cur + k < pn && pe[cur + k] == e[i]) {
+			uint32_t k = snap_ahead(pe, cur, pn, e[i]);
+			if (k < 5) {
 				if (k)
 					r = alog_raw_uv(r,
 							(uint64_t)k << 2 | 1);
 				cur += k;
-				uint32_t c = 0;
-				while (i < nent && cur < pn &&
-				       pe[cur] == e[i] && c < 255)
-					i++, cur++, c++;
+				/* pe[cur] == e[i]: the run's first entry */
+				uint32_t lim = nent - i;
+				if (lim > pn - cur)
+					lim = pn - cur;
+				if (lim > 255)
+					lim = 255;
+				uint32_t c = 1;
+				while (c + 4 <= lim &&
+				       snap_eq4(pe + cur + c, e + i + c))
+					c += 4;
+				while (c < lim && pe[cur + c] == e[i + c])
+					c++;
+				i += c, cur += c;
 				r = alog_raw_uv(r, (uint64_t)c << 2);
 				continue;
 			}
 			uint32_t c = 0;
 			uint8_t *h = r++; /* count < 32: one byte */
 			while (i < nent && c < 31) {
-				uint32_t k2 = 0;
-				while (k2 < 4 && cur + k2 < pn &&
-				       pe[cur + k2] != e[i])
-					k2++;
-				if (c && cur + k2 < pn && pe[cur + k2] == e[i])
+				if (c && snap_ahead(pe, cur, pn, e[i]) < 5)
 					break;
 				*r++ = (uint8_t)(e[i] >> 24);
 				*r++ = (uint8_t)(e[i] >> 16);
@@ -197,6 +224,80 @@ static int pack_raw_v2(struct vaudit *A, msgpack_packer *pk,
 	alog_mpw_binhead(sb, len);
 	memmove(sb->data + sb->size, sb->data + at + 9, len);
 	sb->size += len;
+	return 0;
+}
+
+/* pack_trace_raw's rawk field (key and map) into pk/sb: the constants
+ * whose value is not in the IR. 0, or -1/-2 as pack_trace_raw. */
+static int pack_rawk(lua_State *L, struct ctx *c, msgpack_packer *pk,
+		     msgpack_sbuffer *sb, lua_Integer tr, const uint8_t *ir,
+		     uint32_t nk)
+{
+	struct vaudit *A = c->A;
+	const uint32_t B = LJT_REF_BIAS;
+	pstr(pk, "rawk");
+	size_t m = map_begin(sb);
+	uint32_t n = 0;
+	for (uint32_t ref = nk; ref < B; ref++) {
+		const uint8_t *in = ir + 8 * (size_t)ref, *v = in;
+		int o = in[5], slot = -1;
+		int64_t idx = (int64_t)ref - B;
+		if (A->kcls[o] & VA_KC_SLOT) {
+			uint32_t to = ljt_u16(in, 0);
+			if (to < nk || to >= B)
+				return -1;
+			slot = (int)ljt_u16(in, 2);
+			v = ir + 8 * (size_t)to;
+		}
+		int vo = v[5];
+		uint32_t t = v[4] & 0x1f; /* irt_type */
+		if (A->kcls[o] & VA_KC_K64)
+			ref++;
+		if ((A->kcls[vo] & VA_KC_INL) ||
+		    ((A->kcls[vo] & VA_KC_PRI) && t <= 2))
+			continue;
+		pk_int(pk, idx);
+		n++;
+		if (vo == A->kop[K_GC] && t == IRT_STR && A->str_len > 0) {
+			/* a string: its bytes follow the GCstr header */
+			const uint8_t *gs =
+			    (const uint8_t *)(uintptr_t)ljt_u64(v, 8);
+			if (!gs || gs[9] != GCT_STR)
+				return -1;
+			pk_str(pk, gs + 24, ljt_u32(gs, A->str_len));
+			continue;
+		}
+		/* a Lua value: ask jit.util. Unprotected too (c->nolua),
+		 * where that runs no Lua code and cannot raise: tracek is a
+		 * C function setting a slot (no debug hook runs inside a VM
+		 * event's handler); not for a 64-bit integer (a new cdata
+		 * box, the FFI loaded on demand) nor a string (learn_str),
+		 * nor if jit.util.tracek was replaced by a Lua function.
+		 * The value is then packed only if that needs no Lua call (a
+		 * function whose id is known), else the build bails. */
+		if (c->nolua && (t == IRT_I64 || t == IRT_U64 || t == IRT_STR ||
+				 !c->a->tracek_c))
+			return -2;
+		/* call_util's call, the function pushed first (no insert) */
+		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[U_TRACEK]);
+		lua_pushinteger(L, tr);
+		lua_pushinteger(L, (lua_Integer)idx);
+		lua_call(L, 2, 3);
+		if (lua_tointeger(L, -2) != (lua_Integer)t ||
+		    (slot >= 0 && lua_tointeger(L, -1) != slot)) {
+			lua_pop(L, 3);
+			return -1;
+		}
+		if (vo == A->kop[K_GC] && t == IRT_STR && !A->str_len)
+			learn_str(A, ljt_u64(v, 8), L);
+		c->kbox = t == IRT_I64 || t == IRT_U64;
+		va_pack_any(L, c, pk, -3, 0, 1);
+		c->kbox = 0;
+		lua_pop(L, 3);
+		if (c->bail)
+			return -2;
+	}
+	map_end(sb, m, n);
 	return 0;
 }
 
@@ -274,12 +375,14 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		memset(A->opstamp, 0, sizeof(A->opstamp));
 		A->opgen = 1;
 	}
+	const uint32_t gen = A->opgen;
+	uint32_t *stamp = A->opstamp;
 	for (uint32_t ref = B; ref < nins; ref++) {
 		const uint8_t *in = ir + 8 * (size_t)ref;
 		uint32_t o = in[5];
-		if (A->opstamp[o] == A->opgen)
+		if (stamp[o] == gen)
 			continue;
-		A->opstamp[o] = A->opgen;
+		stamp[o] = gen;
 		ops[nops++] = (uint8_t)o;
 		if (A->irmode_known[o])
 			continue;
@@ -322,6 +425,17 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 				      ((int)o == A->kop[K_SLOT] ? VA_KC_SLOT
 								: 0));
 		A->kcls_ready = 1;
+	}
+	/* unprotected: rawk first, aside (A->sbr), so that a constant that
+	 * needs Lua stops the build before the encoding below, not after
+	 * it; appended where it belongs */
+	int rk;
+	if (c->nolua) {
+		msgpack_packer pr;
+		msgpack_sbuffer_clear(&A->sbr);
+		msgpack_packer_init(&pr, &A->sbr, msgpack_sbuffer_write);
+		if ((rk = pack_rawk(L, c, &pr, &A->sbr, tr, ir, nk)) != 0)
+			return rk;
 	}
 	if (!A->raw_v1 && !pack_raw_v2(A, pk, sb, ir, nk, nins, snap, map,
 				       nsnap, lay, ops, nops))
@@ -374,67 +488,10 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	sb->size += len;
 
 rawk:
-	pstr(pk, "rawk");
-	size_t m = map_begin(sb);
-	uint32_t n = 0;
-	for (uint32_t ref = nk; ref < B; ref++) {
-		const uint8_t *in = ir + 8 * (size_t)ref, *v = in;
-		int o = in[5], slot = -1;
-		int64_t idx = (int64_t)ref - B;
-		if (A->kcls[o] & VA_KC_SLOT) {
-			uint32_t to = ljt_u16(in, 0);
-			if (to < nk || to >= B)
-				return -1;
-			slot = (int)ljt_u16(in, 2);
-			v = ir + 8 * (size_t)to;
-		}
-		int vo = v[5];
-		uint32_t t = v[4] & 0x1f; /* irt_type */
-		if (A->kcls[o] & VA_KC_K64)
-			ref++;
-		if ((A->kcls[vo] & VA_KC_INL) ||
-		    ((A->kcls[vo] & VA_KC_PRI) && t <= 2))
-			continue;
-		pk_int(pk, idx);
-		n++;
-		if (vo == A->kop[K_GC] && t == IRT_STR && A->str_len > 0) {
-			/* a string: its bytes follow the GCstr header */
-			const uint8_t *gs =
-			    (const uint8_t *)(uintptr_t)ljt_u64(v, 8);
-			if (!gs || gs[9] != GCT_STR)
-				return -1;
-			pk_str(pk, gs + 24, ljt_u32(gs, A->str_len));
-			continue;
-		}
-		/* a Lua value: ask jit.util. Unprotected too (c->nolua),
-		 * where that runs no Lua code and cannot raise: tracek is a
-		 * C function setting a slot (no debug hook runs inside a VM
-		 * event's handler); not for a 64-bit integer (a new cdata
-		 * box, the FFI loaded on demand) nor a string (learn_str),
-		 * nor if jit.util.tracek was replaced by a Lua function.
-		 * The value is then packed only if that needs no Lua call (a
-		 * function whose id is known), else the build bails. */
-		if (c->nolua && (t == IRT_I64 || t == IRT_U64 || t == IRT_STR ||
-				 !c->a->tracek_c))
-			return -2;
-		lua_pushinteger(L, tr);
-		lua_pushinteger(L, (lua_Integer)idx);
-		call_util(L, c, U_TRACEK, 2, 3);
-		if (lua_tointeger(L, -2) != (lua_Integer)t ||
-		    (slot >= 0 && lua_tointeger(L, -1) != slot)) {
-			lua_pop(L, 3);
-			return -1;
-		}
-		if (vo == A->kop[K_GC] && t == IRT_STR && !A->str_len)
-			learn_str(A, ljt_u64(v, 8), L);
-		c->kbox = t == IRT_I64 || t == IRT_U64;
-		va_pack_any(L, c, pk, -3, 0, 1);
-		c->kbox = 0;
-		lua_pop(L, 3);
-		if (c->bail)
-			return -2;
-	}
-	map_end(sb, m, n);
+	if (c->nolua) /* built above */
+		alog_mpw_bytes(sb, A->sbr.data, A->sbr.size);
+	else if ((rk = pack_rawk(L, c, pk, sb, tr, ir, nk)) != 0)
+		return rk;
 
 	const uint8_t *mc = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->mcode);
 	pstr(pk, "mc");

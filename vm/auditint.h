@@ -9,6 +9,7 @@
 
 #include "audit.h"
 #include "auditlog.h"
+#include "jitsframe.h"
 #include "lj.h"
 
 #include <lauxlib.h>
@@ -123,9 +124,25 @@ static inline void pk_body(msgpack_packer *pk, const void *b, size_t n)
 	alog_mpw_bytes(PK_SB(pk), b, n);
 }
 
-static inline void pstr(msgpack_packer *pk, const char *s)
+static inline __attribute__((always_inline)) void pstr(msgpack_packer *pk,
+						       const char *s)
 {
-	pk_str(pk, s, strlen(s));
+	size_t n = strlen(s);
+	/* a literal key (n known here, a fixstr): its head and bytes with
+	 * one room check, for as much room as pk_str's head asks (so that
+	 * where the buffer cannot grow, pk_str below leaves out what it
+	 * always did) */
+	if (__builtin_constant_p(n) && n < 32) {
+		msgpack_sbuffer *sb = PK_SB(pk);
+		char *p = alog_mpw_room(sb, n + 1 < 5 ? 5 : n + 1);
+		if (p) {
+			p[0] = (char)(0xa0 | n);
+			memcpy(p + 1, s, n);
+			sb->size += n + 1;
+			return;
+		}
+	}
+	pk_str(pk, s, n);
 }
 
 static inline void pnum(msgpack_packer *pk, lua_Number d)
@@ -193,21 +210,38 @@ void va_kv_top(lua_State *L, struct ctx *c, msgpack_packer *pk, const char *k,
 /* The id of the function at idx; its func record goes out first. */
 uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx);
 /* "ev" and "ns": the event's time (c->now, read once per event) unless
- * a func record went out since (0: read the clock) */
-uint64_t va_rec_head(struct ctx *c, msgpack_packer *pk, const char *ev);
-/* key k, then the number at idx (nil if none); inline: k's length is
- * known where k is a literal */
-static inline void va_field_int(msgpack_packer *pk, const char *k, lua_State *L,
-				int idx)
+ * a func record went out since (0: read the clock). ev: a string
+ * literal (its length is its size). */
+
+static inline __attribute__((always_inline)) uint64_t
+va_rec_head_n(struct ctx *c, msgpack_packer *pk, const char *ev)
 {
-	pstr(pk, k);
-	if (lua_type(L, idx) == LUA_TNUMBER)
-		pnum(pk, lua_tonumber(L, idx));
-	else if (lua_isnumber(L, idx)) /* a numeric string, as before */
-		pnum(pk, lua_tonumber(L, idx));
+	pstr(pk, "ev");
+	pstr(pk, ev);
+	pstr(pk, "ns");
+	uint64_t t = c->now ? c->now : jsf_now_ns();
+	pk_uint(pk, t);
+	return t;
+}
+#define va_rec_head(c, pk, ev) va_rec_head_n(c, pk, "" ev)
+/* key k (kl bytes), then the number at idx (nil if none): a number, or a
+ * string that converts to one (lua_isnumber's), as lua_tonumber reads
+ * it; one API call */
+static inline __attribute__((always_inline)) void
+va_field_num(msgpack_packer *pk, const char *k, size_t kl, lua_State *L,
+	     int idx)
+{
+	pk_str(pk, k, kl);
+	int isnum = 0;
+	lua_Number d = lua_tonumberx(L, idx, &isnum);
+	if (isnum)
+		pnum(pk, d);
 	else
 		pk_nil(pk);
 }
+/* the same with k a string literal */
+#define va_field_int(pk, k, L, idx) \
+	va_field_num(pk, "" k, sizeof(k) - 1, L, idx)
 /* A trace through jit.util (see audit_build.c). */
 uint32_t va_pack_trace_util(lua_State *L, struct ctx *c, msgpack_packer *pk,
 			    msgpack_sbuffer *sb, lua_Integer tr, int mc,
