@@ -19,7 +19,9 @@
 #include <stdint.h>
 
 /* Little-endian bytes at any alignment: the frames' headers, the raw
- * records' fields (auditfmt.c, auditraw.c). */
+ * records' fields (auditfmt.c, auditraw.c), and through this library's
+ * face the module's Lua-frame maps and Lua layout area (vm/luamap.c,
+ * vm/luavm.c). */
 static inline void alog_st16(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;
@@ -29,6 +31,11 @@ static inline void alog_st32(uint8_t *p, uint32_t v)
 {
 	alog_st16(p, v);
 	alog_st16(p + 2, v >> 16);
+}
+static inline void alog_st64(uint8_t *p, uint64_t v)
+{
+	alog_st32(p, (uint32_t)v);
+	alog_st32(p + 4, (uint32_t)(v >> 32));
 }
 static inline uint32_t alog_ld16(const uint8_t *p)
 {

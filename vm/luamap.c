@@ -558,33 +558,33 @@ static int build_map(struct lm_build *b, const uint8_t *snap,
 	if (nr > 0xffff || b->nfr > 0xffff || !(out = calloc(1, len)))
 		goto out;
 	uint8_t *p = out;
-	vm_put16(p, 1);	    /* version */
-	vm_put16(p + 2, 1); /* flags: bit 0, the loop marked */
-	vm_put16(p + 4, nr);
-	vm_put16(p + 6, b->nfr);
-	vm_put32(p + 8, nst);
-	vm_put32(p + 12, b->strlen);
+	alog_st16(p, 1);     /* version */
+	alog_st16(p + 2, 1); /* flags: bit 0, the loop marked */
+	alog_st16(p + 4, nr);
+	alog_st16(p + 6, b->nfr);
+	alog_st32(p + 8, nst);
+	alog_st32(p + 12, b->strlen);
 	p += 16;
 	uint32_t so = 0;
 	for (uint32_t r = 0; r < nr; r++, p += 8) {
 		uint32_t d = depth[rsn[r]];
-		vm_put32(p, rlo[r]);
-		vm_put16(p + 4, so);
+		alog_st32(p, rlo[r]);
+		alog_st16(p + 4, so);
 		p[6] = (uint8_t)d;
 		p[7] = (d ? 1 : 0) | (loop && rlo[r] >= loop ? 2 : 0);
 		so += d;
 	}
 	for (uint32_t k = 0; k < b->nfr; k++, p += 20) {
 		const struct lm_fn *f = &b->fn[b->fr[k].fn];
-		vm_put32(p, f->str);
-		vm_put32(p + 4, UINT32_MAX); /* names: not known */
-		vm_put32(p + 8, b->fr[k].line);
-		vm_put32(p + 12, f->first);
-		vm_put32(p + 16, b->fr[k].pc);
+		alog_st32(p, f->str);
+		alog_st32(p + 4, UINT32_MAX); /* names: not known */
+		alog_st32(p + 8, b->fr[k].line);
+		alog_st32(p + 12, f->first);
+		alog_st32(p + 16, b->fr[k].pc);
 	}
 	for (uint32_t r = 0; r < nr; r++)
 		for (uint32_t k = 0; k < depth[rsn[r]]; k++, p += 2)
-			vm_put16(p, stk[rsn[r]][k]);
+			alog_st16(p, stk[rsn[r]][k]);
 	memcpy(p, b->str, b->strlen);
 	*outp = out;
 	*lenp = len;

@@ -612,11 +612,11 @@ void vm_luavm_publish(struct vmod *m)
 	static const uint8_t magic[4] = {'L', 'J', 'V', 'M'}; /* no NUL */
 	for (int i = 0; i < 4; i++)
 		b[i] = magic[i];
-	vm_put16(b + 4, 1);
-	vm_put16(b + 6, LV_AREA_SIZE);
-	vm_put64(b + 8, lv->g);
-	vm_put64(b + 16, lv->vm_start);
-	vm_put64(b + 24, lv->vm_end);
+	alog_st16(b + 4, 1);
+	alog_st16(b + 6, LV_AREA_SIZE);
+	alog_st64(b + 8, lv->g);
+	alog_st64(b + 16, lv->vm_start);
+	alog_st64(b + 24, lv->vm_end);
 	const uint16_t o[] = {
 	    lv->g_vmstate,    lv->g_cur_L,    lv->g_jit_base,
 	    lv->L_base,	      lv->L_stack,    lv->L_cframe,
@@ -625,10 +625,10 @@ void vm_luavm_publish(struct vmod *m)
 	    lv->pt_firstline, lv->pt_numline, lv->pt_lineinfo,
 	    lv->str_len,      lv->str_data,   lv->fr2_gc64 ? 3 : 0,
 	};
-	vm_put16(b + 72, lv->cf_prev);
-	vm_put16(b + 74, lv->cf_nres);
+	alog_st16(b + 72, lv->cf_prev);
+	alog_st16(b + 74, lv->cf_nres);
 	for (unsigned i = 0; i < sizeof(o) / sizeof(o[0]); i++)
-		vm_put16(b + 32 + 2 * i, o[i]);
+		alog_st16(b + 32 + 2 * i, o[i]);
 	int err = jsf_region_set_runtime(m->region, b, sizeof(b));
 	if (!err || err == -EEXIST) {
 		m->lv_epoch = m->epoch;

@@ -162,24 +162,6 @@ struct lstate {
  * touches few cold code lines and pages, as when it was one file. */
 #define VM_HOT __attribute__((section(".text.hot.jitsframe_vm")))
 
-/* Little-endian bytes at any alignment: the Lua-frame maps (luamap.c)
- * and the Lua layout area (luavm.c, docs/ABI.md 1.6). */
-static inline void vm_put16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-static inline void vm_put32(uint8_t *p, uint32_t v)
-{
-	vm_put16(p, v);
-	vm_put16(p + 2, v >> 16);
-}
-static inline void vm_put64(uint8_t *p, uint64_t v)
-{
-	vm_put32(p, (uint32_t)v);
-	vm_put32(p + 4, (uint32_t)(v >> 32));
-}
-
 /* module.c */
 /* This process's pid, without a system call (refreshed in a fork child). */
 pid_t vm_self_pid(void);
