@@ -158,6 +158,26 @@ static inline uint64_t nl_bits(const char *p)
 }
 #endif
 
+/* The line at b + i (room bytes to its end or the file's): in perf's
+ * layout (16 lowercase hex digits and a space), its address not below the
+ * one before (prev, then its own); every KSYM_STEP-th line (*nl counts
+ * them) goes into the index. 0 if it is not such a line. */
+static inline __attribute__((always_inline)) int
+take_line(struct ksyms *ks, const char *b, size_t i, size_t room,
+	  uint64_t prev[2], size_t *nl, size_t ix_cap)
+{
+	uint64_t cur[2];
+	if (room < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
+	    !hex_le(prev, cur))
+		return 0;
+	prev[0] = cur[0];
+	prev[1] = cur[1];
+	if (*nl % KSYM_STEP == 0 && ks->ix_n < ix_cap)
+		ks->ix[ks->ix_n++] = (struct kidx){{cur[0], cur[1]}, i};
+	(*nl)++;
+	return 1;
+}
+
 /* Map a regular file in perf's layout and index its lines; 0 if it is
  * not one (then the full parse reads it). */
 static int load_in_place(struct ksyms *ks)
@@ -183,15 +203,15 @@ static int load_in_place(struct ksyms *ks)
 	if (!ks->ix)
 		goto no;
 	ks->ix_n = 0;
-	uint64_t prev[2] = {0, 0}, cur[2];
+	uint64_t prev[2] = {0, 0};
 	size_t i = 0; /* the next line to check starts here */
 #ifdef __SSE2__
 	/* the lines that end in a whole 64-byte block, found through the
 	 * block's newlines (its loads do not wait for the line before's
 	 * end, as a memchr from each line's start does: that was most of
-	 * the pass), checked as below: a newline in a line's first 17
-	 * bytes is one the check below finds in its 16 digits or their
-	 * space */
+	 * the pass), checked by take_line, as the lines after them: a
+	 * newline in a line's first 17 bytes is one take_line finds in its
+	 * 16 digits or their space */
 	for (size_t bb = 0; len - bb >= 64; bb += 64) {
 		/* the file is in no cache by now: its lines 2 KB on asked
 		 * for, across the pages the hardware's prefetch stops at (a
@@ -202,27 +222,15 @@ static int load_in_place(struct ksyms *ks)
 		while (nm) {
 			size_t e = bb + (size_t)__builtin_ctzll(nm);
 			nm &= nm - 1;
-			if (e - i < 17 || b[i + 16] != ' ' ||
-			    !hex16(b + i, cur) || !hex_le(prev, cur))
+			if (!take_line(ks, b, i, e - i, prev, &nl, ix_cap))
 				goto no;
-			prev[0] = cur[0];
-			prev[1] = cur[1];
-			if (nl % KSYM_STEP == 0 && ks->ix_n < ix_cap)
-				ks->ix[ks->ix_n++] =
-				    (struct kidx){{cur[0], cur[1]}, i};
-			nl++;
 			i = e + 1;
 		}
 	}
 #endif
-	for (; i < len; nl++) {
-		if (len - i < 17 || b[i + 16] != ' ' || !hex16(b + i, cur) ||
-		    !hex_le(prev, cur))
+	while (i < len) {
+		if (!take_line(ks, b, i, len - i, prev, &nl, ix_cap))
 			goto no;
-		prev[0] = cur[0];
-		prev[1] = cur[1];
-		if (nl % KSYM_STEP == 0 && ks->ix_n < ix_cap)
-			ks->ix[ks->ix_n++] = (struct kidx){{cur[0], cur[1]}, i};
 		i = next_line(b, i + 17, len);
 	}
 	ks->map = b;
