@@ -438,8 +438,7 @@ static int mig_alloc(struct jsf_region *r)
 					: m->kfre + room_fre) +
 				       1024,
 				   64);
-		bool ok = log_cap <= 0x7ffffff && fre_cap <= 0x7fffffff;
-		if (ok) {
+		if (log_cap <= 0x7ffffff && fre_cap <= 0x7fffffff) {
 			total = block_size((uint32_t)fde_cap, (uint32_t)fre_cap,
 					   (uint32_t)log_cap, &log_off);
 			if (names) {
@@ -455,10 +454,9 @@ static int mig_alloc(struct jsf_region *r)
 			off = SF_RHDR_SIZE;
 			if (off + total > r->sec_off)
 				off = round_up(r->sec_off + r->sec_total, 4096);
-			ok = total <= r->max_size && off + total <= r->max_size;
+			if (off + total <= r->max_size)
+				break;
 		}
-		if (ok)
-			break;
 		if (g == 4)
 			return -ENOSPC;
 	}
