@@ -278,8 +278,8 @@ static int pack_rawk(lua_State *L, struct ctx *c, msgpack_packer *pk,
 		if (c->nolua && (t == IRT_I64 || t == IRT_U64 || t == IRT_STR ||
 				 !c->a->tracek_c))
 			return -2;
-		/* call_util's call, the function pushed first (no insert) */
-		lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[U_TRACEK]);
+		/* the function pushed first: no insert (call_util's) */
+		push_util(L, c, U_TRACEK);
 		lua_pushinteger(L, tr);
 		lua_pushinteger(L, (lua_Integer)idx);
 		lua_call(L, 2, 3);

@@ -175,12 +175,19 @@ static inline void map_end(msgpack_sbuffer *sb, size_t at, uint32_t n)
 	sb->data[at + 4] = (char)n;
 }
 
+/* jit.util's function u pushed (its arguments go on top of it) */
+static inline void push_util(lua_State *L, struct ctx *c, int u)
+{
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[u]);
+}
+
+/* jit.util's function u called on the nargs values on top */
 static inline void call_util(lua_State *L, struct ctx *c, int u, int nargs,
 			     int nres)
 {
 	/* with c->nolua only for tracek (audit_raw.c says when): every
 	 * other caller bails first */
-	lua_rawgeti(L, LUA_REGISTRYINDEX, c->a->uref[u]);
+	push_util(L, c, u);
 	lua_insert(L, -1 - nargs);
 	lua_call(L, nargs, nres);
 }
@@ -212,7 +219,6 @@ uint64_t va_ensure_func(lua_State *L, struct ctx *c, int idx);
 /* "ev" and "ns": the event's time (c->now, read once per event) unless
  * a func record went out since (0: read the clock). ev: a string
  * literal (its length is its size). */
-
 static inline __attribute__((always_inline)) uint64_t
 va_rec_head_n(struct ctx *c, msgpack_packer *pk, const char *ev)
 {
