@@ -19,11 +19,12 @@ LuaJIT's counts and ours sample the same time. Our samples elsewhere
 own handlers (LuaJIT's profiler never sees a tick there: it would have
 merged), are left out on both sides. Prints the shares and how much was
 left out. Exit 0: every state within POINTS, on at least MIN_SAMPLES
-(default 200) exact samples on each side; 2: within POINTS on fewer; 3: a
-state off by more than POINTS, but not by more than the two samplings'
-error explains (|a - b| - POINTS <= 3.29 standard errors of a - b, both
-shares being independent binomial estimates: p < 0.001 two-sided); 1:
-off beyond that (or nothing to compare)."""
+(default 200) exact samples on each side; 2: fewer samples than that
+(and no state off beyond their error); 3: a state off by more than
+POINTS, but not by more than the two samplings' error explains
+(|a - b| - POINTS <= 3.29 standard errors of a - b, both shares being
+independent binomial estimates: p < 0.001 two-sided); 1: off beyond
+that (or nothing to compare)."""
 import bisect
 import sys
 
@@ -94,6 +95,6 @@ print("%s (ours/-jp=v where its count is exact: %d/%d samples; left out: "
          out_mod, worst))
 if not jt or not ot or beyond:
     sys.exit(1)
-if worst > pts:
-    sys.exit(3)
-sys.exit(0 if jt >= minn and ot >= minn else 2)
+if jt < minn or ot < minn:  # too few to say "within POINTS" either way
+    sys.exit(2)
+sys.exit(3 if worst > pts else 0)
