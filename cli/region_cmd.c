@@ -547,15 +547,12 @@ static int do_ls(const struct ropts *o)
 			if (snprintf(path, sizeof(path), "%s/%s", up,
 				     fe->d_name) >= (int)sizeof(path))
 				continue;
-			/* an older file of the same pid (another UID) */
-			struct jsf_view *v;
-			if (jsf_view_open(&v, path) == 0) {
-				struct jsf_view_info in = {.sz = sizeof(in)};
-				if (jsf_view_info(v, &in) == 0 &&
-				    (int)in.producer_pid == pid)
-					ls_add(&l, pid, path);
-				jsf_view_close(v);
-			}
+			/* an older file of the same pid (another UID): its
+			 * header says whose */
+			struct jsf_view_info in = {.sz = sizeof(in)};
+			if (jsf_region_info(path, &in) == 0 &&
+			    (int)in.producer_pid == pid)
+				ls_add(&l, pid, path);
 		}
 		if (u)
 			closedir(u);

@@ -669,15 +669,11 @@ static int region_of(int pid, const char *given, uint64_t *base, uint64_t *size,
 	} else if ((err = jsf_region_find(pid, 0, path, sizeof(path)))) {
 		return err;
 	}
-	struct jsf_view *v;
-	if ((err = jsf_view_open(&v, path))) {
-		msgf(msg, msglen, "region %s: %s", path, jsf_strerror(err));
-		return err;
-	}
+	/* the header's facts only (jsf_region_info: 4 KiB; a view of a
+	 * closed region would read its whole table, hundreds of MB after many
+	 * traces, and this runs for an exiting process's last samples) */
 	struct jsf_view_info vi = {.sz = sizeof(vi)};
-	err = jsf_view_info(v, &vi);
-	jsf_view_close(v);
-	if (err) {
+	if ((err = jsf_region_info(path, &vi))) {
 		msgf(msg, msglen, "region %s: %s", path, jsf_strerror(err));
 		return err;
 	}

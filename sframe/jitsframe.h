@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 2
+#define JSF_VERSION_MINOR 3
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
@@ -402,7 +402,20 @@ struct jsf_view_info {
 	uint32_t live_funcs;
 	uint32_t logged_funcs;
 };
+/* sz: how much of the struct the caller has (sizeof: all of it). The two
+ * counts take a snapshot of the table (of a live region, a copy of its
+ * whole current block: megabytes for a program with many traces); with sz
+ * = offsetof(struct jsf_view_info, live_funcs) they are left 0 and the
+ * rest comes from the header alone. */
 JSF_API int jsf_view_info(const struct jsf_view *v, struct jsf_view_info *info);
+/*
+ * (1.3, JITSFRAME_1.3) The same facts of the region file at path without a
+ * view: its header, and whether a producer holds it (docs/ABI.md 4); the
+ * counts are left 0. For a closed region jsf_view_open reads its whole
+ * table; this reads 4 KiB. Returns 0, or negative errno as jsf_view_open
+ * (jsf_view_error() says why).
+ */
+JSF_API int jsf_region_info(const char *path, struct jsf_view_info *info);
 
 /* One function as iterated. remove_ns 0: still live. */
 struct jsf_func {
