@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <sframe-api.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -93,6 +94,62 @@ int main(void)
 				      (unsigned long long)vi.create_ns);
 			jsf_view_close(v);
 		}
+	}
+
+	CASE("jsf_region_info: a live and a closed region's header facts as "
+	     "jsf_view_info gives them, counts 0; jsf_view_info with sz "
+	     "short of the counts leaves them untouched")
+	{
+		struct jsf_region_opts o = {.sz = sizeof(o)};
+		struct jsf_region *r = mk("info", &o, &err);
+		CHECK_EQ(err, 0);
+		for (uint64_t a = 0x1000; a < 0x4000; a += 0x1000)
+			CHECK_EQ(jsf_region_add(r, a, 16, &sp8, 1, 0), 0);
+		char p[128];
+		snprintf(p, sizeof(p), "%s/info", dir);
+		for (int closed = 0; closed < 2; closed++) {
+			if (closed)
+				jsf_region_destroy(r);
+			struct jsf_view *v;
+			CHECK_EQ(jsf_view_open(&v, p), 0);
+			struct jsf_view_info a = {.sz = sizeof(a)},
+					     b = {.sz = sizeof(b)},
+					     c = {.sz = offsetof(
+						      struct jsf_view_info,
+						      live_funcs),
+						  .live_funcs = 77,
+						  .logged_funcs = 78};
+			CHECK_EQ(jsf_view_info(v, &a), 0);
+			CHECK_EQ(jsf_view_info(v, &c), 0);
+			jsf_view_close(v);
+			CHECK_EQ(jsf_region_info(p, &b), 0);
+			CHECK(a.live == !closed && a.closed == !!closed &&
+				  a.live_funcs == 3 && a.logged_funcs == 3,
+			      "%s view: live %d closed %d funcs %u/%u",
+			      closed ? "closed" : "live", a.live, a.closed,
+			      a.live_funcs, a.logged_funcs);
+			CHECK(b.abi_version == a.abi_version &&
+				  b.arch == a.arch &&
+				  b.producer_pid == a.producer_pid &&
+				  b.live == a.live && b.closed == a.closed &&
+				  b.recovered == a.recovered &&
+				  b.create_ns == a.create_ns &&
+				  b.close_ns == a.close_ns &&
+				  b.file_size == a.file_size &&
+				  b.seq == a.seq && b.live_funcs == 0 &&
+				  b.logged_funcs == 0,
+			      "%s: region_info differs from the view's",
+			      closed ? "closed" : "live");
+			CHECK(c.live == a.live && c.seq == a.seq &&
+				  c.live_funcs == 77 && c.logged_funcs == 78,
+			      "short sz: counts %u/%u", c.live_funcs,
+			      c.logged_funcs);
+		}
+		struct jsf_view_info z = {.sz = sizeof(z)};
+		CHECK_EQ(jsf_region_info("/nonexistent/region", &z), -ENOENT);
+		CHECK_EQ(jsf_region_info(p, NULL), -EINVAL);
+		z.sz = 4;
+		CHECK_EQ(jsf_region_info(p, &z), -EINVAL);
 	}
 
 	CASE("opts: a newer caller's unknown non-zero tail is refused, a zero "
