@@ -75,8 +75,8 @@ static const char usage[] =
     "                     frame only where its code has none; no native or\n"
     "                     kernel frames), native (no Lua frames)\n"
     "  -- CMD [ARGS...]   run CMD with the VM module started (as `jitsframe\n"
-    "                     run` does; its region DIR/region, its jitdump\n"
-    "                     DIR/jit-PID.dump) and sample it and its children\n"
+    "                     run` does; its region DIR/region) and sample it\n"
+    "                     and its children\n"
     "\n"
     "Exit status: 0 done; 1 CMD failed (could not run, exited non-zero,\n"
     "crashed: what was sampled is still written) or a profile could not be\n"
@@ -778,15 +778,17 @@ static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
 /* ------------------------------------------------ running CMD */
 
 /* Fork CMD with the module's environment (cli_vm_env, as `run` sets it;
- * the jitdump into DIR): it waits on *go until the sampler watches it,
+ * its region DIR/region): it waits on *go until the sampler watches it,
  * then execs. Its pid, or -1. */
 static pid_t spawn_cmd(char **argv, const char *adir, int *go, int *sync_r,
 		       int *sync_w)
 {
 	char region[PATH_MAX + 16];
 	snprintf(region, sizeof(region), "%s/region", adir);
+	/* no jitdump: the region names every trace (docs/ABI.md 1.4), and
+	 * a jitdump copies each trace's code to disk (flushstorm.lua at
+	 * scale 5: 136 MB, the program 1.2x slower) */
 	if (cli_vm_env(WHO, NULL, region, 1, 0) ||
-	    setenv(JSF_ENV_JITDUMP, adir, 1) ||
 	    setenv(JSF_ENV_LUAMAP, "1", 0)) /* as record: Lua frames */
 		return -1;
 	int fds[2], up[2] = {-1, -1}, down[2] = {-1, -1};
