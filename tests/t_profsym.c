@@ -25,6 +25,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -220,6 +222,73 @@ int main(void)
 		/* a pc in no mapping */
 		CHECK(!uw_frame_at(u, me, 8, false, t4, &f, &why), "pc 8");
 		CHECK_EQ(why, STOP_NO_MAPPING);
+	}
+
+	CASE("a code mapping gone since the last maps read (dlclose) still "
+	     "names the samples taken while it was there; not once a new "
+	     "mapping overlaps it, nor after an exec")
+	{
+		/* this process's maps, then without libc's lines (as a
+		 * library dlclose'd), then with another file over libc's
+		 * code, then (from the second) as another program */
+		char self[64], m[4][300], line[4096 + 256];
+		snprintf(self, sizeof(self), "/proc/%u/maps", me);
+		FILE *in = fopen(self, "re"), *o[4];
+		for (int k = 0; k < 4; k++) {
+			snprintf(m[k], sizeof(m[k]), "%s/maps%d", dir, k);
+			o[k] = fopen(m[k], "w");
+		}
+		char exe[4096] = "";
+		ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[el > 0 ? el : 0] = 0;
+		uint64_t pc = (uint64_t)(uintptr_t)getpid + 1;
+		while (in && fgets(line, sizeof(line), in)) {
+			unsigned long long lo, hi;
+			bool libc = strstr(line, "/libc.so") != NULL;
+			fputs(line, o[0]);
+			if (libc && sscanf(line, "%llx-%llx", &lo, &hi) == 2 &&
+			    pc >= lo && pc < hi)
+				fprintf(o[2],
+					"%llx-%llx r-xp 00000000 00:00 0 %s\n",
+					lo, hi, exe);
+			if (libc)
+				continue;
+			fputs(line, o[1]);
+			fputs(line, o[2]);
+			char *e = strstr(line, exe);
+			if (e && exe[0]) { /* the program: another one */
+				*e = 0;
+				fprintf(o[3], "%s/bin/sh\n", line);
+			} else {
+				fputs(line, o[3]);
+			}
+		}
+		if (in)
+			fclose(in);
+		for (int k = 0; k < 4; k++)
+			fclose(o[k]);
+		uint32_t g = me ^ 0x20000000u;
+		struct uframe f0, f1, f2, f3;
+		CHECK_EQ(uw_proc_maps(u, g, m[0]), 0);
+		bool a0 = uw_frame_at(u, g, pc, false, t4, &f0, &why);
+		CHECK(a0 && f0.map_name && strstr(f0.map_name, "/libc.so"),
+		      "read 1: %s", a0 ? f0.map_name : stop_name(why));
+		CHECK_EQ(uw_proc_maps(u, g, m[1]), 0);
+		bool a1 = uw_frame_at(u, g, pc, false, t4, &f1, &why);
+		CHECK(a1 && f1.map_name && strstr(f1.map_name, "/libc.so") &&
+			  f1.name && f0.name && !strcmp(f1.name, f0.name),
+		      "libc gone: %s", a1 ? f1.map_name : stop_name(why));
+		CHECK_EQ(uw_proc_maps(u, g, m[2]), 0);
+		bool a2 = uw_frame_at(u, g, pc, false, t4, &f2, &why);
+		CHECK(a2 && f2.map_name && !strcmp(f2.map_name, exe),
+		      "overlapped: %s", a2 ? f2.map_name : stop_name(why));
+		CHECK_EQ(uw_proc_maps(u, g ^ 1, m[0]), 0);
+		CHECK_EQ(uw_proc_maps(u, g ^ 1, m[3]), 0);
+		bool a3 = uw_frame_at(u, g ^ 1, pc, false, t4, &f3, &why);
+		CHECK(!a3 && why == STOP_NO_MAPPING, "exec: %s",
+		      a3 ? f3.map_name : stop_name(why));
+		for (int k = 0; k < 4; k++)
+			unlink(m[k]);
 	}
 
 	CASE("a raw register + stack copy of this thread walks to main")

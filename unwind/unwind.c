@@ -922,6 +922,16 @@ int uw_event(struct uwstate *u, const struct pd_event *e, struct uframe *fr,
 
 /* ------------------------------------------------------- live processes */
 
+/* Does [lo, hi) meet any of the n mappings? */
+static bool maps_overlap(const struct pd_mmap *ms, size_t n, uint64_t lo,
+			 uint64_t hi)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ms[i].start < hi && lo < ms[i].start + ms[i].len)
+			return true;
+	return false;
+}
+
 int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
 {
 	char path[64], line[4096 + 256];
@@ -983,6 +993,23 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
 			    (perms[2] == 'x' ? PROT_EXEC : 0)};
 	}
 	if (!err && n) {
+		/* Code mappings gone since the last read (a library dlclose'd:
+		 * the VM module at lua_close, as the process exits) stay for
+		 * the samples taken while they were mapped, which are
+		 * symbolized later; not where a mapping read now overlaps them,
+		 * nor when the program is another (an exec) */
+		size_t ng = 0;
+		struct map *gh = p->n ? malloc(p->n * sizeof(*gh)) : NULL;
+		char *oexe = p->exe ? strdup(p->exe) : NULL;
+		for (size_t i = 0; gh && i < p->n; i++) {
+			const struct map *o = &p->m[i];
+			if (!o->file || maps_overlap(ms, n, o->start, o->end) ||
+			    !(gh[ng].name = strdup(o->name)))
+				continue;
+			gh[ng].start = o->start;
+			gh[ng].end = o->end;
+			gh[ng++].pgoff = o->pgoff;
+		}
 		proc_clear(p);
 		for (size_t i = 0; i < n; i++) {
 			struct pd_event e = {.kind = PD_MMAP};
@@ -990,6 +1017,15 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
 			e.u.m.filename = names[i];
 			uw_event(u, &e, NULL, NULL, NULL);
 		}
+		bool same = oexe && p->exe && !strcmp(oexe, p->exe);
+		for (size_t i = 0; i < ng; i++) {
+			if (same)
+				map_add(p, gh[i].start, gh[i].end, gh[i].pgoff,
+					gh[i].name, true);
+			free(gh[i].name);
+		}
+		free(gh);
+		free(oexe);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
