@@ -864,9 +864,9 @@ int jsf_region_info(const char *path, struct jsf_view_info *info)
 	view_err[0] = 0;
 	if (!path || !info || info->sz < sizeof(size_t))
 		return -EINVAL;
-	int fd;
-	bool live;
-	struct sf_rinfo ri;
+	int fd = -1;
+	bool live = false;
+	struct sf_rinfo ri = {0};
 	int err =
 	    open_region(path, &fd, &ri, &live, view_err, sizeof(view_err));
 	if (err) {
@@ -874,7 +874,8 @@ int jsf_region_info(const char *path, struct jsf_view_info *info)
 			sf_fail(err, "%s", view_err);
 		return err;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	struct jsf_view_info i = {.sz = info->sz};
 	info_of(&ri, live, !live && (ri.seq & 1), ri.file_size, ri.seq, &i);
 	memcpy(info, &i, info->sz < sizeof(i) ? info->sz : sizeof(i));
