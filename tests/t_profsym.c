@@ -112,7 +112,13 @@ int main(void)
 	       !jsf_region_remove(reg, A, t2) &&
 	       !jsf_region_add(reg, A, 48, &row, 1, t3) &&
 	       !jd_code(jd, A, code, 48, "TRACE_2::b.lua:20", &row, 1, NULL, 0,
-			t3, NULL, NULL, NULL);
+			t3, NULL, NULL, NULL) &&
+	       /* at B a function the region names, and a load of B in the
+		* jitdump (an older process of the same pid) named otherwise */
+	       !jd_code(jd, A + 2048, code + 2048, 32, "TRACE_9::stale.lua:1",
+			&row, 1, NULL, 0, t1, NULL, NULL, NULL) &&
+	       !jsf_region_add_named(reg, A + 2048, 32, &row, 1,
+				     "TRACE_7::c.lua:30", t3);
 	if (!made) {
 		printf("not ok 1 - cannot make the region and jitdump\n");
 		return 1;
@@ -195,6 +201,20 @@ int main(void)
 		CHECK(!f.name, "named %s", f.name);
 		CHECK(!sym(u, &sf, false, t1 - 1, &f, &why), "before");
 		CHECK_EQ(why, STOP_NO_TRACE);
+	}
+
+	CASE("a function the region names: its name, not a jitdump load's "
+	     "at the same address and pid")
+	{
+		struct smp_frame sf = {.pc = A + 2048 + 4,
+				       .fn_start = A + 2048};
+		CHECK(sym(u, &sf, false, t4, &f, &why), "why %d", why);
+		CHECK(f.is_trace && f.name &&
+			  !strcmp(f.name, "TRACE_7::c.lua:30"),
+		      "%s", f.name ? f.name : "-");
+		CHECK(sym(ub, &sf, false, t4, &f, &why) && f.name &&
+			  !strcmp(f.name, "TRACE_7::c.lua:30"),
+		      "no jitdump: %s", f.name ? f.name : "-");
 	}
 
 	CASE("without the jitdump: a trace frame, unnamed (TRACE@ADDR)")

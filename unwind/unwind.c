@@ -227,8 +227,8 @@ static const char *intern(struct traces *t, const char *s)
 }
 
 /* The name the producer published in its region for the function that
- * covered pc at ts (docs/ABI.md 1.4), or NULL: a trace no jitdump names
- * (a process recorded without perf output, or attached to). */
+ * covered pc at ts (docs/ABI.md 1.4), or NULL (a producer before library
+ * 1.1, or one that adds without names: then a jitdump's load names it). */
 static const char *region_name(struct traces *t, const struct jsf_view *v,
 			       uint64_t pc, uint64_t ts)
 {
@@ -680,9 +680,12 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 		}
 		f->is_trace = true;
 		f->jit_area = true;
-		f->name = load_name(u->t, pid, look, ts);
+		/* the region's own name for its function first: a jitdump's
+		 * load is matched by pid and time only, and a directory can
+		 * hold an older process's jitdump under a reused pid */
+		f->name = region_name(u->t, v, look, ts);
 		if (!f->name)
-			f->name = region_name(u->t, v, look, ts);
+			f->name = load_name(u->t, pid, look, ts);
 		f->symoff = look - fstart;
 		f->map_start = fstart;
 		f->map_end = fstart + fsize;
