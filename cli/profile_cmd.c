@@ -1172,13 +1172,20 @@ int cmd_profile(int argc, char **argv)
 	smp_stats(cx->s, &ss);
 	smp_close(cx->s);
 	cx->s = NULL;
-	/* the names: DIR's jitdumps, and those beside regions found
-	 * elsewhere */
-	traces_add_jitdumps(cx->t, adir);
-	for (size_t i = 0; i < cx->njdirs; i++) {
-		char a[PATH_MAX];
-		if (!realpath(cx->jdirs[i], a) || strcmp(a, adir))
-			traces_add_jitdumps(cx->t, cx->jdirs[i]);
+	/* names a region lacks (a producer before library 1.1): the
+	 * jitdump of each process with a region, in DIR or beside its
+	 * region; only its own (jitsframe-UID holds every process's, DIR an
+	 * earlier run's) */
+	for (size_t k = 0; k < cx->np; k++) {
+		if (!cx->p[k].region)
+			continue;
+		traces_add_jitdump_of(cx->t, adir, cx->p[k].pid);
+		for (size_t i = 0; i < cx->njdirs; i++) {
+			char a[PATH_MAX];
+			if (!realpath(cx->jdirs[i], a) || strcmp(a, adir))
+				traces_add_jitdump_of(cx->t, cx->jdirs[i],
+						      cx->p[k].pid);
+		}
 	}
 	if (dumpf && !(cx->dump = fopen(dumpf, "w")))
 		fprintf(stderr, WHO ": cannot write %s: %s\n", dumpf,

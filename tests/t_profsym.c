@@ -217,6 +217,26 @@ int main(void)
 		      "no jitdump: %s", f.name ? f.name : "-");
 	}
 
+	CASE("traces_add_jitdump_of: only that process's jitdump names")
+	{
+		struct traces *tj = traces_new();
+		CHECK(tj && !traces_add_region(tj, rpath, err, sizeof(err)),
+		      "%s", err);
+		struct uwstate *uj = tj ? uw_new(tj, NULL) : NULL;
+		struct smp_frame sf = {.pc = A + 8, .fn_start = A};
+		if (uj) {
+			traces_add_jitdump_of(tj, dir, me ^ 1); /* none */
+			CHECK(sym(uj, &sf, false, t4, &f, &why) && !f.name,
+			      "another pid's: %s", f.name ? f.name : "-");
+			traces_add_jitdump_of(tj, dir, me);
+			CHECK(sym(uj, &sf, false, t4, &f, &why) && f.name &&
+				  !strcmp(f.name, "TRACE_2::b.lua:20"),
+			      "its own: %s", f.name ? f.name : "-");
+			uw_free(uj);
+		}
+		traces_free(tj);
+	}
+
 	CASE("without the jitdump: a trace frame, unnamed (TRACE@ADDR)")
 	{
 		struct smp_frame sf = {.pc = A + 8, .fn_start = A};

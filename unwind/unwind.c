@@ -132,6 +132,18 @@ void traces_add_jitdumps(struct traces *t, const char *jdir)
 		qsort(t->l, t->nl, sizeof(*t->l), tl_cmp);
 }
 
+void traces_add_jitdump_of(struct traces *t, const char *jdir, uint32_t pid)
+{
+	char p[4096];
+	if (!jdir || snprintf(p, sizeof(p), "%s/jit-%u.dump", jdir, pid) >=
+			 (int)sizeof(p))
+		return;
+	size_t before = t->nl;
+	jd_loads(p, take_load, t);
+	if (t->nl != before)
+		qsort(t->l, t->nl, sizeof(*t->l), tl_cmp);
+}
+
 struct traces *traces_load(const char *region, const char *jdir, char *err,
 			   size_t errlen)
 {
