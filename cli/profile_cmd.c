@@ -1176,16 +1176,14 @@ int cmd_profile(int argc, char **argv)
 	 * jitdump of each process with a region, in DIR or beside its
 	 * region; only its own (jitsframe-UID holds every process's, DIR an
 	 * earlier run's) */
-	for (size_t k = 0; k < cx->np; k++) {
-		if (!cx->p[k].region)
-			continue;
-		traces_add_jitdump_of(cx->t, adir, cx->p[k].pid);
-		for (size_t i = 0; i < cx->njdirs; i++) {
-			char a[PATH_MAX];
-			if (!realpath(cx->jdirs[i], a) || strcmp(a, adir))
-				traces_add_jitdump_of(cx->t, cx->jdirs[i],
-						      cx->p[k].pid);
-		}
+	for (size_t i = 0; i <= cx->njdirs; i++) {
+		const char *d = i ? cx->jdirs[i - 1] : adir;
+		char a[PATH_MAX];
+		if (i && realpath(d, a) && !strcmp(a, adir))
+			continue; /* DIR itself, read first */
+		for (size_t k = 0; k < cx->np; k++)
+			if (cx->p[k].region)
+				traces_add_jitdump_of(cx->t, d, cx->p[k].pid);
 	}
 	if (dumpf && !(cx->dump = fopen(dumpf, "w")))
 		fprintf(stderr, WHO ": cannot write %s: %s\n", dumpf,

@@ -8,10 +8,10 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

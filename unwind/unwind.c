@@ -1013,17 +1013,18 @@ int uw_proc_maps(struct uwstate *u, uint32_t pid, const char *maps)
 		 * the samples taken while they were mapped, which are
 		 * symbolized later; not where a mapping read now overlaps them,
 		 * nor when the program is another (an exec) */
+		/* (their names and the old program's taken over: proc_clear
+		 * frees what is left) */
 		size_t ng = 0;
 		struct map *gh = p->n ? malloc(p->n * sizeof(*gh)) : NULL;
-		char *oexe = p->exe ? strdup(p->exe) : NULL;
+		char *oexe = p->exe;
+		p->exe = NULL;
 		for (size_t i = 0; gh && i < p->n; i++) {
-			const struct map *o = &p->m[i];
-			if (!o->file || maps_overlap(ms, n, o->start, o->end) ||
-			    !(gh[ng].name = strdup(o->name)))
-				continue;
-			gh[ng].start = o->start;
-			gh[ng].end = o->end;
-			gh[ng++].pgoff = o->pgoff;
+			struct map *o = &p->m[i];
+			if (o->file && !maps_overlap(ms, n, o->start, o->end)) {
+				gh[ng++] = *o;
+				o->name = NULL;
+			}
 		}
 		proc_clear(p);
 		for (size_t i = 0; i < n; i++) {
