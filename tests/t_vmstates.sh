@@ -24,15 +24,28 @@
 #     1999 Hz.
 #     Separate runs differ more than 3 points by themselves: the hook
 #     changes what the JIT compiles.
-#     a. the totals, -jp=v's against ours as -jp counts (vmprofile.json's
-#        jpv_totals: a sample inside the module's VM event handlers,
+#     In both, our samples inside the reference's own code (a Lua frame
+#     in jpvref.lua: its callback, interpreted, allocating and calling
+#     clock_gettime, 2-3% of a run) are left out: a tick there comes
+#     while LuaJIT's profiler runs its callback (HOOK_VMEVENT), which
+#     counts it but reads no state. (Counted, they put flushstorm 3-5
+#     points off, on C, GC and interpreted.)
+#     a. the totals (tests/jpv_windows.py --totals), -jp=v's against ours
+#        as -jp counts (a sample inside the module's VM event handlers,
 #        which -jp cannot attribute, goes with the next state, as -jp
-#        does); each of Compiled, Interpreted, C code, Garbage Collector,
-#        JIT Compiler within 3 points. Where LuaJIT's profiler merged
-#        ticks (below: nested.lua's coroutines), and on flushstorm.lua
-#        (a third of its samples in the module's own handlers, which
-#        -jp=v counts with the state after the event), this is a known
-#        divergence, shown as TODO when off.
+#        does; profile's own vmprofile.json jpv_totals must be exactly
+#        that count of the dump's samples); each of Compiled,
+#        Interpreted, C code, Garbage Collector, JIT Compiler within 3
+#        points. -jp=v's shares are a cluster sample (each callback one
+#        read of the state, weighted by the ticks it merged: variance
+#        sum(k^2 (hit - p)^2) / K^2); off by more than 3 points but
+#        within that error and ours (p < 0.001) is a known divergence,
+#        shown as TODO: numeric.lua's n-body loop, entered straight
+#        from the recorder (vm_record dispatches through the static
+#        table, past the profile check), runs for seconds on one read
+#        taken while it was compiled ("JIT Compiler" 60%, 2 effective
+#        reads); nested.lua's coroutines likewise when off (one
+#        callback a phase: some 50 effective reads).
 #     b. the same run where LuaJIT's count is exact (tests/jpv_windows.py):
 #        LuaJIT's profiler reads the state when its timer fires, but the
 #        callback runs at the VM's next profile check, and every tick
@@ -43,7 +56,8 @@
 #        (a planted misclassification of half the interpreted samples as
 #        compiled: off by 11 points, fails); where LuaJIT's profiler
 #        merges nearly every tick (numeric.lua's long traces: some 20
-#        exact samples) the totals of a. must agree instead.
+#        exact samples) the totals of a. must agree instead (TODO when
+#        those too rest on a few reads).
 #     Mapping: -jp's N = head+loop+ffi (+ trace), I = interp, C = c,
 #     G = gc+jgc, J = exit+record+opt+asm (LuaJIT's profiler names every
 #     vmstate below GC "J", trace exits included); in b. ours by the raw
@@ -125,41 +139,24 @@ for w in $WL; do
 	JPVREF_OUT="$T/$w.ref" JPVREF_TICK_US=500 LUA_PATH="$PWD/tests/lua/?.lua;;" \
 		"$J" profile -F 1999 -o "$T/$w" --dump "$T/$w.dump" -- "$LJ" -ljpvref bench/workloads/$w.lua "$s" >"$T/$w.out" 2>"$T/$w.err"
 	totals=0
-	if out=$(python3 - "$T/$w/vmprofile.json" "$T/$w.ref" <<'PY'
-import json, sys
-v = json.load(open(sys.argv[1]))
-jp = {}
-for l in open(sys.argv[2]):  # -jp=v's counts: every callback's samples
-    f = l.split()
-    if len(f) == 3:
-        jp[f[2]] = jp.get(f[2], 0) + int(f[1])
-tot = v["jpv_totals"]
-names = {"compiled": "N", "interpreted": "I", "c": "C", "gc": "G", "jit": "J"}
-jt = sum(jp.get(x, 0) for x in names.values())
-ot = sum(tot.values())
-worst, parts = 0.0, []
-for k, name in names.items():
-    a = 100.0 * tot[k] / ot
-    b = 100.0 * jp.get(name, 0) / jt if jt else 0
-    worst = max(worst, abs(a - b))
-    parts.append("%s %.1f/%.1f" % (k, a, b))
-print("%s (ours/-jp=v; %d/%d samples, %d of ours in the module's handlers; worst %.1f)"
-      % (", ".join(parts), ot, jt, v["module_samples"], worst))
-sys.exit(0 if jt >= 200 and worst <= 3 else 1)
-PY
-	); then
+	out=$(python3 tests/jpv_windows.py --totals="$T/$w/vmprofile.json" "$T/$w.dump" "$T/$w.ref" 3 200)
+	trc=$?
+	if [ $trc = 0 ]; then
 		ok "$w: VM-state totals within 3 points of -jp=v: $out"
 		totals=1
-	elif [ "$w" = nested ] || [ "$w" = flushstorm ]; then
+	elif [ $trc = 3 ]; then
 		# known divergences, LuaJIT's own (the next case compares
 		# where its count is exact): its profiler charges every tick
 		# that comes before its hook runs with the first tick's state
-		# (nested's coroutines: one callback for a whole phase);
-		# flushstorm's ~30% of samples inside the module's own
-		# handlers, which -jp=v counts with the state after the event
-		# (2-3 points on JIT Compiler)
+		# (nested's coroutines: one callback for a whole phase; a
+		# loop trace entered straight from the recorder, whose
+		# vm_record dispatches through the static table, past the
+		# check: numeric's n-body, one read for seconds), so its
+		# totals may rest on a few reads (exit 3: off, but within
+		# their error)
+		totals=3
 		n=$((n + 1))
-		echo "not ok $n - $w: VM-state totals within 3 points of -jp=v: $(echo $out) # TODO issue 13: -jp=v's merged ticks, or the module's handlers"
+		echo "not ok $n - $w: VM-state totals within 3 points of -jp=v: $(echo $out) # TODO issue 13: -jp=v's merged ticks"
 	else
 		notok "$w: VM-state totals within 3 points of -jp=v" "$out" "$(tail -2 "$T/$w.err")"
 	fi
@@ -171,6 +168,11 @@ PY
 		# long traces: LuaJIT's profiler merges nearly every tick, and
 		# its totals already agree (the case before)
 		ok "$w: VM states within 3 points of -jp=v where its count is exact (few exact samples; the totals agree): $out"
+	elif [ $rc = 2 ] && [ $totals = 3 ]; then
+		# neither count of LuaJIT's says more than its sampling error:
+		# too few exact windows, and totals resting on a few reads
+		n=$((n + 1))
+		echo "not ok $n - $w: VM states within 3 points of -jp=v where its count is exact: too few exact samples, and -jp=v's totals rest on a few merged reads: $(echo $out) # TODO issue 13: -jp=v's merged ticks"
 	else
 		notok "$w: VM states within 3 points of -jp=v where its count is exact (>= 200 samples)" "$out" "$(tail -2 "$T/$w.err")"
 	fi
