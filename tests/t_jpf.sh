@@ -26,19 +26,32 @@
 # tick, its profiler otherwise unchanged), some 7,000 samples a workload,
 # and ours samples at 1999 Hz: the sampling error is then some 0.5
 # points, and what is left is how the two charge a sample.
-# Known divergences, marked TODO (TAP: reported, not counted as failures):
+# Known divergences:
 # -jp=F charges a sample to the Lua function running at the VM's next
 # profile check, not the one running when the timer fired: in C code when
 # it returns to Lua or calls back into Lua (string.gsub's and table.sort's
 # own time goes to their Lua callbacks, the unwinding of an error() to the
 # function whose pcall catches it), in trace code at the next function
 # boundary the trace checks (a coroutine's loop to its resumer, at the
-# yield; a tick in a caller to the callee it inlines next). jitsframe
-# charges the sample to the function running at the sample. nested.lua is
-# made of exactly these (7-15 points off): TODO. openresty.lua's rnd,
-# inlined into make_line, and its gsub callback hexchar are 3-4 points
-# off: a miss within 6 points there is TODO. Every other workload counts
-# at 3 points. JPF_STRICT=1 counts them all.
+# yield; a tick in a caller to the callee it inlines next, one in the
+# callee to its caller at the return). jitsframe charges the sample to the
+# function running at the sample. Such a tick moves only between
+# neighbours: the functions a function inlines or is inlined into in a
+# trace, calls or is called by through C, and an error's thrower and
+# catcher (tests/jpf_compare.py finds them in our stacks). A run where
+# every miss, taken together with its neighbours, is within 3 points is
+# TODO (TAP: reported, not counted as a failure): numeric.lua's
+# spectral-norm A, inlined into Av and Atv, has 7-12% here and 3-7% in
+# -jp, the three together within 0.1 points; nested.lua is made of such
+# cases (gsub and sort callbacks, a coroutine, an error caught by pcall:
+# 7-19 points off, each within 1.3 with its neighbours); openresty.lua's
+# rnd, inlined into make_line, 3 points off, the two within 0.2. Any other miss
+# fails; JPF_STRICT=1 counts the TODOs too. Our split of a trace between
+# the functions it inlines is checked against jit.util.tracesnap by
+# tests/t_luamap.sh, which -jp=F cannot check. A planted fault (10
+# points of the biggest function's samples charged to one not its
+# neighbour, in the first run that passed or was TODO and has a function
+# of 10% or more) must fail the comparison.
 # Without root or BPF it skips visibly; under CI=true it fails instead.
 set -u
 cd "$(dirname "$0")/.."
@@ -54,7 +67,8 @@ done
 [ ${#vms[@]} -gt 0 ] || skip_all_ci "no luajit with jit.p"
 S=${JPF_SCALE:-6}
 ws=(bench/workloads/*.lua)
-echo "1..$((${#vms[@]} * ${#ws[@]}))"
+echo "1..$((${#vms[@]} * ${#ws[@]} + 1))"
+planted=
 for lj in "${vms[@]}"; do
 	for w in "${ws[@]}"; do
 		d="$T/$n"
@@ -64,32 +78,33 @@ for lj in "${vms[@]}"; do
 			notok "$lj $w: one run profiled by both" "$(tail -3 "$d.err")"
 			continue
 		fi
-		if out=$(python3 tests/jpf_compare.py "$d/stacks.folded" "$d.ref" 5 3 jpfref.lua); then
+		out=$(python3 tests/jpf_compare.py "$d/stacks.folded" "$d.ref" 5 3 jpfref.lua)
+		rc=$?
+		[ $rc != 1 ] && planted="$planted $d"
+		if [ $rc = 0 ]; then
 			ok "$lj $w: within 3 points of -jp=F ($(echo "$out" | head -1))"
 			echo "$out" | tail -n +2 | sed 's/^/# /'
+		elif [ "${JPF_STRICT:-}" != 1 ] && [ $rc = 3 ]; then
+			# each miss within 3 points together with its neighbours
+			n=$((n + 1))
+			echo "not ok $n - $lj $w: every function >= 5% within 3 points of -jp=F # TODO -jp=F moves ticks between neighbours: inlined callees, C callbacks, an error's catcher (each miss with its neighbours within 3 points)"
+			echo "$out" | sed 's/^/#   /'
 		else
-			case "$(basename "$w")" in
-			nested.lua)
-				if [ "${JPF_STRICT:-}" != 1 ]; then
-					n=$((n + 1))
-					echo "not ok $n - $lj $w: every function >= 5% within 3 points of -jp=F # TODO -jp=F charges samples at its next profile check"
-					echo "$out" | sed 's/^/#   /'
-					continue
-				fi
-				;;
-			esac
-			# openresty.lua: a miss within 6 points is an inlined
-			# callee's code or a C callback's (see above), TODO; a
-			# bigger one fails
-			if [ "${JPF_STRICT:-}" != 1 ] && [ "$(basename "$w")" = openresty.lua ] &&
-				python3 tests/jpf_compare.py "$d/stacks.folded" "$d.ref" 5 6 jpfref.lua >/dev/null; then
-				n=$((n + 1))
-				echo "not ok $n - $lj $w: every function >= 5% within 3 points of -jp=F # TODO within 6: -jp=F charges an inlined callee's code and a C callback's at its next profile check"
-				echo "$out" | sed 's/^/#   /'
-				continue
-			fi
 			notok "$lj $w: every function >= 5% within 3 points of -jp=F" "$out"
 		fi
 	done
 done
+# the comparison can fail: half of the biggest function's samples charged
+# to another, not its neighbour
+prc=2
+for d in $planted; do
+	out=$(python3 tests/jpf_compare.py --plant "$d/stacks.folded" "$d.ref" 5 3 jpfref.lua)
+	prc=$?
+	[ $prc = 2 ] || break
+done
+if [ $prc = 1 ]; then
+	ok "a planted fault fails the comparison ($(echo "$out" | grep -c OFF) off)"
+else
+	notok "a planted fault fails the comparison (exit $prc)" "$out"
+fi
 exit $((fails > 0))
