@@ -65,7 +65,7 @@ deps_of = $(foreach d,$($(1)_DEPS),$(d) $(call deps_of,$(d)))
 closure = $(foreach d,$(filter $(2) $(call deps_of,$(2)),$(LINKORDER)),$(call libfile,$(1),$(d)))
 syslibs = $(foreach d,$(1) $($(1)_DEPS),$($(d)_LIBS))
 
-.PHONY: all check bench clean format deps demo install uninstall lint
+.PHONY: all check check-build bench clean format deps demo install uninstall lint
 all: $(B)/libjitsframe.a $(B)/libjitsframe.so $(B)/jitsframe $(B)/lua/jitsframe.so
 all: $(B)/lua/jitsframe_replay.lua $(B)/libjitsframe.so.$(SOMAJOR)
 
@@ -252,14 +252,19 @@ $(foreach z,$(FUZZERS),$(eval $(call fuzzer,$(z))))
 deps:
 	@scripts/install-deps
 
-check: deps all $(addprefix $(B)/rel/tests/,$(TESTS)) \
+# check: the packages first, then everything the tests run, built on every
+# core (a sub-make, so that -j never compiles before deps), then the tests
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+check: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) check-build
+	@TESTS="$(TESTS)" FUZZERS="$(FUZZERS)" scripts/run-tests
+check-build: all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(addprefix $(B)/asan/tests/,$(TESTS)) $(B)/tsan/tests/t_concurrency \
        $(B)/tsan/tests/t_profile \
        $(B)/rel/tests/t_states $(B)/asan/jitsframe \
        $(VMTEST_LIBS) $(B)/tests/x86len_walk $(B)/tests/elfrows_dump \
        $(B)/tests/mkregion \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
-	@TESTS="$(TESTS)" FUZZERS="$(FUZZERS)" scripts/run-tests
 
 # The main job: profile a bundled LuaJIT workload through its traces.
 DEMO_WORKLOAD ?= bench/workloads/numeric.lua

@@ -2,7 +2,11 @@
 /*
  * The tests' ground truth: a brute-force model of which function covered
  * which address when, written independently of the library's data
- * structures (a flat list scanned linearly).
+ * structures (a flat list scanned linearly). m_index() adds a sorted
+ * index that answers the same question faster (for the tests that ask it
+ * millions of times); m_find() checks it against the linear scan on every
+ * 61st question, so a wrong index fails the test rather than the model
+ * going wrong silently.
  */
 #ifndef JSF_MODEL_H
 #define JSF_MODEL_H
@@ -23,6 +27,9 @@ struct mfunc {
 struct model {
 	struct mfunc *f;
 	uint32_t n, cap;
+	/* m_index(): the functions by start, valid while ix_n == n */
+	uint32_t *by_start, ix_n, max_size;
+	uint32_t asked;
 };
 
 static inline void m_rows(struct mfunc *f)
@@ -79,8 +86,8 @@ static inline bool m_alive(const struct mfunc *f, uint64_t t)
 	return f->add <= t && (f->remove == 0 || t < f->remove);
 }
 
-static inline const struct mfunc *m_find(const struct model *m, uint64_t pc,
-					 uint64_t t)
+static inline const struct mfunc *m_find_linear(const struct model *m,
+						uint64_t pc, uint64_t t)
 {
 	for (uint32_t i = 0; i < m->n; i++) {
 		const struct mfunc *f = &m->f[i];
@@ -88,6 +95,65 @@ static inline const struct mfunc *m_find(const struct model *m, uint64_t pc,
 			return f;
 	}
 	return NULL;
+}
+
+static const struct model *m_sorting; /* qsort has no context argument */
+static inline int m_by_start(const void *a, const void *b)
+{
+	uint64_t x = m_sorting->f[*(const uint32_t *)a].start;
+	uint64_t y = m_sorting->f[*(const uint32_t *)b].start;
+	return x < y ? -1 : x > y;
+}
+
+/* Index the functions added so far (their starts must not change). */
+static inline void m_index(struct model *m)
+{
+	free(m->by_start);
+	m->by_start = calloc(m->n ? m->n : 1, sizeof(*m->by_start));
+	m->max_size = 0;
+	for (uint32_t i = 0; i < m->n; i++) {
+		m->by_start[i] = i;
+		if (m->f[i].size > m->max_size)
+			m->max_size = m->f[i].size;
+	}
+	m_sorting = m;
+	qsort(m->by_start, m->n, sizeof(*m->by_start), m_by_start);
+	m->ix_n = m->n;
+}
+
+/* The first function in the list that covers pc at time t (0: now). */
+static inline const struct mfunc *m_find(const struct model *m, uint64_t pc,
+					 uint64_t t)
+{
+	if (!m->by_start || m->ix_n != m->n)
+		return m_find_linear(m, pc, t);
+	/* the functions that start in (pc - max_size, pc] */
+	uint32_t lo = 0, hi = m->n;
+	while (lo < hi) { /* first start > pc */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (m->f[m->by_start[mid]].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct mfunc *best = NULL;
+	for (uint32_t k = lo; k-- > 0;) {
+		const struct mfunc *f = &m->f[m->by_start[k]];
+		if (pc - f->start >= m->max_size)
+			break;
+		if (pc < f->start + f->size && m_alive(f, t) &&
+		    (!best || f < best))
+			best = f;
+	}
+	struct model *w = (struct model *)m; /* the check's counter only */
+	if (++w->asked % 61 == 0) {
+		const struct mfunc *lin = m_find_linear(m, pc, t);
+		CHECK(lin == best,
+		      "model index: pc %#llx t %llu: %p, linear %p",
+		      (unsigned long long)pc, (unsigned long long)t,
+		      (const void *)best, (const void *)lin);
+	}
+	return best;
 }
 
 static inline struct jsf_row m_row(const struct mfunc *f, uint64_t pc)
@@ -115,6 +181,7 @@ static inline void m_free(struct model *m)
 	for (uint32_t i = 0; i < m->n; i++)
 		free(m->f[i].rows);
 	free(m->f);
+	free(m->by_start);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -76,6 +76,7 @@ static void round_trip(const char *name, int order, uint32_t n,
 {
 	struct model m = {0};
 	make_set(&m, n, 0x7f0000100000ull, 1000);
+	m_index(&m); /* the set is fixed from here on */
 	uint32_t *o = calloc(n, sizeof(*o));
 	for (uint32_t i = 0; i < n; i++)
 		o[i] = order == 1 ? n - 1 - i : i; /* 1: descending (LuaJIT) */
@@ -172,6 +173,7 @@ static void reuse(void)
 				m.f[i].remove = now;
 			now++;
 		}
+		m_index(&m); /* over reused addresses: checked by m_find */
 		struct jsf_view *v;
 		CHECK_EQ(jsf_view_open(&v, path), 0);
 		for (uint64_t t = 1; t <= now; t += 3)
