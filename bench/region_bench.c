@@ -247,7 +247,8 @@ static uint64_t *make_pcs(const struct fn *f, uint32_t n)
 static volatile uint64_t sink;
 
 /* (b) one rep of jsf_view_lookup over every pc: lookups per second. */
-static double view_rep(const struct jsf_view *v, const uint64_t *pc)
+static double view_rep(const struct jsf_view *v, const uint64_t *pc,
+		       uint64_t at)
 {
 	uint64_t sum = 0;
 	uint32_t miss = 0;
@@ -255,7 +256,7 @@ static double view_rep(const struct jsf_view *v, const uint64_t *pc)
 	for (uint32_t i = 0; i < NPCS; i++) {
 		uint64_t fs;
 		struct jsf_row row;
-		if (jsf_view_lookup(v, pc[i], 0, &fs, NULL, &row))
+		if (jsf_view_lookup(v, pc[i], at, &fs, NULL, &row))
 			miss++;
 		else
 			sum += fs + (uint64_t)row.cfa_offset;
@@ -314,7 +315,7 @@ static void bench_lookups(const struct jsf_view *v, const uint64_t *pc,
 		rel[i] = (int32_t)(pc[i] - base);
 	double a[LOOKUP_REPS], b[LOOKUP_REPS], q[LOOKUP_REPS];
 	for (int rep = 0; rep < LOOKUP_REPS; rep++) {
-		a[rep] = view_rep(v, pc);
+		a[rep] = view_rep(v, pc, 0);
 		b[rep] = lib_rep(ctx, rel);
 		q[rep] = a[rep] / b[rep];
 	}
@@ -410,7 +411,19 @@ struct result {
 	uint32_t n;
 	double build[NORDERS], churn[NORDERS];
 	double live, post, lib_live, lib_post, q_live, q_post;
+	double past_live, past_post; /* (f): lookups at a past time */
+	uint32_t logged;
 };
+
+/* (f) lookups at a past time (every function live then): medians. */
+static double bench_past(const struct jsf_view *v, const uint64_t *pc,
+			 uint64_t at)
+{
+	double a[LOOKUP_REPS];
+	for (int rep = 0; rep < LOOKUP_REPS; rep++)
+		a[rep] = view_rep(v, pc, at);
+	return median(a, LOOKUP_REPS);
+}
 
 static void run(uint32_t n, struct result *res)
 {
@@ -437,7 +450,11 @@ static void run(uint32_t n, struct result *res)
 	if (!info.live || info.live_funcs != n)
 		die("live view is not live with every function", -EINVAL);
 	bench_lookups(v, pc, &res->live, &res->lib_live, &res->q_live);
+	res->past_live = bench_past(v, pc, now);
 	jsf_view_close(v);
+	struct jsf_region_stats st = {.sz = sizeof(st)};
+	jsf_region_stats(r, &st);
+	res->logged = st.logged_funcs;
 	jsf_region_destroy(r);
 
 	rc = jsf_view_open(&v, path);
@@ -447,6 +464,7 @@ static void run(uint32_t n, struct result *res)
 	if (info.live || info.live_funcs != n)
 		die("post-mortem view is live or incomplete", -EINVAL);
 	bench_lookups(v, pc, &res->post, &res->lib_post, &res->q_post);
+	res->past_post = bench_past(v, pc, now);
 	jsf_view_close(v);
 	unlink(path);
 	free(pc);
@@ -538,6 +556,12 @@ int main(void)
 	printf("  (post-mortem lookups, no target: %.2fx, %.2fx, %.2fx "
 	       "libsframe)\n",
 	       res[0].q_post, res[1].q_post, res[2].q_post);
+	printf("  (lookups at a past time, no target: live %.2f, %.2f, %.2f "
+	       "M/s, post-mortem %.2f, %.2f, %.2f M/s at %u, %u, %u logged)\n",
+	       res[0].past_live / 1e6, res[1].past_live / 1e6,
+	       res[2].past_live / 1e6, res[0].past_post / 1e6,
+	       res[1].past_post / 1e6, res[2].past_post / 1e6, res[0].logged,
+	       res[1].logged, res[2].logged);
 	printf("%s\n", missed ? "some targets MISSED" : "all targets MET");
 	printf("(total %.1f s)\n", (double)(now_ns() - t0) / 1e9);
 	return 0;

@@ -366,6 +366,9 @@ int sf_load(const char *path, struct sf_rinfo *ri, struct sf_snap *s,
  * lookups it answered (0, 0 without one). Not AS-safe. */
 void sf_view_index_stats(const struct jsf_view *v, uint64_t *builds,
 			 uint64_t *answers);
+/* The same for the index of the function log (lookups at past times). */
+void sf_view_tindex_stats(const struct jsf_view *v, uint64_t *builds,
+			  uint64_t *answers);
 /* A view's snapshot: its own (post-mortem) or a fresh one in *tmp (live;
  * free it with sf_snap_free). */
 int sf_view_snap(const struct jsf_view *v, struct sf_snap *tmp,

@@ -27,6 +27,8 @@
 	((size_t)64 << 20) /* reader index: reserved, touched as \
 			      needed */
 #define VIDX_PAD 8	   /* readable slack after the index's row offsets */
+#define TIDX_BYTES ((size_t)64 << 20) /* the log's index: reserved */
+#define TIDX_AFTER 32 /* direct time lookups of a table before indexing it */
 
 struct jsf_view {
 	int fd;
@@ -40,6 +42,7 @@ struct jsf_view {
 };
 
 static struct vidx *vidx_new(void);
+static void vidx_free(struct vidx *ix);
 
 static __thread char view_err[512];
 
@@ -352,8 +355,7 @@ void jsf_view_close(struct jsf_view *v)
 		return;
 	if (v->map)
 		munmap((void *)v->map, v->map_len);
-	if (v->ix)
-		munmap(v->ix, VIDX_BYTES);
+	vidx_free(v->ix);
 	sf_snap_free(&v->snap);
 	close(v->fd);
 	free(v);
@@ -401,6 +403,39 @@ static int live_tab(const struct jsf_view *v, struct ltab *lt)
 	return 0;
 }
 
+/* The function log of a table: its entries and how many are published. */
+static int log_of(const struct ltab *lt, const uint8_t **le, uint32_t *n)
+{
+	uint64_t log_off = LD32(lt->blk + SB_LOG_OFF);
+	uint64_t log_cap = LD32(lt->blk + SB_LOG_CAP);
+	uint32_t log_n = LD32A(lt->blk + SB_LOG_N);
+	if (log_off + log_cap * SF_LOG_ENTRY_SIZE > lt->total ||
+	    log_n > log_cap)
+		return -EBADMSG;
+	*le = lt->blk + log_off;
+	*n = log_n;
+	return 0;
+}
+
+/* The answer for pc in the function (start, size, attribute record). */
+static int func_answer(const struct ltab *lt, uint64_t start, uint32_t size,
+		       uint64_t attr, uint64_t pc, uint64_t *fs, uint32_t *fz,
+		       struct jsf_row *row)
+{
+	struct jsf_row r;
+	int n = sf_read_func(lt->fre, lt->fre_len, (uint32_t)attr, size,
+			     (uint32_t)(pc - start), &r, NULL, 0);
+	if (n < 0)
+		return -EBADMSG;
+	if (fs)
+		*fs = start;
+	if (fz)
+		*fz = size;
+	if (row)
+		*row = r;
+	return 0;
+}
+
 /*
  * One attempt at a live lookup, reading the shared mapping. Any
  * inconsistency returns -EBADMSG; the caller's seqlock check decides whether
@@ -413,9 +448,8 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 	int err = live_tab(v, &lt);
 	if (err)
 		return err;
-	const uint8_t *m = v->map, *blk = lt.blk, *fre = lt.fre;
-	uint64_t total = lt.total;
-	uint32_t nf = lt.nf, fre_len = lt.fre_len;
+	const uint8_t *m = v->map;
+	uint32_t nf = lt.nf;
 	uint64_t start, attr;
 	uint32_t size;
 	if (t == 0) {
@@ -455,13 +489,10 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 			return -ENOENT;
 	} else {
 		/* Past times: scan the function log, newest first. */
-		uint64_t log_off = LD32(blk + SB_LOG_OFF);
-		uint64_t log_cap = LD32(blk + SB_LOG_CAP);
-		uint32_t log_n = LD32A(blk + SB_LOG_N);
-		if (log_off + log_cap * SF_LOG_ENTRY_SIZE > total ||
-		    log_n > log_cap)
+		const uint8_t *le;
+		uint32_t log_n;
+		if (log_of(&lt, &le, &log_n))
 			return -EBADMSG;
-		const uint8_t *le = blk + log_off;
 		for (uint32_t i = log_n; i-- > 0;) {
 			const uint8_t *p = le + (size_t)i * SF_LOG_ENTRY_SIZE;
 			struct sf_ent f = {
@@ -479,19 +510,8 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 		}
 		return -ENOENT;
 	}
-found:;
-	struct jsf_row r;
-	int n = sf_read_func(fre, fre_len, (uint32_t)attr, size,
-			     (uint32_t)(pc - start), &r, NULL, 0);
-	if (n < 0)
-		return -EBADMSG;
-	if (fs)
-		*fs = start;
-	if (fz)
-		*fz = size;
-	if (row)
-		*row = r;
-	return 0;
+found:
+	return func_answer(&lt, start, size, attr, pc, fs, fz, row);
 }
 
 /*
@@ -529,6 +549,7 @@ struct vidx {
 	uint32_t pend_n, pend_hits;  /* ... and its direct lookups */
 	uint32_t fcap, rcap, nrows;  /* capacity (functions, rows), rows used */
 	uint64_t builds, answers;    /* for tests: sf_view_index_stats */
+	struct tidx *tx;	     /* the log's index (past times), or NULL */
 	uint64_t *start;
 	uint32_t *size, *row0; /* row0: fcap + 1 */
 	uint32_t *roff;	       /* rcap + VIDX_PAD row offsets */
@@ -539,7 +560,21 @@ static struct vidx *vidx_new(void)
 {
 	void *m = mmap(NULL, VIDX_BYTES, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return m == MAP_FAILED ? NULL : m;
+	if (m == MAP_FAILED)
+		return NULL;
+	void *t = mmap(NULL, TIDX_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	((struct vidx *)m)->tx = t == MAP_FAILED ? NULL : t;
+	return m;
+}
+
+static void vidx_free(struct vidx *ix)
+{
+	if (!ix)
+		return;
+	if (ix->tx)
+		munmap(ix->tx, TIDX_BYTES);
+	munmap(ix, VIDX_BYTES);
 }
 
 /* Lay the arrays out for fcap functions; false if they do not fit. */
@@ -672,6 +707,32 @@ static int vidx_find(const struct vidx *ix, uint64_t pc, uint64_t *fs,
 	return 0;
 }
 
+/* Enter the view's private indexes: false if another thread owns them or
+ * this is a signal handler interrupting the owner's own lookup. */
+static bool vidx_enter(struct vidx *ix)
+{
+	if (!ix)
+		return false;
+	/* pthread_self: a load from the thread pointer, AS-safe in glibc */
+	uintptr_t me = (uintptr_t)pthread_self(),
+		  ow = __atomic_load_n(&ix->owner, __ATOMIC_ACQUIRE);
+	if (ow != me && (ow || !__atomic_compare_exchange_n(
+				   &ix->owner, &ow, me, false, __ATOMIC_ACQ_REL,
+				   __ATOMIC_ACQUIRE)))
+		return false; /* another thread's */
+	if (__atomic_load_n(&ix->busy, __ATOMIC_RELAXED))
+		return false; /* a signal handler interrupting our own lookup */
+	__atomic_store_n(&ix->busy, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return true;
+}
+
+static void vidx_leave(struct vidx *ix)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&ix->busy, 0, __ATOMIC_RELAXED);
+}
+
 /*
  * A "now" lookup through the index, if this thread may own it and it
  * describes the current table (or can be brought to): 1 answered (*rc),
@@ -681,19 +742,8 @@ static int vidx_lookup(const struct jsf_view *v, uint64_t s1, uint64_t pc,
 		       uint64_t *fs, uint32_t *fz, struct jsf_row *row, int *rc)
 {
 	struct vidx *ix = v->ix;
-	if (!ix)
+	if (!vidx_enter(ix))
 		return 0;
-	/* pthread_self: a load from the thread pointer, AS-safe in glibc */
-	uintptr_t me = (uintptr_t)pthread_self(),
-		  ow = __atomic_load_n(&ix->owner, __ATOMIC_ACQUIRE);
-	if (ow != me && (ow || !__atomic_compare_exchange_n(
-				   &ix->owner, &ow, me, false, __ATOMIC_ACQ_REL,
-				   __ATOMIC_ACQUIRE)))
-		return 0; /* another thread's */
-	if (__atomic_load_n(&ix->busy, __ATOMIC_RELAXED))
-		return 0; /* a signal handler interrupting our own lookup */
-	__atomic_store_n(&ix->busy, 1, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	int got = 0;
 	uint64_t off = LD64(v->map + RH_SEC_OFF);
 	if (ix->ok && ix->seq == s1 && ix->off == off) {
@@ -739,8 +789,192 @@ static int vidx_lookup(const struct jsf_view *v, uint64_t s1, uint64_t pc,
 out:
 	__atomic_store_n(&ix->answers, ix->answers + (got > 0),
 			 __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&ix->busy, 0, __ATOMIC_RELAXED);
+	vidx_leave(ix);
+	return got;
+}
+
+/*
+ * The reader's index of the function log, for lookups at past times
+ * (docs/ABI.md, "Implementation notes"). Without it such a lookup scans the
+ * log newest first, as the ABI describes; with it, a private copy of the
+ * log's immutable fields (start, size, add time) sorted by start, each with
+ * the largest end among it and those before, finds the candidates for pc
+ * by a binary search and a short walk back, and reads from the shared log
+ * only their remove times and the answer. Within one even seq and sec_off
+ * the log only grows and only its remove times change (§3.1, §3.2), so that
+ * key names it; entries appended since are scanned directly (they are the
+ * newest). The view's index owner alone uses it (vidx_enter), and indexes a
+ * table after TIDX_AFTER direct time lookups of it, so that a producer that
+ * rewrites its table all the time costs little more than the direct scan.
+ */
+struct tent {
+	uint64_t start, add,
+	    maxend;	  /* maxend: of this entry and those before */
+	uint32_t size, i; /* i: the log index */
+};
+struct tidx {
+	bool ok;
+	uint64_t seq, off; /* key: seq, sec_off */
+	uint32_t n, cap;   /* log entries indexed ([0, n)), room */
+	uint64_t pend_seq, pend_off;
+	uint32_t pend_hits;
+	uint64_t builds, answers; /* for tests: sf_view_index_stats */
+	struct tent e[];
+};
+
+static bool tent_less(const struct tent *a, const struct tent *b)
+{
+	return a->start < b->start || (a->start == b->start && a->i < b->i);
+}
+
+static void tent_sift(struct tent *e, uint32_t i, uint32_t n)
+{
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && tent_less(&e[c], &e[c + 1]))
+			c++;
+		if (!tent_less(&e[i], &e[c]))
+			return;
+		struct tent t = e[i];
+		e[i] = e[c];
+		e[c] = t;
+		i = c;
+	}
+}
+
+/* Index log entries [0, n) of a table read at seq s1; false if not. A
+ * heapsort: no allocation (a lookup may run in a signal handler). */
+static bool tidx_build(const struct jsf_view *v, struct tidx *tx, uint64_t s1,
+		       const struct ltab *lt, const uint8_t *le, uint32_t n)
+{
+	tx->ok = false;
+	if (!tx->cap)
+		tx->cap = (uint32_t)((TIDX_BYTES - sizeof(*tx)) /
+				     sizeof(struct tent));
+	if (n > tx->cap)
+		return false;
+	struct tent *e = tx->e;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *p = le + (size_t)i * SF_LOG_ENTRY_SIZE;
+		e[i] = (struct tent){.start = LD64(p + LE_START),
+				     .add = LD64(p + LE_ADD),
+				     .size = LD32(p + LE_SIZE),
+				     .i = i};
+		if (e[i].start + e[i].size < e[i].start)
+			return false;
+	}
+	for (uint32_t i = n / 2; i-- > 0;)
+		tent_sift(e, i, n);
+	for (uint32_t k = n; k-- > 1;) {
+		struct tent t = e[0];
+		e[0] = e[k];
+		e[k] = t;
+		tent_sift(e, 0, k);
+	}
+	uint64_t maxend = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t end = e[i].start + e[i].size;
+		maxend = end > maxend ? end : maxend;
+		e[i].maxend = maxend;
+	}
+	if (LD64(v->map + RH_SEQ) != s1)
+		return false; /* rewritten under us: what we read is void */
+	tx->seq = s1;
+	tx->off = lt->off;
+	tx->n = n;
+	tx->ok = true;
+	__atomic_store_n(&tx->builds, tx->builds + 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+static bool ent_covers(const uint8_t *p, uint64_t pc, uint64_t t)
+{
+	struct sf_ent f = {.start = LD64(p + LE_START),
+			   .add = LD64(p + LE_ADD),
+			   .remove = LD64(p + LE_REMOVE),
+			   .size = LD32(p + LE_SIZE)};
+	return pc - f.start < f.size && sf_alive(&f, t);
+}
+
+/* The newest log entry that covers pc at t, or -1: the scan's answer. */
+static int64_t tidx_find(const struct tidx *tx, const uint8_t *le,
+			 uint32_t log_n, uint64_t pc, uint64_t t)
+{
+	for (uint32_t i = log_n; i-- > tx->n;) /* appended: the newest */
+		if (ent_covers(le + (size_t)i * SF_LOG_ENTRY_SIZE, pc, t))
+			return i;
+	const struct tent *e = tx->e;
+	uint32_t lo = 0, hi = tx->n;
+	while (lo < hi) { /* the first start > pc */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (e[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int64_t best = -1;
+	for (uint32_t k = lo; k-- > 0 && e[k].maxend > pc;) {
+		const struct tent *c = &e[k];
+		if (pc - c->start >= c->size || c->add > t ||
+		    (int64_t)c->i <= best)
+			continue;
+		uint64_t rm =
+		    LD64(le + (size_t)c->i * SF_LOG_ENTRY_SIZE + LE_REMOVE);
+		if (rm == 0 || t < rm)
+			best = c->i;
+	}
+	return best;
+}
+
+/*
+ * A past-time lookup through the log's index, if this thread owns the
+ * view's index: 1 answered (*rc), 0 not (scan the log), -1 the table
+ * changed under us (retry).
+ */
+static int tidx_lookup(const struct jsf_view *v, uint64_t s1, uint64_t pc,
+		       uint64_t t, uint64_t *fs, uint32_t *fz,
+		       struct jsf_row *row, int *rc)
+{
+	struct vidx *ix = v->ix;
+	if (!ix || !ix->tx || !vidx_enter(ix))
+		return 0;
+	struct tidx *tx = ix->tx;
+	int got = 0;
+	struct ltab lt;
+	const uint8_t *le;
+	uint32_t log_n;
+	if (live_tab(v, &lt) || log_of(&lt, &le, &log_n))
+		goto out; /* the scan says what is wrong */
+	if (!tx->ok || tx->seq != s1 || tx->off != lt.off || log_n < tx->n ||
+	    log_n - tx->n > 64 + tx->n / 8) {
+		if (tx->pend_seq == s1 && tx->pend_off == lt.off) {
+			tx->pend_hits++;
+		} else {
+			tx->pend_seq = s1;
+			tx->pend_off = lt.off;
+			tx->pend_hits = 1;
+		}
+		if (tx->pend_hits <= TIDX_AFTER)
+			goto out;
+		tx->pend_hits = 0;
+		if (!tidx_build(v, tx, s1, &lt, le, log_n))
+			goto out;
+	}
+	int64_t i = tidx_find(tx, le, log_n, pc, t);
+	if (i < 0) {
+		*rc = -ENOENT;
+	} else {
+		const uint8_t *p = le + (size_t)i * SF_LOG_ENTRY_SIZE;
+		*rc = func_answer(&lt, LD64(p + LE_START), LD32(p + LE_SIZE),
+				  LD32(p + LE_ATTR), pc, fs, fz, row);
+	}
+	got = LD64(v->map + RH_SEQ) == s1 ? 1 : -1;
+	__atomic_store_n(&tx->answers, tx->answers + (got > 0),
+			 __ATOMIC_RELAXED);
+out:
+	vidx_leave(ix);
 	return got;
 }
 
@@ -769,19 +1003,19 @@ int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 				sched_yield();
 			continue;
 		}
-		if (at_ns == 0) {
-			int rc;
-			int got = vidx_lookup(v, s1, pc, func_start, func_size,
-					      row, &rc);
-			if (got > 0)
-				return rc;
-			if (got < 0)
-				continue;
-		}
+		int rc, got = at_ns == 0
+				  ? vidx_lookup(v, s1, pc, func_start,
+						func_size, row, &rc)
+				  : tidx_lookup(v, s1, pc, at_ns, func_start,
+						func_size, row, &rc);
+		if (got > 0)
+			return rc;
+		if (got < 0)
+			continue;
 		uint64_t fs = 0;
 		uint32_t fz = 0;
 		struct jsf_row r;
-		int rc = live_once(v, pc, at_ns, &fs, &fz, &r);
+		rc = live_once(v, pc, at_ns, &fs, &fz, &r);
 		if (LD64(v->map + RH_SEQ) != s1)
 			continue; /* rewritten under us: what we read is void */
 		if (rc == 0) {
@@ -915,6 +1149,17 @@ void sf_view_index_stats(const struct jsf_view *v, uint64_t *builds,
 	/* (tests: after the owner's lookups ended) */
 	*builds = __atomic_load_n(&ix->builds, __ATOMIC_RELAXED);
 	*answers = __atomic_load_n(&ix->answers, __ATOMIC_RELAXED);
+}
+
+void sf_view_tindex_stats(const struct jsf_view *v, uint64_t *builds,
+			  uint64_t *answers)
+{
+	struct tidx *tx = v->ix ? v->ix->tx : NULL;
+	*builds = *answers = 0;
+	if (!tx)
+		return;
+	*builds = __atomic_load_n(&tx->builds, __ATOMIC_RELAXED);
+	*answers = __atomic_load_n(&tx->answers, __ATOMIC_RELAXED);
 }
 
 /* For export.c and validate.c: the view's snapshot. */

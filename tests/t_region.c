@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Round trips: the region against the brute-force model (tests/model.h). */
+#include "internal.h" /* sf_view_tindex_stats */
 #include "model.h"
 
 #include <errno.h>
@@ -124,6 +125,13 @@ static void round_trip(const char *name, int order, uint32_t n,
 		CHECK_EQ(jsf_region_compact(r), 0);
 		check_all(&m, v, 0, 7);
 		check_all(&m, v, before_compact - n / 10, 11);
+		/* the past times above were answered through the log's index
+		 * (view.c), not only by the scan of the log */
+		uint64_t tb, ta;
+		sf_view_tindex_stats(v, &tb, &ta);
+		CHECK(tb >= 1 && ta >= 100000,
+		      "the log's index was built (%llu) and answered (%llu)",
+		      (unsigned long long)tb, (unsigned long long)ta);
 		char msg[512];
 		rc = jsf_validate_region(path, msg, sizeof(msg));
 		CHECK(rc == 0, "validate: %s", msg);
@@ -180,6 +188,12 @@ static void reuse(void)
 			for (int k = 0; k < 200; k++)
 				m_check(&m, v, 0x10000000 - 1 - h_below(20000),
 					t);
+		uint64_t tb, ta;
+		sf_view_tindex_stats(v, &tb, &ta);
+		CHECK(tb >= 1 && ta >= 500,
+		      "reused addresses through the log's index (%llu builds, "
+		      "%llu answers)",
+		      (unsigned long long)tb, (unsigned long long)ta);
 		check_all(&m, v, 0, 1); /* nothing live now */
 		jsf_view_close(v);
 		jsf_region_destroy(r);
