@@ -366,6 +366,11 @@ int sf_load(const char *path, struct sf_rinfo *ri, struct sf_snap *s,
  * lookups it answered (0, 0 without one). Not AS-safe. */
 void sf_view_index_stats(const struct jsf_view *v, uint64_t *builds,
 			 uint64_t *answers);
+/* For names.c, inside a live lookup read at seq s1: the log index of the
+ * newest entry covering pc at t (0: now) by the view's index of the log,
+ * -1 none, -2 not answered (scan the log). */
+int64_t sf_view_log_find(const struct jsf_view *v, uint64_t s1, uint64_t pc,
+			 uint64_t t);
 /* The same for the index of the function log (lookups at past times). */
 void sf_view_tindex_stats(const struct jsf_view *v, uint64_t *builds,
 			  uint64_t *answers);

@@ -372,10 +372,11 @@ int sf_names_check(const uint8_t *blk, uint64_t total, char *msg, size_t msglen)
 }
 
 /* One attempt on a live block: the name (or map) of the function
- * covering pc at t (0: live now). */
+ * covering pc at t (0: live now). hint: its log index by the view's index
+ * of the log (sf_view_log_find), -1 none there, -2 none given (scan). */
 static int live_name_once(const uint8_t *m, uint64_t limit, uint64_t pc,
 			  uint64_t t, char *buf, size_t len, bool map,
-			  uint64_t *start)
+			  uint64_t *start, int64_t hint)
 {
 	uint64_t off = LD64(m + RH_SEC_OFF);
 	if (off < SF_RHDR_SIZE || off % 8 || off + SF_SHDR_SIZE > limit)
@@ -388,7 +389,13 @@ static int live_name_once(const uint8_t *m, uint64_t limit, uint64_t pc,
 	if (total > limit - off ||
 	    log_off + log_cap * SF_LOG_ENTRY_SIZE > total || log_n > log_cap)
 		return -EBADMSG;
-	for (uint32_t i = log_n; i-- > 0;) {
+	if (hint == -1)
+		return -ENOENT;
+	if (hint >= 0 && (uint64_t)hint >= log_n)
+		return -EBADMSG; /* not this table's: the seq check says */
+	/* the hint's entry (checked), else the log newest first */
+	for (int64_t k = hint >= 0 ? -1 : 0; k < (int64_t)log_n; k++) {
+		uint32_t i = k < 0 ? (uint32_t)hint : log_n - 1 - (uint32_t)k;
 		const uint8_t *p =
 		    blk + log_off + (size_t)i * SF_LOG_ENTRY_SIZE;
 		struct sf_ent f = {
@@ -442,7 +449,8 @@ static int view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 		if (tries)
 			m = sf_view_live(v, &limit);
 		int rc =
-		    live_name_once(m, limit, pc, at_ns, buf, len, map, start);
+		    live_name_once(m, limit, pc, at_ns, buf, len, map, start,
+				   sf_view_log_find(v, s1, pc, at_ns));
 		if (LD64(m + RH_SEQ) != s1)
 			continue; /* rewritten under us: what we read is void */
 		return rc;

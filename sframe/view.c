@@ -898,7 +898,8 @@ static bool ent_covers(const uint8_t *p, uint64_t pc, uint64_t t)
 	return pc - f.start < f.size && sf_alive(&f, t);
 }
 
-/* The newest log entry that covers pc at t, or -1: the scan's answer. */
+/* The newest log entry that covers pc at t (0: now), or -1: the scan's
+ * answer. */
 static int64_t tidx_find(const struct tidx *tx, const uint8_t *le,
 			 uint32_t log_n, uint64_t pc, uint64_t t)
 {
@@ -917,52 +918,78 @@ static int64_t tidx_find(const struct tidx *tx, const uint8_t *le,
 	int64_t best = -1;
 	for (uint32_t k = lo; k-- > 0 && e[k].maxend > pc;) {
 		const struct tent *c = &e[k];
-		if (pc - c->start >= c->size || c->add > t ||
+		if (pc - c->start >= c->size || (t && c->add > t) ||
 		    (int64_t)c->i <= best)
 			continue;
 		uint64_t rm =
 		    LD64(le + (size_t)c->i * SF_LOG_ENTRY_SIZE + LE_REMOVE);
-		if (rm == 0 || t < rm)
+		if (rm == 0 || (t && t < rm)) /* sf_alive */
 			best = c->i;
 	}
 	return best;
 }
 
 /*
- * A past-time lookup through the log's index, if this thread owns the
- * view's index: 1 answered (*rc), 0 not (scan the log), -1 the table
- * changed under us (retry).
+ * Through the log's index, if this thread owns the view's index: the log
+ * index of the newest entry that covers pc at t (0: now), -1 if none, -2
+ * if not answered here (scan the log). *lt, *le: the table and log it
+ * read, valid if the caller's seq check holds.
  */
-static int tidx_lookup(const struct jsf_view *v, uint64_t s1, uint64_t pc,
-		       uint64_t t, uint64_t *fs, uint32_t *fz,
-		       struct jsf_row *row, int *rc)
+static int64_t tidx_search(const struct jsf_view *v, uint64_t s1, uint64_t pc,
+			   uint64_t t, struct ltab *lt, const uint8_t **le)
 {
 	struct vidx *ix = v->ix;
 	if (!ix || !ix->tx || !vidx_enter(ix))
-		return 0;
+		return -2;
 	struct tidx *tx = ix->tx;
-	int got = 0;
-	struct ltab lt;
-	const uint8_t *le;
+	int64_t i = -2;
 	uint32_t log_n;
-	if (live_tab(v, &lt) || log_of(&lt, &le, &log_n))
+	if (live_tab(v, lt) || log_of(lt, le, &log_n))
 		goto out; /* the scan says what is wrong */
-	if (!tx->ok || tx->seq != s1 || tx->off != lt.off || log_n < tx->n ||
+	if (!tx->ok || tx->seq != s1 || tx->off != lt->off || log_n < tx->n ||
 	    log_n - tx->n > 64 + tx->n / 8) {
-		if (tx->pend_seq == s1 && tx->pend_off == lt.off) {
+		if (tx->pend_seq == s1 && tx->pend_off == lt->off) {
 			tx->pend_hits++;
 		} else {
 			tx->pend_seq = s1;
-			tx->pend_off = lt.off;
+			tx->pend_off = lt->off;
 			tx->pend_hits = 1;
 		}
 		if (tx->pend_hits <= TIDX_AFTER)
 			goto out;
 		tx->pend_hits = 0;
-		if (!tidx_build(v, tx, s1, &lt, le, log_n))
+		if (!tidx_build(v, tx, s1, lt, *le, log_n))
 			goto out;
 	}
-	int64_t i = tidx_find(tx, le, log_n, pc, t);
+	i = tidx_find(tx, *le, log_n, pc, t);
+	__atomic_store_n(&tx->answers, tx->answers + 1, __ATOMIC_RELAXED);
+out:
+	vidx_leave(ix);
+	return i;
+}
+
+/* For names.c: tidx_search's answer alone (-2: scan the log). */
+int64_t sf_view_log_find(const struct jsf_view *v, uint64_t s1, uint64_t pc,
+			 uint64_t t)
+{
+	struct ltab lt;
+	const uint8_t *le;
+	return tidx_search(v, s1, pc, t, &lt, &le);
+}
+
+/*
+ * A past-time lookup through the log's index: 1 answered (*rc), 0 not
+ * (scan the log), -1 the table changed under us (retry).
+ */
+static int tidx_lookup(const struct jsf_view *v, uint64_t s1, uint64_t pc,
+		       uint64_t t, uint64_t *fs, uint32_t *fz,
+		       struct jsf_row *row, int *rc)
+{
+	struct ltab lt;
+	const uint8_t *le;
+	int64_t i = tidx_search(v, s1, pc, t, &lt, &le);
+	if (i == -2)
+		return 0;
 	if (i < 0) {
 		*rc = -ENOENT;
 	} else {
@@ -970,12 +997,7 @@ static int tidx_lookup(const struct jsf_view *v, uint64_t s1, uint64_t pc,
 		*rc = func_answer(&lt, LD64(p + LE_START), LD32(p + LE_SIZE),
 				  LD32(p + LE_ATTR), pc, fs, fz, row);
 	}
-	got = LD64(v->map + RH_SEQ) == s1 ? 1 : -1;
-	__atomic_store_n(&tx->answers, tx->answers + (got > 0),
-			 __ATOMIC_RELAXED);
-out:
-	vidx_leave(ix);
-	return got;
+	return LD64(v->map + RH_SEQ) == s1 ? 1 : -1;
 }
 
 int jsf_view_lookup(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
