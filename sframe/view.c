@@ -818,7 +818,7 @@ struct tidx {
 	uint32_t n, cap;   /* log entries indexed ([0, n)), room */
 	uint64_t pend_seq, pend_off;
 	uint32_t pend_hits;
-	uint64_t builds, answers; /* for tests: sf_view_index_stats */
+	uint64_t builds, answers; /* for tests: sf_view_tindex_stats */
 	struct tent e[];
 };
 

@@ -27,7 +27,15 @@ own totals (VMPROFILE_JSON's jpv_totals) must be that count of every
 sample of the dump, nothing left out (else exit 1). -jp=v's share of a state is a cluster sample: each callback is ONE
 read of the state weighted by the ticks it merged, so its variance is
 sum(k^2 (hit - p)^2) / K^2 (K ticks in all), not p(1 - p) / K; its
-effective number of reads is K^2 / sum(k^2). Ours is binomial.
+effective number of reads is K^2 / sum(k^2). Ours is binomial. That
+variance, estimated from the reads themselves, means little when a few
+reads carry most ticks (numeric.lua: 2 effective reads, one of them 72%
+of the ticks; its estimate then said 20 points where one read more or less
+moves 70): a share from N effective reads has a standard error of up to
+50/sqrt(N) points, so with fewer than (50/POINTS)^2 of them (278 at 3
+points) the totals cannot tell POINTS apart, and a state off by more is
+exit 3 whatever the estimate says (case b., the exact windows, still
+compares such a run where it can).
 
 Default: only where LuaJIT's count is exact. A callback with one sample is
 exact: its state is the state at its tick. So compare only inside the
@@ -155,6 +163,8 @@ for s in STATES:
         vj = (b / 100) * (1 - b / 100) / jt if jt else 1
     beyond |= abs(a - b) - pts > 3.29 * 100 * (vo + vj) ** 0.5
     parts.append("%s %.1f/%.1f" % (NAMES[s], a, b))
+if totals and k2 and jt * jt / k2 < (50.0 / pts) ** 2:
+    beyond = False  # too few reads to resolve POINTS (see the top)
 big = max([c[1] for c in cbs] or [0])
 if totals:
     print("%s (ours/-jp=v, totals: %d/%d samples; -jp=v's in %d callbacks, "
