@@ -46,7 +46,10 @@
 # cases (gsub and sort callbacks, a coroutine, an error caught by pcall:
 # 7-19 points off, each within 1.3 with its neighbours); openresty.lua's
 # rnd, inlined into make_line, 3 points off, the two within 0.2. Any other miss
-# fails; JPF_STRICT=1 counts the TODOs too. Our split of a trace between
+# fails; JPF_STRICT=1 counts the TODOs too. A run where -jp=F counted
+# fewer samples than we did, though its timer is the finer, lost ticks
+# (one CI run: sidetraces.lua's last phase, 44% of ours, none of its):
+# it is run again, and TODO if that happens twice. Our split of a trace between
 # the functions it inlines is checked against jit.util.tracesnap by
 # tests/t_luamap.sh, which -jp=F cannot check. A planted fault (10
 # points of the biggest function's samples charged to one not its
@@ -72,14 +75,28 @@ planted=
 for lj in "${vms[@]}"; do
 	for w in "${ws[@]}"; do
 		d="$T/$n"
-		JPFREF_OUT="$d.ref" JPFREF_TICK_US=500 LUA_PATH="$PWD/tests/lua/?.lua;;" \
-			"$J" profile -F 1999 -o "$d" -- "$lj" -ljpfref "$w" "$S" >/dev/null 2>"$d.err"
+		# a second run when -jp=F lost ticks (jpf_compare.py exit 4)
+		for try in 1 2; do
+			rm -rf "$d" "$d.ref"
+			JPFREF_OUT="$d.ref" JPFREF_TICK_US=500 LUA_PATH="$PWD/tests/lua/?.lua;;" \
+				"$J" profile -F 1999 -o "$d" -- "$lj" -ljpfref "$w" "$S" >/dev/null 2>"$d.err"
+			[ -s "$d.ref" ] && [ -s "$d/stacks.folded" ] || break
+			out=$(python3 tests/jpf_compare.py "$d/stacks.folded" "$d.ref" 5 3 jpfref.lua)
+			rc=$?
+			[ $rc = 4 ] || break
+			echo "# $lj $w: run $try: $(echo "$out" | tail -1 | sed 's/^ *//'): again"
+		done
 		if [ ! -s "$d.ref" ] || [ ! -s "$d/stacks.folded" ]; then
 			notok "$lj $w: one run profiled by both" "$(tail -3 "$d.err")"
 			continue
 		fi
-		out=$(python3 tests/jpf_compare.py "$d/stacks.folded" "$d.ref" 5 3 jpfref.lua)
-		rc=$?
+		if [ $rc = 4 ] && [ "${JPF_STRICT:-}" != 1 ]; then
+			# twice: the reference, not ours (its count is below ours)
+			n=$((n + 1))
+			echo "not ok $n - $lj $w: every function >= 5% within 3 points of -jp=F # TODO -jp=F lost ticks in two runs (fewer samples than ours, though its timer is finer)"
+			echo "$out" | sed 's/^/#   /'
+			continue
+		fi
 		[ $rc != 1 ] && planted="$planted $d"
 		if [ $rc = 0 ]; then
 			ok "$lj $w: within 3 points of -jp=F ($(echo "$out" | head -1))"
