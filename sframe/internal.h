@@ -271,6 +271,15 @@ static inline bool sf_alive(const struct sf_ent *f, uint64_t t)
 		return f->remove == 0;
 	return f->add <= t && (f->remove == 0 || t < f->remove);
 }
+/* Log entry p (docs/ABI.md 1.3, read from a shared log) covers pc at t. */
+static inline bool sf_log_covers(const uint8_t *p, uint64_t pc, uint64_t t)
+{
+	struct sf_ent f = {.start = LD64(p + LE_START),
+			   .add = LD64(p + LE_ADD),
+			   .remove = LD64(p + LE_REMOVE),
+			   .size = LD32(p + LE_SIZE)};
+	return pc - f.start < f.size && sf_alive(&f, t);
+}
 
 /* --- function names (names.c; docs/ABI.md 1.4) --- */
 

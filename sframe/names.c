@@ -398,15 +398,9 @@ static int live_name_once(const uint8_t *m, uint64_t limit, uint64_t pc,
 		uint32_t i = k < 0 ? (uint32_t)hint : log_n - 1 - (uint32_t)k;
 		const uint8_t *p =
 		    blk + log_off + (size_t)i * SF_LOG_ENTRY_SIZE;
-		struct sf_ent f = {
-		    .start = LD64(p + LE_START),
-		    .add = LD64(p + LE_ADD),
-		    .remove = LD64(p + LE_REMOVE),
-		    .size = LD32(p + LE_SIZE),
-		};
-		if (pc - f.start < f.size && sf_alive(&f, t)) {
+		if (sf_log_covers(p, pc, t)) {
 			if (start)
-				*start = f.start;
+				*start = LD64(p + LE_START);
 			return map ? sf_srcmap_read(blk, total, log_n, i, buf,
 						    len)
 				   : sf_name_read(blk, total, log_n, i, buf,

@@ -495,15 +495,9 @@ static int live_once(const struct jsf_view *v, uint64_t pc, uint64_t t,
 			return -EBADMSG;
 		for (uint32_t i = log_n; i-- > 0;) {
 			const uint8_t *p = le + (size_t)i * SF_LOG_ENTRY_SIZE;
-			struct sf_ent f = {
-			    .start = LD64(p + LE_START),
-			    .add = LD64(p + LE_ADD),
-			    .remove = LD64(p + LE_REMOVE),
-			    .size = LD32(p + LE_SIZE),
-			};
-			if (pc - f.start < f.size && sf_alive(&f, t)) {
-				start = f.start;
-				size = f.size;
+			if (sf_log_covers(p, pc, t)) {
+				start = LD64(p + LE_START);
+				size = LD32(p + LE_SIZE);
 				attr = LD32(p + LE_ATTR);
 				goto found;
 			}
@@ -889,22 +883,13 @@ static bool tidx_build(const struct jsf_view *v, struct tidx *tx, uint64_t s1,
 	return true;
 }
 
-static bool ent_covers(const uint8_t *p, uint64_t pc, uint64_t t)
-{
-	struct sf_ent f = {.start = LD64(p + LE_START),
-			   .add = LD64(p + LE_ADD),
-			   .remove = LD64(p + LE_REMOVE),
-			   .size = LD32(p + LE_SIZE)};
-	return pc - f.start < f.size && sf_alive(&f, t);
-}
-
 /* The newest log entry that covers pc at t (0: now), or -1: the scan's
  * answer. */
 static int64_t tidx_find(const struct tidx *tx, const uint8_t *le,
 			 uint32_t log_n, uint64_t pc, uint64_t t)
 {
 	for (uint32_t i = log_n; i-- > tx->n;) /* appended: the newest */
-		if (ent_covers(le + (size_t)i * SF_LOG_ENTRY_SIZE, pc, t))
+		if (sf_log_covers(le + (size_t)i * SF_LOG_ENTRY_SIZE, pc, t))
 			return i;
 	const struct tent *e = tx->e;
 	uint32_t lo = 0, hi = tx->n;
@@ -921,9 +906,11 @@ static int64_t tidx_find(const struct tidx *tx, const uint8_t *le,
 		if (pc - c->start >= c->size || (t && c->add > t) ||
 		    (int64_t)c->i <= best)
 			continue;
-		uint64_t rm =
-		    LD64(le + (size_t)c->i * SF_LOG_ENTRY_SIZE + LE_REMOVE);
-		if (rm == 0 || (t && t < rm)) /* sf_alive */
+		struct sf_ent f = {
+		    .add = c->add,
+		    .remove = LD64(le + (size_t)c->i * SF_LOG_ENTRY_SIZE +
+				   LE_REMOVE)};
+		if (sf_alive(&f, t))
 			best = c->i;
 	}
 	return best;

@@ -30,7 +30,7 @@
 # against jit.util.tracesnap by tests/t_luamap.sh), their sum still a
 # measurement. Exit 1 when that sum is off too.
 # Exit 4 when -jp=F counted fewer samples than we did: its timer is the
-# finer (tests/t_jpf.sh: 500 us beside ITIMER_PROF, 1.10-1.17x our count
+# finer (tests/t_jpf.sh: 500 us beside ITIMER_PROF, 1.02-1.17x our count
 # at 1999 Hz), so it lost ticks somewhere (one CI run: sidetraces.lua's
 # last phase, chain(), 44% of ours, 0.0% of its 8,209 against our 12,980:
 # a tick waits for the VM's next profile check, and a trace that reaches
