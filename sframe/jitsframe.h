@@ -321,7 +321,8 @@ JSF_API const char *jsf_view_error(void);
  * -ENOENT: none; -EAGAIN: the producer kept rewriting the table during
  * every bounded retry (live regions only).  Outputs may be NULL.
  * MT-safe, AS-safe; bounded work (a binary search or a log scan, at most
- * a fixed number of retries).
+ * a fixed number of retries; on a live view, now and then a sort of the
+ * function log into the view's private index, no allocation).
  */
 JSF_API int jsf_view_lookup(const struct jsf_view *v, uint64_t pc,
 			    uint64_t at_ns, uint64_t *func_start,
@@ -337,7 +338,8 @@ JSF_API int jsf_view_lookup(const struct jsf_view *v, uint64_t pc,
  * (buf may be NULL when len is 0: the length alone). -ENOENT no function;
  * -ENODATA it has no name (or the region carries none: an older producer);
  * -EBADMSG the name area is damaged; -EAGAIN as jsf_view_lookup.
- * MT-safe, AS-safe (no allocation, no lock; bounded work: a log scan).
+ * MT-safe, AS-safe (no allocation, no lock; bounded work: a log scan, or
+ * jsf_view_lookup's index of the log).
  */
 JSF_API int jsf_view_name(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
 			  char *buf, size_t len);
