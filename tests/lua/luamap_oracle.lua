@@ -14,7 +14,10 @@
 -- LuaJIT restored (debug.getinfo in the texit handler) must begin with the
 -- map's frames at that exit's guard, innermost line included; a side
 -- trace's start (its function and pc) must be the map's innermost frame
--- at its parent's guard. A map range the module was not sure of (no
+-- at each of its parent's guards of that exit. A side trace's head may
+-- check the stack with a branch to its parent's exit stub (shared with
+-- its own exit of that number): that guard restores the trace's start,
+-- so its frames are snapshot 0's (stack_check). A map range the module was not sure of (no
 -- frames) is counted, never compared. Prints one summary line; exit 1 on
 -- any mismatch.
 local ffi = require("ffi")
@@ -45,7 +48,8 @@ local frames = ffi.new("struct jsf_srcframe[64]")
 local flags = ffi.new("uint32_t[1]")
 
 local st = {traces = 0, guards = 0, exact = 0, unsure = 0, nomap = 0,
-  bad = 0, inlined = 0, texits = 0, sides = 0, lines = 0}
+  bad = 0, inlined = 0, texits = 0, sides = 0, lines = 0, stackck = 0,
+  sidesck = 0}
 local bad_shown = 0
 local function bad(fmt, ...)
   st.bad = st.bad + 1
@@ -90,7 +94,50 @@ local function bcbase(f)
 end
 
 local basefn = {} -- trace -> the function its base frame runs
-local guards = {} -- trace -> exit -> code address of a guard
+local guards = {} -- trace -> exit -> code addresses of its guards
+local pexit = {} -- side trace -> its parent's exit
+local headck = {} -- side trace -> its head's stack check goes to this exit
+
+-- Is the jb at mc[i] a side trace's stack check at its head? LuaJIT's
+-- asm_head_side checks the stack when the trace adds frames, with the
+-- parent's exit number "in the context of the parent trace" (lj_asm.c):
+-- a branch to the stub of the parent's exit, which this trace's own exit
+-- of that number shares, though it restores the parent's snapshot (this
+-- trace's start), not this trace's. asm_stack_check (lj_asm_x86.h): mov
+-- r, [cur_L]; mov r, [r + maxstack]; sub r, base; cmp r, 8 * topslot; a
+-- spilled r restored (mov r, [rsp]); jb exit.
+local function stack_check(mc, i)
+  local j = i
+  local a, b, c, d = mc:byte(j - 4, j - 1)
+  if j > 4 and (a == 0x48 or a == 0x4c) and b == 0x8b and
+     band(c, 0xc7) == 0x04 and d == 0x24 then
+    j = j - 4
+  end
+  local r, imm
+  a, b, c, d = mc:byte(j - 4, j - 1)
+  if j > 4 and (a == 0x48 or a == 0x49) and b == 0x83 and c >= 0xf8 then
+    r, imm, j = c - 0xf8 + (a == 0x49 and 8 or 0), d, j - 4
+  else
+    a, b, c = mc:byte(j - 7, j - 5)
+    if not (j > 7 and (a == 0x48 or a == 0x49) and b == 0x81 and
+            c >= 0xf8) then
+      return false
+    end
+    local i0, i1, i2, i3 = mc:byte(j - 4, j - 1)
+    r, imm, j = c - 0xf8 + (a == 0x49 and 8 or 0),
+      i0 + i1 * 256 + i2 * 65536 + i3 * 16777216, j - 7
+  end
+  if imm == 0 or imm % 8 ~= 0 then return false end
+  -- mov r, [r + 0x30] (lua_State.maxstack, GC64) shortly before
+  local rex, modrm = r >= 8 and 0x4d or 0x48, 0x40 + (r % 8) * 9
+  for k = math.max(1, j - 12), j - 4 do
+    local p, q, m, o = mc:byte(k, k + 3)
+    if p == rex and q == 0x8b and m == modrm and o == 0x30 then
+      return true
+    end
+  end
+  return false
+end
 
 -- LuaJIT's frames of snapshot sn of trace tr, outermost first:
 -- {file, first, line (callers only)}, or nil when it does not say
@@ -172,9 +219,16 @@ local function on_stop(tr)
     local s = jutil.traceexitstub(ex) -- x64: by exit number alone
     if s then stub[s] = ex end
   end
+  -- (the parent's exit, for the head's stack check, may be none of ours)
+  local pe = pexit[tr]
+  if pe and pe >= info.nexit and jutil.traceexitstub(pe) then
+    stub[jutil.traceexitstub(pe)] = pe
+  end
   local g = {}
   guards[tr] = g
+  headck[tr] = nil
   local n = #mc
+  local first = true
   for i = 1, n - 4 do
     local b0, b1 = mc:byte(i, i + 1)
     -- jcc rel32 (0f 8x) or jmp rel32 (e9: a loop's exit at its end)
@@ -186,16 +240,30 @@ local function on_stop(tr)
       if rel >= 2 ^ 31 then rel = rel - 2 ^ 32 end
       local at = addr + i - 1
       local ex = stub[at + w + 4 + rel]
+      -- the head's stack check (the first guard, only there): LuaJIT
+      -- restores this trace's start, its snapshot 0
+      local sn = ex
+      if ex and first and pe == ex and b0 == 0x0f and b1 == 0x82 and
+         stack_check(mc, i) then
+        sn = 0
+        st.stackck = st.stackck + 1
+        headck[tr] = ex
+      elseif ex and ex < info.nexit then
+        g[ex] = g[ex] or {}
+        table.insert(g[ex], at)
+      else
+        ex = nil
+      end
       if ex then
+        first = false
         st.guards = st.guards + 1
-        g[ex] = g[ex] or at
         local m, exact = map_at(at)
         if not m then
           st.nomap = st.nomap + 1
         elseif not exact then
           st.unsure = st.unsure + 1
         else
-          local o = oracle(tr, ex)
+          local o = oracle(tr, sn)
           if o then
             st.exact = st.exact + 1
             same(m, o, tr, ex, i - 1)
@@ -219,7 +287,7 @@ local function on_texit(tr, ex)
   local key = tr * 65536 + ex
   if checked[key] or st.texits >= 20000 then return end
   checked[key] = true
-  local at = guards[tr] and guards[tr][ex]
+  local at = guards[tr] and guards[tr][ex] and guards[tr][ex][1]
   if not at then return end
   local m, exact = map_at(at)
   if not m or not exact then return end
@@ -243,23 +311,31 @@ jit.attach(function(what, tr, func, pc, parent, exitno)
   if what == "start" then
     if parent and exitno and exitno >= 0 then
       basefn[tr] = basefn[parent]
-      -- a side trace starts at its parent's exit: where LuaJIT resumes
-      local at = guards[parent] and guards[parent][exitno]
-      local m, exact = nil, false
-      if at then m, exact = map_at(at) end
-      if m and exact and #m > 0 then
-        st.sides = st.sides + 1
-        local fi = jutil.funcinfo(func, pc)
-        if chunk(fi) ~= m[1].file or fi.linedefined ~= m[1].first or
-           fi.currentline ~= m[1].line or pc ~= m[1].pc then
-          bad("side trace %d of %d/%d starts at %s:%d line %d pc %d, " ..
-            "the map says %s:%d line %d pc %d", tr, parent, exitno,
-            chunk(fi), fi.linedefined, fi.currentline, pc, m[1].file,
-            m[1].first, m[1].line, m[1].pc)
+      pexit[tr] = exitno
+      -- a side trace starts at its parent's exit: where LuaJIT resumes,
+      -- the map's innermost frame at each of that exit's guards
+      if headck[parent] == exitno then st.sidesck = st.sidesck + 1 end
+      local fi = jutil.funcinfo(func, pc)
+      local counted = false
+      for _, at in ipairs(guards[parent] and guards[parent][exitno] or {}) do
+        local m, exact = map_at(at)
+        if m and exact and #m > 0 then
+          if not counted then st.sides = st.sides + 1 end
+          counted = true
+          if chunk(fi) ~= m[1].file or fi.linedefined ~= m[1].first or
+             fi.currentline ~= m[1].line or pc ~= m[1].pc then
+            bad("side trace %d of %d/%d starts at %s:%d line %d pc %d, " ..
+              "the map at +%d says %s:%d line %d pc %d", tr, parent, exitno,
+              chunk(fi), fi.linedefined, fi.currentline, pc,
+              at - select(2, jutil.tracemc(parent)), m[1].file,
+              m[1].first, m[1].line, m[1].pc)
+            break
+          end
         end
       end
     else
       basefn[tr] = func
+      pexit[tr] = nil
     end
   elseif what == "stop" then
     on_stop(tr)
@@ -277,9 +353,10 @@ dofile(workload)
 done = true
 print(string.format("luamap: %d traces, %d guards: %d exact and compared " ..
   "(%d with inlined frames, %d caller lines), %d unsure, %d without a map; " ..
-  "%d taken exits and %d side-trace starts compared; %d mismatches",
+  "%d taken exits and %d side-trace starts compared; %d stack checks " ..
+  "(%d side traces from their exit); %d mismatches",
   st.traces, st.guards, st.exact, st.inlined, st.lines, st.unsure, st.nomap,
-  st.texits, st.sides, st.bad))
+  st.texits, st.sides, st.stackck, st.sidesck, st.bad))
 -- how the module built them: from the trace's memory (checked against its
 -- jit.util build on the first traces and one in 64) or through jit.util
 local ms = require("jitsframe").stats()
