@@ -26,7 +26,8 @@
 #define VIDX_BYTES                                               \
 	((size_t)64 << 20) /* reader index: reserved, touched as \
 			      needed */
-#define VIDX_PAD 8	   /* readable slack after the index's row offsets */
+#define VIDX_SCAN 8	   /* rows a function's lookup compares all of */
+#define VIDX_TOP 16	   /* starts a block of the index's top level */
 #define TIDX_BYTES ((size_t)64 << 20) /* the log's index: reserved */
 #define TIDX_AFTER 32 /* direct time lookups of a table before indexing it */
 
@@ -545,10 +546,60 @@ struct vidx {
 	uint64_t builds, answers;    /* for tests: sf_view_index_stats */
 	struct tidx *tx;	     /* the log's index (past times), or NULL */
 	uint64_t *start;
-	uint32_t *size, *row0; /* row0: fcap + 1 */
-	uint32_t *roff;	       /* rcap + VIDX_PAD row offsets */
-	struct jsf_row *rows;
+	/* every VIDX_TOP-th start (ntop of them): searched first, it stays
+	 * in the cache, and then only the one block of starts it names */
+	uint64_t *top;
+	uint32_t ntop;
+	/* each function's size and first row, side by side (fcap + 1: the
+	 * last one's row0 ends the rows), so that an answer reads one line */
+	struct vfn {
+		uint32_t size, row0;
+	} * fn;
+	struct vrow *rows; /* rcap; a function's rows side by side */
 };
+
+/* A row as the index keeps it: 16 bytes, so that a function's rows share
+ * a cache line or two with its answer. bits: cfa_base (2), has_fp (1),
+ * outermost (1), ra_rule (2). */
+struct vrow {
+	uint32_t offset;
+	int32_t cfa_offset, fp_offset;
+	int16_t ra_offset;
+	uint8_t bits, pad;
+};
+
+/* (vidx_build decodes rows where their copies go, converting forward) */
+_Static_assert(sizeof(struct jsf_row) >= sizeof(struct vrow),
+	       "a row's compact copy must not pass the next row");
+
+/* False for a row the compact form cannot hold exactly (the table is then
+ * not indexed: its lookups read the shared table). */
+static bool vrow_put(struct vrow *d, struct jsf_row r)
+{
+	if (r.ra_offset != (int16_t)r.ra_offset || r.cfa_base > 3 ||
+	    r.ra_rule > 3)
+		return false;
+	*d = (struct vrow){.offset = r.offset,
+			   .cfa_offset = r.cfa_offset,
+			   .fp_offset = r.fp_offset,
+			   .ra_offset = (int16_t)r.ra_offset,
+			   .bits = (uint8_t)(r.cfa_base | (r.has_fp ? 4 : 0) |
+					     (r.outermost ? 8 : 0) |
+					     r.ra_rule << 4)};
+	return true;
+}
+
+static void vrow_get(struct jsf_row *r, const struct vrow *s)
+{
+	*r = (struct jsf_row){.offset = s->offset,
+			      .cfa_base = s->bits & 3,
+			      .cfa_offset = s->cfa_offset,
+			      .has_fp = (s->bits & 4) != 0,
+			      .fp_offset = s->fp_offset,
+			      .outermost = (s->bits & 8) != 0,
+			      .ra_rule = (uint8_t)(s->bits >> 4 & 3),
+			      .ra_offset = s->ra_offset};
+}
 
 static struct vidx *vidx_new(void)
 {
@@ -576,19 +627,18 @@ static bool vidx_carve(struct vidx *ix, uint64_t fcap)
 {
 	uint8_t *base = (uint8_t *)ix, *end = base + VIDX_BYTES;
 	uint8_t *p = base + ((sizeof(*ix) + 63) & ~(size_t)63);
-	uint64_t fbytes = fcap * (8 + 4) + (fcap + 1) * 4;
+	uint64_t ntop = fcap / VIDX_TOP + 1;
+	uint64_t fbytes = fcap * 8 + (fcap + 1) * sizeof(struct vfn) + ntop * 8;
 	if (fbytes + 64 > (uint64_t)(end - p))
 		return false;
 	ix->start = (uint64_t *)p;
-	ix->size = (uint32_t *)(p + fcap * 8);
-	ix->row0 = ix->size + fcap;
+	ix->fn = (struct vfn *)(p + fcap * 8);
+	ix->top = (uint64_t *)(ix->fn + fcap + 1);
 	p += (fbytes + 63) & ~(uint64_t)63;
-	uint64_t rcap = (uint64_t)(end - p) / (4 + sizeof(struct jsf_row));
-	if (rcap <= VIDX_PAD + 1)
+	uint64_t rcap = (uint64_t)(end - p) / sizeof(struct vrow);
+	if (rcap < 2)
 		return false;
-	rcap -= VIDX_PAD + 1;
-	ix->roff = (uint32_t *)p;
-	ix->rows = (struct jsf_row *)(p + ((rcap + VIDX_PAD) * 4 + 7) / 8 * 8);
+	ix->rows = (struct vrow *)p;
 	ix->fcap = (uint32_t)fcap;
 	ix->rcap = (uint32_t)rcap;
 	return true;
@@ -614,7 +664,7 @@ static bool vidx_build(const struct jsf_view *v, struct vidx *ix, uint64_t s1)
 		if (!vidx_carve(ix, lt.fde_cap))
 			goto fail;
 		ix->nrows = 0;
-		ix->row0[0] = 0;
+		ix->fn[0].row0 = 0;
 	}
 	ix->ok = false;
 	if (lt.nf > ix->fcap)
@@ -626,21 +676,35 @@ static bool vidx_build(const struct jsf_view *v, struct vidx *ix, uint64_t s1)
 		uint64_t sa = LD64(p + 8);
 		uint32_t size = (uint32_t)sa, attr = (uint32_t)(sa >> 32);
 		if (!size || start + size < start ||
-		    (i && start < ix->start[i - 1] + ix->size[i - 1]))
+		    (i && start < ix->start[i - 1] + ix->fn[i - 1].size))
 			goto fail;
-		uint32_t room = ix->rcap - ix->nrows;
-		struct jsf_row *rows = ix->rows + ix->nrows;
+		/* the rows decoded where their compact copies go, then
+		 * copied forward (by memcpy: one memory, two types): row k's
+		 * copy (16 bytes at 16k) never reaches row k + 1 (at 28k) */
+		uint8_t *buf = (uint8_t *)(ix->rows + ix->nrows);
+		uint32_t room =
+		    (uint32_t)((uint64_t)(ix->rcap - ix->nrows) *
+			       sizeof(struct vrow) / sizeof(struct jsf_row));
 		int nr = sf_read_func(lt.fre, lt.fre_len, attr, size, 0, NULL,
-				      rows, room);
-		if (nr <= 0 || (uint32_t)nr > room || rows[0].offset != 0)
+				      (struct jsf_row *)(void *)buf, room);
+		if (nr <= 0 || (uint32_t)nr > room)
 			goto fail;
-		for (int k = 0; k < nr; k++)
-			ix->roff[ix->nrows + (uint32_t)k] = rows[k].offset;
+		for (int k = 0; k < nr; k++) {
+			struct jsf_row r;
+			struct vrow c;
+			memcpy(&r, buf + (size_t)k * sizeof(r), sizeof(r));
+			if ((k == 0 && r.offset != 0) || !vrow_put(&c, r))
+				goto fail; /* (or a row 16 bytes cannot hold) */
+			memcpy(buf + (size_t)k * sizeof(c), &c, sizeof(c));
+		}
 		ix->start[i] = start;
-		ix->size[i] = size;
+		ix->fn[i].size = size;
 		ix->nrows += (uint32_t)nr;
-		ix->row0[i + 1] = ix->nrows;
+		ix->fn[i + 1].row0 = ix->nrows;
+		if (i % VIDX_TOP == 0)
+			ix->top[i / VIDX_TOP] = start;
 	}
+	ix->ntop = (lt.nf + VIDX_TOP - 1) / VIDX_TOP;
 	if (LD64(v->map + RH_SEQ) != s1)
 		goto fail; /* rewritten under us: what we read is void */
 	ix->seq = s1;
@@ -656,16 +720,10 @@ fail:
 	return false;
 }
 
-/* The function and row at pc in the index (the table's answer). */
-static int vidx_find(const struct vidx *ix, uint64_t pc, uint64_t *fs,
-		     uint32_t *fz, struct jsf_row *row)
+/* The last of st[0, len) <= pc (0 if none): 8-ary and branch-free. */
+static uint32_t last_le(const uint64_t *st, uint32_t len, uint64_t pc)
 {
-	uint32_t n = ix->n;
-	if (!n)
-		return -ENOENT;
-	/* Last start <= pc (or the first): 8-ary and branch-free. */
-	const uint64_t *st = ix->start;
-	uint32_t b = 0, len = n;
+	uint32_t b = 0;
 	while (len >= 8) {
 		uint32_t step = len / 8, c = 0;
 		for (uint32_t j = 1; j < 8; j++)
@@ -676,28 +734,41 @@ static int vidx_find(const struct vidx *ix, uint64_t pc, uint64_t *fs,
 	uint32_t c = 0;
 	for (uint32_t j = 1; j < len; j++)
 		c += st[b + j] <= pc;
-	b += c;
-	uint64_t start = st[b];
-	uint32_t size = ix->size[b];
+	return b + c;
+}
+
+/* The function and row at pc in the index (the table's answer). */
+static int vidx_find(const struct vidx *ix, uint64_t pc, uint64_t *fs,
+		     uint32_t *fz, struct jsf_row *row)
+{
+	uint32_t n = ix->n;
+	if (!n)
+		return -ENOENT;
+	/* Last start <= pc (or the first): its block, then in it. */
+	uint32_t b = last_le(ix->top, ix->ntop, pc) * VIDX_TOP,
+		 len = n - b < VIDX_TOP ? n - b : VIDX_TOP;
+	b += last_le(ix->start + b, len, pc);
+	uint64_t start = ix->start[b];
+	uint32_t size = ix->fn[b].size;
 	if (start > pc || pc - start >= size)
 		return -ENOENT;
-	uint32_t off = (uint32_t)(pc - start), r0 = ix->row0[b],
-		 nr = ix->row0[b + 1] - r0, k = 0;
-	const uint32_t *ro = ix->roff + r0;
-	if (nr <= VIDX_PAD) { /* a fixed count of compares, masked */
-		for (uint32_t j = 0; j < VIDX_PAD; j++)
-			k += (j < nr) & (ro[j] <= off);
+	uint32_t off = (uint32_t)(pc - start), r0 = ix->fn[b].row0,
+		 nr = ix->fn[b + 1].row0 - r0, k = 1;
+	/* k >= 1: the first row is at 0 (checked when indexed) */
+	const struct vrow *vr = ix->rows + r0;
+	if (nr <= VIDX_SCAN) { /* each row: no branch on the offsets */
+		for (uint32_t j = 1; j < nr; j++)
+			k += vr[j].offset <= off;
 	} else {
-		while (k < nr && ro[k] <= off)
+		while (k < nr && vr[k].offset <= off)
 			k++;
 	}
-	/* k >= 1: the first row is at 0 (checked when indexed) */
 	if (fs)
 		*fs = start;
 	if (fz)
 		*fz = size;
 	if (row)
-		*row = ix->rows[r0 + k - 1];
+		vrow_get(row, &vr[k - 1]);
 	return 0;
 }
 

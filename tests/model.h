@@ -205,8 +205,11 @@ static inline int m_check(const struct model *m, const struct jsf_view *v,
 		return rc != -ENOENT;
 	}
 	struct jsf_row want = m_row(f, pc);
+	/* (x86-64's return address: at CFA - 8, the SFrame header's fixed
+	 * offset, which a row of a frame states) */
 	bool ok =
-	    rc == 0 && fs == f->start && fz == f->size && row_eq(&r, &want);
+	    rc == 0 && fs == f->start && fz == f->size && row_eq(&r, &want) &&
+	    (r.outermost || (r.ra_rule == JSF_RA_CFA && r.ra_offset == -8));
 	CHECK(
 	    ok,
 	    "pc %#llx t %llu: rc %d start %#llx/%#llx size %u/%u row off %u/%u",
