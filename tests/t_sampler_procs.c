@@ -393,6 +393,18 @@ static const char *ks_name(uint64_t pc)
 	}
 	return lo ? ks[lo - 1].n : NULL;
 }
+/* n kernel frames' names, innermost first, into o */
+static void ks_stack(char *o, size_t len, const uint64_t *pc, size_t n)
+{
+	o[0] = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t ol = strlen(o);
+		const char *nm = ks_name(pc[k]);
+		snprintf(o + ol, len - ol, "%s%s", ol ? " < " : "",
+			 nm ? nm : "?");
+	}
+}
+
 /* A frame of the syscall path: the entry, the syscall and the VFS calls,
  * and the retpoline thunk of the syscall table's indirect call, where the
  * kernel's own unwinder stops (a stack of that one frame: about 5% of
@@ -518,26 +530,16 @@ int main(void)
 		for (size_t i = 0; i < a.nkpcs;) {
 			int named = 0;
 			size_t j = i;
-			for (; j < a.nkpcs && a.kpcs[j]; j++) {
-				const char *n = ks_name(p[j]);
-				named |= syscall_path(n);
-				if (!first[0] || i == 0) {
-					size_t fl = strlen(first);
-					snprintf(first + fl, sizeof(first) - fl,
-						 "%s%s", fl ? " < " : "",
-						 n ? n : "?");
-				}
-			}
+			for (; j < a.nkpcs && a.kpcs[j]; j++)
+				named |= syscall_path(ks_name(p[j]));
 			a.k_named += named;
+			if (i == 0)
+				ks_stack(first, sizeof(first), p, j);
 			if (!named && others < 3) {
 				/* what else a sample in the kernel ran */
-				char o[160] = "";
-				for (size_t k = i; k < j && k < i + 4; k++) {
-					size_t ol = strlen(o);
-					const char *n = ks_name(p[k]);
-					snprintf(o + ol, sizeof(o) - ol, "%s%s",
-						 ol ? " < " : "", n ? n : "?");
-				}
+				char o[160];
+				ks_stack(o, sizeof(o), p + i,
+					 j - i < 4 ? j - i : 4);
 				printf("# not the syscall path: %s\n", o);
 				others++;
 			}

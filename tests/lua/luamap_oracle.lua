@@ -17,8 +17,8 @@
 -- at each of its parent's guards of that exit. A side trace's head may
 -- check the stack with a branch to its parent's exit stub (shared with
 -- its own exit of that number): that guard restores the trace's start,
--- so its frames are snapshot 0's (stack_check). A map range the module was not sure of (no
--- frames) is counted, never compared. Prints one summary line; exit 1 on
+-- so its frames are snapshot 0's (stack_check). A map range the module
+-- was not sure of (no frames) is counted, never compared. Prints one summary line; exit 1 on
 -- any mismatch.
 local ffi = require("ffi")
 local jutil = require("jit.util")
@@ -93,6 +93,12 @@ local function bcbase(f)
   return ffi.cast("uint64_t *", p + 32)[0]
 end
 
+-- the little-endian u32 at mc[i]
+local function le32(mc, i)
+  local b0, b1, b2, b3 = mc:byte(i, i + 3)
+  return b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
+end
+
 local basefn = {} -- trace -> the function its base frame runs
 local guards = {} -- trace -> exit -> code addresses of its guards
 local pexit = {} -- side trace -> its parent's exit
@@ -123,9 +129,7 @@ local function stack_check(mc, i)
             c >= 0xf8) then
       return false
     end
-    local i0, i1, i2, i3 = mc:byte(j - 4, j - 1)
-    r, imm, j = c - 0xf8 + (a == 0x49 and 8 or 0),
-      i0 + i1 * 256 + i2 * 65536 + i3 * 16777216, j - 7
+    r, imm, j = c - 0xf8 + (a == 0x49 and 8 or 0), le32(mc, j - 4), j - 7
   end
   if imm == 0 or imm % 8 ~= 0 then return false end
   -- mov r, [r + 0x30] (lua_State.maxstack, GC64) shortly before
@@ -221,9 +225,8 @@ local function on_stop(tr)
   end
   -- (the parent's exit, for the head's stack check, may be none of ours)
   local pe = pexit[tr]
-  if pe and pe >= info.nexit and jutil.traceexitstub(pe) then
-    stub[jutil.traceexitstub(pe)] = pe
-  end
+  local pes = pe and pe >= info.nexit and jutil.traceexitstub(pe)
+  if pes then stub[pes] = pe end
   local g = {}
   guards[tr] = g
   headck[tr] = nil
@@ -235,8 +238,7 @@ local function on_stop(tr)
     local w = (b0 == 0x0f and b1 >= 0x80 and b1 <= 0x8f) and 2 or
       (b0 == 0xe9 and 1) or nil
     if w and i + w + 3 <= n then
-      local r0, r1, r2, r3 = mc:byte(i + w, i + w + 3)
-      local rel = r0 + r1 * 256 + r2 * 65536 + r3 * 16777216
+      local rel = le32(mc, i + w)
       if rel >= 2 ^ 31 then rel = rel - 2 ^ 32 end
       local at = addr + i - 1
       local ex = stub[at + w + 4 + rel]
