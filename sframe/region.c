@@ -19,14 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Producer-private mirror of one FDE slot (16 bytes, so that a shift moves
- * little memory; its log entry is in the parallel wlog). */
-struct pent {
-	uint64_t start;
-	uint32_t size;
-	uint32_t attr_off;
-};
-
 /* A block's pages are made present (and locked) in chunks of CHUNK bytes,
  * each before anything in it is written (docs/ABI.md 3.6). */
 #define CHUNK 65536u
@@ -59,7 +51,6 @@ struct mig {
 	uint32_t fde_cap, fre_cap, log_cap, log_off, fre_off;
 	uint32_t fre_used, num_fres;
 	uint32_t *lattr;
-	struct pent *win;
 	uint32_t *wlog;
 	struct blkpop pop;
 };
@@ -80,7 +71,10 @@ struct jsf_region {
 	uint32_t fde_cap, fre_cap, log_cap;
 	uint32_t lo, n; /* live window: slots [lo, lo+n) */
 	uint32_t fre_used, num_fres, log_n;
-	struct pent *win; /* fde_cap entries, indexed by slot */
+	/* The FDE slots themselves are the producer's index of the live
+	 * functions: it is their only writer, so what it reads there is what
+	 * it wrote (a private copy had to move with every shift, a quarter of
+	 * a random add's time at 8,000 functions). */
 	/* log_cap entries: each log entry's attribute record offset. Records
 	 * are bump-allocated in log order (and a rebuild keeps that order), so
 	 * these ascend and give each record's length as the distance to the
@@ -116,36 +110,68 @@ static void seq_end(struct jsf_region *r)
 	ST64R(r->base + RH_SEQ, r->seq); /* even: table consistent */
 }
 
-/* Write count shared FDE slots from slot `slot` on from the mirror. */
-static void write_fdes(struct jsf_region *r, uint32_t slot, uint32_t count)
+/* The producer's own reads of the slots it wrote (no other writer, so no
+ * ordering to ask for). */
+#define LDO32(p) __atomic_load_n((const uint32_t *)(p), __ATOMIC_RELAXED)
+#define LDO64(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_RELAXED)
+
+static uint8_t *slot_at(const struct jsf_region *r, uint32_t slot)
 {
-	uint8_t *p = r->fde0 + (size_t)slot * SFRAME_V3_FDE_SIZE;
-	const struct pent *e = &r->win[slot], *end = e + count;
-	for (; e < end; e++, p += SFRAME_V3_FDE_SIZE) {
-		/* FDE_FUNC_START_PCREL: start = address of this field + value
-		 */
-		ST64(p, e->start - (uint64_t)(uintptr_t)p);
-		/* func_size and func_start_fre_off in one aligned store */
-		ST64(p + 8, (uint64_t)e->size | (uint64_t)e->attr_off << 32);
+	return r->fde0 + (size_t)slot * SFRAME_V3_FDE_SIZE;
+}
+
+/* FDE_FUNC_START_PCREL: start = address of the field + value. */
+static uint64_t slot_start(const struct jsf_region *r, uint32_t slot)
+{
+	const uint8_t *p = slot_at(r, slot);
+	return (uint64_t)(uintptr_t)p + LDO64(p);
+}
+
+static uint32_t slot_size(const struct jsf_region *r, uint32_t slot)
+{
+	return LDO32(slot_at(r, slot) + 8);
+}
+
+/* Write the FDE slot at p (in any block). */
+static void put_fde(uint8_t *p, uint64_t start, uint32_t size, uint32_t attr)
+{
+	ST64(p, start - (uint64_t)(uintptr_t)p);
+	/* func_size and func_start_fre_off in one aligned store */
+	ST64(p + 8, (uint64_t)size | (uint64_t)attr << 32);
+}
+
+/* Copy n slots of the window from `from` to the block's slots at `to`
+ * (16-byte slots, in a direction that is safe when they overlap): each
+ * PC-relative start changes by the distance it moves. */
+static void copy_slots(uint8_t *to, const uint8_t *from, uint32_t n)
+{
+	uint64_t d = (uint64_t)(uintptr_t)from - (uint64_t)(uintptr_t)to;
+	size_t bytes = (size_t)n * SFRAME_V3_FDE_SIZE;
+	if (to < from) {
+		for (size_t o = 0; o < bytes; o += SFRAME_V3_FDE_SIZE) {
+			uint64_t v = LDO64(from + o), w = LDO64(from + o + 8);
+			ST64(to + o, v + d);
+			ST64(to + o + 8, w);
+		}
+	} else {
+		for (size_t o = bytes; o;) {
+			o -= SFRAME_V3_FDE_SIZE;
+			uint64_t v = LDO64(from + o), w = LDO64(from + o + 8);
+			ST64(to + o, v + d);
+			ST64(to + o + 8, w);
+		}
 	}
 }
 
-static void write_fde(struct jsf_region *r, uint32_t slot)
-{
-	write_fdes(r, slot, 1);
-}
-
-/* Move count slots from `from` to `to` (inside a rewrite): the private
- * mirror moves with memmove, the shared slots are re-encoded (their
- * PC-relative starts change with their position). */
+/* Move count slots from `from` to `to` (inside a rewrite), with their
+ * log entries (wlog). */
 static void move_range(struct jsf_region *r, uint32_t from, uint32_t to,
 		       uint32_t count)
 {
 	if (!count || from == to)
 		return;
-	memmove(&r->win[to], &r->win[from], count * sizeof(*r->win));
 	memmove(&r->wlog[to], &r->wlog[from], count * sizeof(*r->wlog));
-	write_fdes(r, to, count);
+	copy_slots(slot_at(r, to), slot_at(r, from), count);
 }
 
 static void publish_window(struct jsf_region *r)
@@ -166,14 +192,14 @@ static void shift_window(struct jsf_region *r, uint32_t new_lo)
  * land there, and the search's cold cache lines are not read. */
 static uint32_t lower_bound(const struct jsf_region *r, uint64_t start)
 {
-	if (!r->n || start <= r->win[r->lo].start)
+	if (!r->n || start <= slot_start(r, r->lo))
 		return 0;
-	if (r->win[r->lo + r->n - 1].start < start)
+	if (slot_start(r, r->lo + r->n - 1) < start)
 		return r->n;
 	uint32_t a = 1, b = r->n - 1;
 	while (a < b) {
 		uint32_t m = a + (b - a) / 2;
-		if (r->win[r->lo + m].start < start)
+		if (slot_start(r, r->lo + m) < start)
 			a = m + 1;
 		else
 			b = m;
@@ -377,13 +403,11 @@ static void mig_free(struct mig *m)
 {
 	free(m->remap);
 	free(m->lattr);
-	free(m->win);
 	free(m->wlog);
 	free(m->pop.bits);
 	memset(m, 0, sizeof(*m));
-	m->remap = m->lattr = m->wlog = NULL; /* (for clang-analyzer, */
-	m->win = NULL;			      /* which does not follow */
-	m->pop.bits = NULL;		      /* the memset) */
+	m->remap = m->lattr = m->wlog = NULL; /* (for clang-analyzer, which */
+	m->pop.bits = NULL;		      /* does not follow the memset) */
 	m->phase = MIG_OFF;
 }
 
@@ -461,9 +485,8 @@ static int mig_alloc(struct jsf_region *r)
 			return -ENOSPC;
 	}
 	m->lattr = malloc(log_cap * sizeof(*m->lattr));
-	m->win = malloc(fde_cap * sizeof(*m->win));
 	m->wlog = malloc(fde_cap * sizeof(*m->wlog));
-	if (!m->lattr || !m->win || !m->wlog || !pop_init(&m->pop, total))
+	if (!m->lattr || !m->wlog || !pop_init(&m->pop, total))
 		return -ENOMEM;
 	int err = ensure_file(r, off + total);
 	if (err)
@@ -645,21 +668,21 @@ static void mig_switch(struct jsf_region *r)
 	struct mig *m = &r->mig;
 	uint8_t *blk = m->blk;
 	uint32_t lo = (m->fde_cap - r->n) / 2;
+	uint8_t *nfde = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
+			(size_t)lo * SFRAME_V3_FDE_SIZE;
 	for (uint32_t i = 0; i < r->n; i++) {
-		struct pent e = r->win[r->lo + i];
 		uint32_t nl = m->remap[r->wlog[r->lo + i]];
-		e.attr_off = m->lattr[nl];
-		m->win[lo + i] = e;
+		put_fde(nfde + (size_t)i * SFRAME_V3_FDE_SIZE,
+			slot_start(r, r->lo + i), slot_size(r, r->lo + i),
+			m->lattr[nl]);
 		m->wlog[lo + i] = nl;
 	}
 	ST32(blk + SB_LOG_N, m->kn);
 	sframe_header(r, blk, m->num_fres, m->fre_used, m->fde_cap);
 	uint64_t old_off = r->sec_off, old_total = r->sec_total;
 	struct blkpop old_pop = r->pop;
-	free(r->win);
 	free(r->wlog);
 	free(r->lattr);
-	r->win = m->win;
 	r->wlog = m->wlog;
 	r->lattr = m->lattr;
 	r->pop = m->pop;
@@ -669,7 +692,6 @@ static void mig_switch(struct jsf_region *r)
 	r->fre_used = m->fre_used;
 	r->num_fres = m->num_fres;
 	r->log_n = m->kn;
-	write_fdes(r, lo, r->n);
 	publish_window(r);
 	seq_begin(r);
 	ST64(r->base + RH_SEC_OFF, m->off);
@@ -728,7 +750,6 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 	uint32_t ln = r->log_n, nlive = r->n, nhist = ln - r->n;
 	struct lent *ents = NULL;
 	uint32_t *remap = NULL, *lattr = NULL, *wlog = NULL;
-	struct pent *win = NULL;
 	struct blkpop np = {0};
 	int err = -ENOMEM;
 	mig_abort(r); /* a migration's block is never reachable: dropped */
@@ -826,10 +847,9 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 			continue;
 		}
 		err = -ENOMEM;
-		win = calloc(fde_cap, sizeof(*win));
 		wlog = malloc(fde_cap * sizeof(*wlog));
 		lattr = malloc(log_cap * sizeof(*lattr));
-		if (!win || !wlog || !lattr || !pop_init(&np, total))
+		if (!wlog || !lattr || !pop_init(&np, total))
 			goto out;
 		err = ensure_file(r, off + total);
 		if (err)
@@ -897,23 +917,26 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 						    : NULL,
 				       remap, ln, r->mapped);
 		ST32(blk + SB_LOG_N, kept);
-		/* The new window, centred, from the sorted private mirror. */
+		/* The new window, centred, from the current one (a whole
+		 * copy keeps every record's offset). */
 		uint32_t lo = (uint32_t)(fde_cap - nlive) / 2;
+		uint8_t *nfde = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
+				(size_t)lo * SFRAME_V3_FDE_SIZE;
+		if (whole && r->n)
+			copy_slots(nfde, slot_at(r, r->lo), r->n);
 		for (uint32_t i = 0; i < r->n; i++) {
-			struct pent e = r->win[r->lo + i];
 			uint32_t li = r->wlog[r->lo + i];
 			if (!whole) {
-				e.attr_off = ents[li].new_attr;
+				put_fde(nfde + (size_t)i * SFRAME_V3_FDE_SIZE,
+					slot_start(r, r->lo + i),
+					slot_size(r, r->lo + i),
+					ents[li].new_attr);
 				li = remap[li];
 			}
-			win[lo + i] = e;
 			wlog[lo + i] = li;
 		}
 		sframe_header(r, blk, num_fres, fre_used, (uint32_t)fde_cap);
 		/* Switch: from here on this block is the region's table. */
-		free(r->win);
-		r->win = win;
-		win = NULL;
 		free(r->wlog);
 		r->wlog = wlog;
 		wlog = NULL;
@@ -926,7 +949,6 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		r->fre_used = fre_used;
 		r->num_fres = num_fres;
 		r->log_n = kept;
-		write_fdes(r, lo, r->n);
 		publish_window(r);
 		seq_begin(r);
 		ST64(r->base + RH_SEC_OFF, off);
@@ -946,7 +968,6 @@ out:
 	free(np.bits);
 	free(ents);
 	free(remap);
-	free(win);
 	free(wlog);
 	free(lattr);
 	return err;
@@ -1132,19 +1153,20 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		return err;
 	uint32_t k = lower_bound(r, start);
 	/* Live functions never overlap: check both neighbours. */
-	const struct pent *hit = NULL;
-	if (k < r->n && r->win[r->lo + k].start < start + size)
-		hit = &r->win[r->lo + k];
+	uint32_t hit = UINT32_MAX;
+	if (k < r->n && slot_start(r, r->lo + k) < start + size)
+		hit = r->lo + k;
 	else if (k > 0 &&
-		 r->win[r->lo + k - 1].start + r->win[r->lo + k - 1].size >
+		 slot_start(r, r->lo + k - 1) + slot_size(r, r->lo + k - 1) >
 		     start)
-		hit = &r->win[r->lo + k - 1];
-	if (hit)
+		hit = r->lo + k - 1;
+	if (hit != UINT32_MAX)
 		return sf_fail(-EEXIST,
 			       "function [0x%llx, +%u) overlaps the live "
 			       "function [0x%llx, +%u)",
 			       (unsigned long long)start, size,
-			       (unsigned long long)hit->start, hit->size);
+			       (unsigned long long)slot_start(r, hit),
+			       slot_size(r, hit));
 	uint8_t stackbuf[512], *enc = stackbuf;
 	size_t maxlen = SF_FUNC_ENC_MAX(nrows);
 	if (maxlen > sizeof(stackbuf) && !(enc = malloc(maxlen)))
@@ -1198,12 +1220,10 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	r->log_n++;
 	ST32R(r->base + r->sec_off + SB_LOG_N, r->log_n);
 	/* 3. the FDE: append with a release count, or rewrite in a seqlock. */
-	struct pent e = {start, size, attr};
 	uint32_t right_free = r->fde_cap - r->lo - r->n;
 	if (k == r->n && right_free) {
-		r->win[r->lo + r->n] = e;
 		r->wlog[r->lo + r->n] = r->log_n - 1;
-		write_fde(r, r->lo + r->n);
+		put_fde(slot_at(r, r->lo + r->n), start, size, attr);
 		r->n++;
 		ST32R(r->sf + SH_NUM_FDES, r->n); /* the publishing store */
 		goto done;
@@ -1225,9 +1245,8 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 	} else {
 		move_range(r, r->lo + k, r->lo + k + 1, r->n - k);
 	}
-	r->win[r->lo + k] = e;
 	r->wlog[r->lo + k] = r->log_n - 1;
-	write_fde(r, r->lo + k);
+	put_fde(slot_at(r, r->lo + k), start, size, attr);
 	r->n++;
 	publish_window(r);
 	seq_end(r);
@@ -1318,7 +1337,7 @@ int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 	uint32_t k = lower_bound(r, start);
 	int err = -ENOENT;
 	op_begin(r);
-	if (k < r->n && r->win[r->lo + k].start == start) {
+	if (k < r->n && slot_start(r, r->lo + k) == start) {
 		/* The tombstone: the log entry gets its removal time... */
 		ST64R(r->log + (size_t)r->wlog[r->lo + k] * SF_LOG_ENTRY_SIZE +
 			  LE_REMOVE,
@@ -1429,7 +1448,6 @@ void jsf_region_destroy(struct jsf_region *r)
 	close(r->fd); /* releases the producer lock */
 	mig_free(&r->mig);
 	free(r->pop.bits);
-	free(r->win);
 	free(r->wlog);
 	free(r->lattr);
 	free(r->path);
@@ -1446,7 +1464,6 @@ void jsf_region_detach(struct jsf_region *r)
 	close(r->fd);
 	mig_free(&r->mig);
 	free(r->pop.bits);
-	free(r->win);
 	free(r->wlog);
 	free(r->lattr);
 	free(r->path);
