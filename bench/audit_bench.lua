@@ -87,10 +87,21 @@ if exists(lj2) then
 end
 local tmp = B .. "/bench/audit-bench-tmp"
 os.execute("mkdir -p " .. sh_quote(tmp))
-local region, log = tmp .. "/r.region", tmp .. "/audit.log"
+local log = tmp .. "/audit.log"
 local envbase = "env -u LUA_INIT -u LUA_INIT_5_1 -u JITSFRAME_JITDUMP -u JITSFRAME_PERFMAP " ..
   "-u JITSFRAME_REGION -u JITSFRAME_AUDITLOG_MAX LUA_CPATH=" ..
   sh_quote(B .. "/lua/?.so;" .. B .. "/bench/?.so;;") .. " "
+-- the region where a user's would be (as vm_bench.lua): the module's
+-- default directory, asked of the module
+local region
+do
+  local got = capture(envbase .. "luajit -e " .. sh_quote(
+    "local j = require('jitsframe') assert(j.start{quiet = true}) " ..
+    "local p = j.stats().region j.stop() os.remove(p) io.write(p)"))
+  local d = got:match("^(/.+)/%d+%.region$")
+  assert(d, "audit_bench: the module's default region path: " .. got)
+  region = d .. "/audit-bench.region"
+end
 local function clean() os.execute("rm -f " .. sh_quote(log) .. " " .. sh_quote(log) .. ".*") end
 
 local function median(t)
@@ -233,6 +244,7 @@ for _, vm in ipairs(vms) do
       CHURN[r.w] and verdict(dr <= TARGET_RUN) or "")
   end
 end
+os.remove(region)
 os.execute("rm -rf " .. sh_quote(tmp))
 io.stderr:write("\n")
 io.write(table.concat(out, "\n"), "\n")

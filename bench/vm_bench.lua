@@ -114,11 +114,22 @@ end
 
 local tmp = B .. "/bench/vm-bench-tmp"
 os.execute("mkdir -p " .. sh_quote(tmp))
-local region = tmp .. "/vm-bench.region"
 -- No user settings leak in: no LUA_INIT, no perf sinks, our cpath only.
 local envbase = "env -u LUA_INIT -u LUA_INIT_5_1 -u JITSFRAME_JITDUMP " ..
   "-u JITSFRAME_PERFMAP -u JITSFRAME_REGION LUA_CPATH=" ..
   sh_quote(B .. "/lua/?.so;" .. B .. "/bench/?.so;;") .. " "
+-- The region is where a user's would be: in the module's default directory
+-- (docs/ABI.md 8: /dev/shm when it is a tmpfs with room, else /tmp), whose
+-- file system decides what a new page costs; asked of the module itself.
+local function default_dir()
+  local got = capture(envbase .. "luajit -e " .. sh_quote(
+    "local j = require('jitsframe') assert(j.start{quiet = true}) " ..
+    "local p = j.stats().region j.stop() os.remove(p) io.write(p)"))
+  local d = got:match("^(/.+)/%d+%.region$")
+  assert(d, "vm_bench: the module's default region path: " .. got)
+  return d
+end
+local region = default_dir() .. "/vm-bench.region"
 local startmod = ("assert(require('jitsframe').start{region=%q, replace=true})"):format(region)
 
 local function median(t)

@@ -81,8 +81,9 @@ static const char usage[] =
     "  -p, --pid LIST    attach to running processes instead of running CMD\n"
     "                    (they must have started jitsframe themselves); then\n"
     "                    copy each one's region (found as docs/ABI.md 8\n"
-    "                    says: its mappings, ${TMPDIR:-/tmp}/jitsframe-UID/\n"
-    "                    PID.region) to DIR/region-PID, and its jitdump\n"
+    "                    says: its mappings, BASE/jitsframe-UID/PID.region,\n"
+    "                    BASE $TMPDIR, else /dev/shm, /tmp) to\n"
+    "                    DIR/region-PID, and its jitdump\n"
     "  --service         with -p MASTER: also every current child of MASTER\n"
     "                    (e.g. nginx's workers)\n"
     "  -d, --duration S  with -p: stop after S seconds (default: at ^C, or\n"
@@ -154,7 +155,7 @@ static void add_load(const struct jd_load *l, void *ctx)
 /* ------------------------------------------------ collecting the regions
  * A forked worker that switched to another user cannot write into DIR: the
  * module then publishes at its per-user default path (docs/ABI.md section
- * 8, ${TMPDIR:-/tmp}/jitsframe-UID/PID.region, its jitdump beside it).
+ * 8, BASE/jitsframe-UID/PID.region, its jitdump beside it).
  * After the recording, every sampled process whose region is not in DIR
  * gets it copied there as DIR/region-PID (and DIR/jit-PID.dump), so that
  * the report (and a later `jitsframe report DIR`) finds it. */

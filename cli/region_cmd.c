@@ -40,10 +40,15 @@ static const char usage[] =
     "  jitsframe region ls [--json]\n"
     "      List the regions found by the discovery convention: those mapped\n"
     "      by running processes (/proc/*/maps) and those left in\n"
-    "      ${TMPDIR:-/tmp}/jitsframe-UID/PID.region for every UID. One line\n"
+    "      BASE/jitsframe-UID/PID.region for every UID (BASE: $TMPDIR when\n"
+    "      set, else /dev/shm and /tmp). One line\n"
     "      per region: pid, command (\"(exited)\" if its process is gone),\n"
     "      live and logged functions, file size, age, whether its producer\n"
     "      is alive, path.\n"
+    "  jitsframe region find PID\n"
+    "      Print the path of the region of process PID as the discovery\n"
+    "      convention finds it (what report, profile and gdb use); exit 1,\n"
+    "      saying where it looked, when there is none.\n"
     "  jitsframe region import LOG -o FILE [--pid PID] [--binary PROG]\n"
     "      Write a region to FILE (-o, --output; replaced if it exists)\n"
     "      from a RaptorJIT auditlog (`raptorjit -a LOG`): its traces with\n"
@@ -520,45 +525,50 @@ static int do_ls(const struct ropts *o)
 	}
 	if (d)
 		closedir(d);
-	/* post-mortem ones: the per-user directories, every UID */
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	d = opendir(tmp);
-	while (d && (de = readdir(d))) {
-		if (strncmp(de->d_name, "jitsframe-", 10) ||
-		    !all_digits(de->d_name + 10, strlen(de->d_name + 10)))
-			continue;
-		char up[PATH_MAX];
-		if (snprintf(up, sizeof(up), "%s/%s", tmp, de->d_name) >=
-		    (int)sizeof(up))
-			continue;
-		DIR *u = opendir(up);
-		struct dirent *fe;
-		while (u && (fe = readdir(u))) {
-			size_t n = strlen(fe->d_name);
-			if (n < 8 || strcmp(fe->d_name + n - 7, ".region") ||
-			    !all_digits(fe->d_name, n - 7))
+	/* post-mortem ones: the per-user directories, every UID, in every
+	 * base a producer may have used */
+	const char *tmp;
+	for (unsigned bi = 0; (tmp = jsf_region_search_base(bi)); bi++) {
+		d = opendir(tmp);
+		while (d && (de = readdir(d))) {
+			if (strncmp(de->d_name, "jitsframe-", 10) ||
+			    !all_digits(de->d_name + 10,
+					strlen(de->d_name + 10)))
 				continue;
-			int pid = atoi(fe->d_name);
-			/* the convention's own checks (owner, mode, pid) */
-			if (jsf_region_find(pid, 0, path, sizeof(path)) == 0)
-				ls_add(&l, pid, path);
-			if (snprintf(path, sizeof(path), "%s/%s", up,
-				     fe->d_name) >= (int)sizeof(path))
+			char up[PATH_MAX];
+			if (snprintf(up, sizeof(up), "%s/%s", tmp,
+				     de->d_name) >= (int)sizeof(up))
 				continue;
-			/* an older file of the same pid (another UID): its
-			 * header says whose */
-			struct jsf_view_info in = {.sz = sizeof(in)};
-			if (jsf_region_info(path, &in) == 0 &&
-			    (int)in.producer_pid == pid)
-				ls_add(&l, pid, path);
+			DIR *u = opendir(up);
+			struct dirent *fe;
+			while (u && (fe = readdir(u))) {
+				size_t n = strlen(fe->d_name);
+				if (n < 8 ||
+				    strcmp(fe->d_name + n - 7, ".region") ||
+				    !all_digits(fe->d_name, n - 7))
+					continue;
+				int pid = atoi(fe->d_name);
+				/* the convention's own checks (owner, mode,
+				 * pid) */
+				if (jsf_region_find(pid, 0, path,
+						    sizeof(path)) == 0)
+					ls_add(&l, pid, path);
+				if (snprintf(path, sizeof(path), "%s/%s", up,
+					     fe->d_name) >= (int)sizeof(path))
+					continue;
+				/* an older file of the same pid (another UID):
+				 * its header says whose */
+				struct jsf_view_info in = {.sz = sizeof(in)};
+				if (jsf_region_info(path, &in) == 0 &&
+				    (int)in.producer_pid == pid)
+					ls_add(&l, pid, path);
+			}
+			if (u)
+				closedir(u);
 		}
-		if (u)
-			closedir(u);
+		if (d)
+			closedir(d);
 	}
-	if (d)
-		closedir(d);
 	if (l.n)
 		qsort(l.e, l.n, sizeof(*l.e), ls_cmp);
 	uint64_t now = jsf_now_ns();
@@ -666,6 +676,20 @@ int cmd_region(int argc, char **argv)
 		if (nargs != 0)
 			return bad_usage("ls takes no FILE (%s)", args[0]);
 		return do_ls(&o);
+	}
+	if (!strcmp(sub, "find")) {
+		if (nargs != 1 || !all_digits(args[0], strlen(args[0])) ||
+		    atoi(args[0]) <= 0)
+			return bad_usage("find needs one PID%s", "");
+		char path[PATH_MAX];
+		int err = jsf_region_find(atoi(args[0]), 0, path, sizeof(path));
+		if (err) {
+			fprintf(stderr, "jitsframe region: %s\n",
+				jsf_strerror(err));
+			return EX_FAIL;
+		}
+		puts(path);
+		return EX_OK;
 	}
 	if (nargs != 1)
 		return bad_usage("'%s' needs exactly one region FILE", sub);

@@ -4,9 +4,10 @@
  * VM side on, unmodified. The standalone luajit runs LUA_INIT before it
  * handles -j options and the script, so setting LUA_INIT (keeping any the
  * user had) and LUA_CPATH, then exec'ing, is enough. The pid stays the
- * same, so the default region is ${TMPDIR:-/tmp}/jitsframe-UID/PID.region.
+ * same, so the default region is DIR/PID.region, DIR jsf_region_default_dir's.
  */
 #include "cli.h"
+#include "jitsframe.h"
 #include "jsfenv.h"
 
 #include <errno.h>
@@ -25,8 +26,10 @@ static const char usage[] =
     "Run a LuaJIT program (the standalone `luajit` or anything honouring\n"
     "LUA_INIT) with jitsframe publishing exact unwind rows for every trace.\n"
     "\n"
-    "  --region PATH     region file (default ${TMPDIR:-/tmp}/jitsframe-UID/\n"
-    "                    PID.region; PID is CMD's pid, printed on stderr)\n"
+    "  --region PATH     region file (default BASE/jitsframe-UID/PID.region,\n"
+    "                    BASE $TMPDIR if set, else /dev/shm if a tmpfs with\n"
+    "                    256 MiB free, else /tmp; PID is CMD's; printed on\n"
+    "                    stderr)\n"
     "  --replace         replace an existing file at PATH\n"
     "  --module-dir DIR  where jitsframe.so is (default: the lua/ directory\n"
     "                    beside this program)\n"
@@ -173,14 +176,13 @@ int cmd_run(int argc, char **argv)
 		perror("jitsframe run: setenv");
 		return EX_INPUT;
 	}
-	const char *tmp = getenv("TMPDIR");
 	if (!quiet) {
+		char dir[4096] = "";
 		if (region)
 			fprintf(stderr, "jitsframe: region %s\n", region);
-		else
-			fprintf(stderr,
-				"jitsframe: region %s/jitsframe-%u/%d.region\n",
-				tmp && *tmp ? tmp : "/tmp", (unsigned)getuid(),
+		else if (jsf_region_default_dir(dir, sizeof(dir), false) == 0 ||
+			 dir[0])
+			fprintf(stderr, "jitsframe: region %s/%d.region\n", dir,
 				(int)getpid());
 	}
 	execvp(argv[optind], argv + optind);

@@ -11,7 +11,7 @@
 /* --- the CLI's `run`/`record` -> the Lua module (jitsframe.start) --- */
 
 /* set by `run --region`, read by start(): the region's path (else
- * ${TMPDIR:-/tmp}/jitsframe-UID/PID.region) */
+ * BASE/jitsframe-UID/PID.region, jitsframe.h's jsf_region_default_dir) */
 #define JSF_ENV_REGION "JITSFRAME_REGION"
 /* set by `run` ("1"/"0", --replace), read by the LUA_INIT snippet: start()
  * may replace an existing region file */

@@ -17,8 +17,9 @@ row has one, the caller's rsp = CFA); a frame filter names the frame
 The region of process P is found as docs/ABI.md section 8 says, each
 candidate's producer_pid checked against P: a path named with
 `jitsframe-region PATH` first; then (live) the file mapped in /proc/P/maps
-with the magic "JSFREGN\\0"; ${TMPDIR:-/tmp}/jitsframe-UID/P.region for
-every UID; $JITSFRAME_JITDUMP/region and region-P (a record directory).
+with the magic "JSFREGN\\0"; BASE/jitsframe-UID/P.region for every UID
+and BASE ($TMPDIR when set, else /dev/shm, /tmp); $JITSFRAME_JITDUMP/region
+and region-P (a record directory).
 On a core file, P is the core's pid and the mappings are not looked at.
 The jitdump: mapped in /proc/P/maps (live), else in $JITSFRAME_JITDUMP,
 else beside the region.
@@ -230,12 +231,21 @@ class _JsfTarget:
                     continue
         return regions, jitdumps
 
+    @staticmethod
+    def _bases():
+        """The bases of the per-user directories, as the library's
+        jsf_region_search_base: $TMPDIR when set, else /dev/shm, /tmp."""
+        t = os.environ.get("TMPDIR")
+        return [t] if t else ["/dev/shm", "/tmp"]
+
     def _default_dir(self):
-        """${TMPDIR:-/tmp}/jitsframe-UID/P.region for every UID whose
+        """BASE/jitsframe-UID/P.region for every base and every UID whose
         directory is its own and not writable by others."""
         out = []
-        tmp = os.environ.get("TMPDIR") or "/tmp"
-        for d in sorted(glob.glob(os.path.join(tmp, "jitsframe-*"))):
+        dirs = []
+        for tmp in self._bases():
+            dirs += sorted(glob.glob(os.path.join(tmp, "jitsframe-*")))
+        for d in dirs:
             uid = os.path.basename(d)[len("jitsframe-"):]
             try:
                 st = os.lstat(d)
@@ -292,8 +302,8 @@ class _JsfTarget:
             cands += regions
             self.where.append("/proc/%d/maps" % self.pid)
         cands += self._default_dir()
-        tmp = os.environ.get("TMPDIR") or "/tmp"
-        self.where.append("%s/jitsframe-*/%d.region" % (tmp, self.pid))
+        for tmp in self._bases():
+            self.where.append("%s/jitsframe-*/%d.region" % (tmp, self.pid))
         rec = os.environ.get("JITSFRAME_JITDUMP")
         if rec:
             self.where.append("%s/region, region-%d" % (rec, self.pid))

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Discovery (docs/ABI.md §8, steps 1-2): the region of process P, from its
- * own mappings first, then the per-user default directories of every UID.
+ * own mappings first, then the per-user default directories of every UID;
+ * and where a producer given no path puts its own.
  */
 #include "internal.h"
 #include "jitsframe.h"
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -210,8 +212,8 @@ static bool good_dir(const char *tmp, const char *d)
 	       st.st_uid == (uid_t)strtoul(u, NULL, 10) && !(st.st_mode & 077);
 }
 
-/* Step 2: ${TMPDIR:-/tmp}/jitsframe-UID/P.region for every UID (the
- * newest one that qualifies). */
+/* Step 2, in one base (jsf_region_search_base): BASE/jitsframe-UID/P.region
+ * for every UID (the newest one that qualifies). */
 static int from_dirs(int pid, uint64_t not_after, char *path, size_t len,
 		     struct found *f, const char *tmp)
 {
@@ -249,18 +251,74 @@ static int from_dirs(int pid, uint64_t not_after, char *path, size_t len,
 	return found;
 }
 
+/* /dev/shm qualifies as a default base when it is a tmpfs this process
+ * can create files in, with room to spare (a container's is often 64 MiB,
+ * shared with whatever else the program keeps there). */
+#define SHM_BASE "/dev/shm"
+#define SHM_MIN_FREE (256ull << 20)
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+static bool shm_usable(void)
+{
+	struct statfs fs;
+	return statfs(SHM_BASE, &fs) == 0 &&
+	       (unsigned long)fs.f_type == TMPFS_MAGIC &&
+	       (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize >= SHM_MIN_FREE &&
+	       access(SHM_BASE, W_OK | X_OK) == 0;
+}
+
+static const char *tmpdir_env(void)
+{
+	const char *t = getenv("TMPDIR");
+	return t && *t ? t : NULL;
+}
+
+const char *jsf_region_search_base(unsigned i)
+{
+	const char *t = tmpdir_env();
+	if (t) /* where a producer with this environment puts it */
+		return i == 0 ? t : NULL;
+	static const char *const b[] = {SHM_BASE, "/tmp"};
+	return i < 2 ? b[i] : NULL;
+}
+
+int jsf_region_default_dir(char *buf, size_t len, bool create)
+{
+	if (!buf || !len)
+		return -EINVAL;
+	const char *base = tmpdir_env();
+	if (!base)
+		base = shm_usable() ? SHM_BASE : "/tmp";
+	if (snprintf(buf, len, "%s/jitsframe-%u", base, (unsigned)getuid()) >=
+	    (int)len)
+		return -ENAMETOOLONG;
+	if (create && mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	struct stat st;
+	/* ours, a real directory, not writable by others: else refused */
+	if (lstat(buf, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022))
+		return -EPERM;
+	return 0;
+}
+
 int jsf_region_find(int pid, uint64_t not_after_ns, char *path, size_t len)
 {
 	if (pid <= 0 || !path || len < 2)
 		return sf_fail(-EINVAL, "jsf_region_find: bad pid or buffer");
 	struct found f = {0};
 	int maps_errno = 0;
-	char tmp[PATH_MAX];
-	const char *t = getenv("TMPDIR");
-	snprintf(tmp, sizeof(tmp), "%s", t && *t ? t : "/tmp");
 	if (from_maps(pid, path, len, &f, &maps_errno))
 		return 0;
-	if (from_dirs(pid, not_after_ns, path, len, &f, tmp))
+	/* the newest that qualifies, in any of the bases */
+	bool any = false;
+	const char *b;
+	for (unsigned i = 0; (b = jsf_region_search_base(i)); i++)
+		any |= from_dirs(pid, not_after_ns, path, len, &f, b) != 0;
+	if (any)
 		return 0;
 	path[0] = 0;
 	char why[96] = "";
@@ -274,9 +332,15 @@ int jsf_region_find(int pid, uint64_t not_after_ns, char *path, size_t len)
 			       "the region of pid %d exists but cannot be read "
 			       "(permission denied): run as its user or root",
 			       pid);
+	char where[PATH_MAX + 64] = "";
+	for (unsigned i = 0; (b = jsf_region_search_base(i)); i++) {
+		size_t at = strlen(where);
+		snprintf(where + at, sizeof(where) - at,
+			 "%s%s/jitsframe-*/%d.region", i ? ", " : "", b, pid);
+	}
 	return sf_fail(-ENOENT,
 		       "no region of pid %d: none mapped by it in "
-		       "/proc/%d/maps%s, none in %s/jitsframe-*/%d.region%s",
-		       pid, pid, why, tmp, pid,
+		       "/proc/%d/maps%s, none in %s%s",
+		       pid, pid, why, where,
 		       not_after_ns ? " created before the samples" : "");
 }

@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 3
+#define JSF_VERSION_MINOR 4
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
@@ -512,7 +512,8 @@ JSF_API int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr,
  *     child still mapping its parent's region is skipped), read through
  *     /proc/PID/map_files/ or /proc/PID/fd/ where the path cannot be
  *     opened (a memfd, a file gone, another mount namespace);
- *  2. ${TMPDIR:-/tmp}/jitsframe-UID/PID.region for every UID (the
+ *  2. BASE/jitsframe-UID/PID.region for every UID and every BASE of
+ *     jsf_region_search_base ($TMPDIR when set, else /dev/shm, /tmp; the
  *     directory owned by UID and closed to others, else skipped): a
  *     post-mortem region, its producer_pid == pid and, when not_after_ns
  *     is non-zero, its create_ns <= not_after_ns (pids are reused: pass
@@ -524,6 +525,26 @@ JSF_API int jsf_sframe_find(const void *sec, size_t len, uint64_t sec_addr,
  */
 JSF_API int jsf_region_find(int pid, uint64_t not_after_ns, char *path,
 			    size_t len);
+/*
+ * (1.4, JITSFRAME_1.4) Where a producer given no path keeps its region
+ * (docs/ABI.md 8): the per-user directory BASE/jitsframe-UID, BASE being
+ * $TMPDIR when set, else /dev/shm when it is a tmpfs the caller can write
+ * with at least 256 MiB free (the region's pages are memory either way;
+ * there they are not written back to a disk), else /tmp. Writes DIR
+ * (NUL-terminated) to buf; with create, makes it (0700) when missing.
+ * Returns 0; -EPERM when it is not a directory of the caller's UID or is
+ * writable by others, -ENAMETOOLONG, -EINVAL, or mkdir's negative errno. The
+ * region's file is then DIR/PID.region.
+ */
+JSF_API int jsf_region_default_dir(char *buf, size_t len, bool create);
+/*
+ * (1.4) The bases whose jitsframe-UID directories a consumer searches
+ * (jsf_region_find's step 2), i = 0, 1, ...: $TMPDIR alone when set (where
+ * a producer with the same environment puts its region), else /dev/shm
+ * and /tmp; NULL past the last. The strings are static (or the
+ * environment's).
+ */
+JSF_API const char *jsf_region_search_base(unsigned i);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,8 +213,59 @@ int main(void)
 		reap(q, hold[1]);
 	}
 
+	CASE("the default directory: $TMPDIR when set, else /dev/shm (a tmpfs "
+	     "with room), else /tmp; consumers search where producers put it")
+	{
+		char d[512], want[512], t2[256], u2[320];
+		/* $TMPDIR set: there, made 0700 only when asked, and the only
+		 * base searched */
+		snprintf(t2, sizeof(t2), "%s/tmp2", base);
+		mkdir(t2, 0700);
+		setenv("TMPDIR", t2, 1);
+		snprintf(u2, sizeof(u2), "%s/jitsframe-%u", t2,
+			 (unsigned)getuid());
+		CHECK_EQ(jsf_region_default_dir(d, sizeof(d), false), -ENOENT);
+		CHECK(!strcmp(d, u2), "default dir '%s', want '%s'", d, u2);
+		CHECK_EQ(jsf_region_default_dir(d, sizeof(d), true), 0);
+		struct stat st;
+		CHECK(lstat(u2, &st) == 0 && S_ISDIR(st.st_mode) &&
+			  (st.st_mode & 0777) == 0700 && st.st_uid == getuid(),
+		      "made 0700 and ours: mode %o", st.st_mode & 0777);
+		const char *b0 = jsf_region_search_base(0);
+		CHECK(b0 && !strcmp(b0, t2) && !jsf_region_search_base(1),
+		      "searched: %s, then %s", b0 ? b0 : "(none)",
+		      jsf_region_search_base(1) ? jsf_region_search_base(1)
+						: "(none)");
+		/* writable by others: refused */
+		chmod(u2, 0777);
+		CHECK_EQ(jsf_region_default_dir(d, sizeof(d), true), -EPERM);
+		chmod(u2, 0700);
+		CHECK_EQ(jsf_region_default_dir(d, 8, false), -ENAMETOOLONG);
+		/* no $TMPDIR: the base by the rule, read here from statfs(2) */
+		unsetenv("TMPDIR");
+		struct statfs fs;
+		bool shm = statfs("/dev/shm", &fs) == 0 &&
+			   fs.f_type == 0x01021994 &&
+			   (uint64_t)fs.f_bavail * fs.f_bsize >= 256ull << 20 &&
+			   access("/dev/shm", W_OK | X_OK) == 0;
+		snprintf(want, sizeof(want), "%s/jitsframe-%u",
+			 shm ? "/dev/shm" : "/tmp", (unsigned)getuid());
+		int rc = jsf_region_default_dir(d, sizeof(d), false);
+		CHECK(rc == 0 || rc == -ENOENT, "rc %d", rc);
+		CHECK(!strcmp(d, want), "default dir '%s', want '%s'", d, want);
+		printf("# without TMPDIR: %s (/dev/shm %s)\n", d,
+		       shm ? "a tmpfs with room" : "not used");
+		b0 = jsf_region_search_base(0);
+		const char *b1 = jsf_region_search_base(1);
+		CHECK(b0 && b1 && !strcmp(b0, "/dev/shm") &&
+			  !strcmp(b1, "/tmp") && !jsf_region_search_base(2),
+		      "searched: %s, %s", b0 ? b0 : "-", b1 ? b1 : "-");
+		setenv("TMPDIR", tmpd, 1);
+	}
+
 	CASE("bad arguments")
 	{
+		CHECK_EQ(jsf_region_default_dir(NULL, 0, false), -EINVAL);
 		CHECK_EQ(jsf_region_find(0, 0, got, sizeof(got)), -EINVAL);
 		CHECK_EQ(jsf_region_find(1, 0, NULL, 0), -EINVAL);
 	}

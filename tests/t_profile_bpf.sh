@@ -109,7 +109,7 @@ for LJV in $VMS; do
 "$J" run --quiet -- $LJV bench/workloads/numeric.lua 40 >/dev/null 2>&1 &
 bgpid=$!
 for _ in $(seq 50); do
-	[ -e "${TMPDIR:-/tmp}/jitsframe-0/$bgpid.region" ] && break
+	"$J" region find "$bgpid" >/dev/null 2>&1 && break
 	sleep 0.1
 done
 sleep 0.5
@@ -185,7 +185,7 @@ pb=$!
 bgpid="$pa $pb"
 trap 'rm -rf "$T"; kill $bgpid 2>/dev/null' EXIT
 for _ in $(seq 50); do
-	[ -e "${TMPDIR:-/tmp}/jitsframe-0/$pa.region" ] && [ -e "${TMPDIR:-/tmp}/jitsframe-0/$pb.region" ] && break
+	"$J" region find "$pa" >/dev/null 2>&1 && "$J" region find "$pb" >/dev/null 2>&1 && break
 	sleep 0.1
 done
 sleep 0.5
@@ -194,7 +194,7 @@ rcab=$?
 "$J" profile -o "$T/all" -d 2 --dump "$T/all.dump" -a >"$T/all.out" 2>"$T/all.err"
 rcall=$?
 for p in $pa $pb; do
-	"$J" region dump "${TMPDIR:-/tmp}/jitsframe-0/$p.region" --all --json >"$T/r$p.json" 2>"$T/r$p.err"
+	"$J" region dump "$("$J" region find "$p")" --all --json >"$T/r$p.json" 2>"$T/r$p.err"
 done
 kill $pa $pb 2>/dev/null
 wait $pa $pb 2>/dev/null

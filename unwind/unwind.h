@@ -79,7 +79,7 @@ int traces_add_region(struct traces *t, const char *path, char *err,
 /* Read the trace names of every DIR/jit-PID.dump (each named per pid). */
 void traces_add_jitdumps(struct traces *t, const char *jitdump_dir);
 /* Only jitdump_dir/jit-PID.dump: the jitdump of that process (a directory
- * such as ${TMPDIR:-/tmp}/jitsframe-UID holds every process's). */
+ * such as the per-user default directory holds every process's). */
 void traces_add_jitdump_of(struct traces *t, const char *jitdump_dir,
 			   uint32_t pid);
 /* traces_new + traces_add_region (region may be NULL) +

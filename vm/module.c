@@ -8,7 +8,9 @@
  *
  *   local jsf = require("jitsframe")
  *   jsf.start{ region = PATH }   -- default: $JITSFRAME_REGION, else
- *                                 -- ${TMPDIR:-/tmp}/jitsframe-UID/PID.region
+ *                                 -- BASE/jitsframe-UID/PID.region, BASE:
+ *                                 -- $TMPDIR, else /dev/shm (a tmpfs with
+ *                                 -- room), else /tmp
  *   jsf.start{ auditlog = PATH, level = "default"|"full" }  -- the auditlog
  *   jsf.stop()
  */

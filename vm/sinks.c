@@ -12,26 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-/* The per-user default directory, ${TMPDIR:-/tmp}/jitsframe-UID (docs/ABI.md
- * section 8), created 0700 when missing; 0 or -errno. */
+/* The per-user default directory (docs/ABI.md section 8: $TMPDIR, else
+ * /dev/shm when it is a tmpfs with room, else /tmp, then jitsframe-UID),
+ * created 0700 when missing; 0 or -errno. */
 static int default_dir(char *dir, size_t len)
 {
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	snprintf(dir, len, "%s/jitsframe-%u", tmp, (unsigned)getuid());
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	struct stat st;
-	/* Ours, a real directory, not writable by others: else refuse. */
-	if (lstat(dir, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022))
-		return -EPERM;
-	return 0;
+	return jsf_region_default_dir(dir, len, true);
 }
 
 static int default_path(char *buf, size_t len)
