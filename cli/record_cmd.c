@@ -261,36 +261,79 @@ static int parse_pids(const char *list, int *out, int max)
 	return n;
 }
 
-/* Copy a file; a region (seq_check) as one consistent generation: the
- * header's seq (docs/ABI.md: u64 at offset 72) even and unchanged
- * across the read, a few tries (a live producer may be rewriting it).
- */
+/* Read [0, size) of fd into buf (zeroed), only its data: a region's
+ * capacity is mostly holes (docs/ABI.md 3.6). Where SEEK_DATA is not
+ * supported, every byte. The bytes read, or -1. */
+static ssize_t read_data(int fd, char *buf, off_t size)
+{
+	off_t at = 0;
+	ssize_t got = 0;
+	while (at < size) {
+		off_t d = lseek(fd, at, SEEK_DATA), e;
+		if (d < 0 && errno == ENXIO)
+			break; /* a hole to the end */
+		if (d < 0) {
+			d = at; /* no SEEK_DATA here: all of it */
+			e = size;
+		} else if ((e = lseek(fd, d, SEEK_HOLE)) < 0 || e > size) {
+			e = size;
+		}
+		if (d >= size)
+			break;
+		while (d < e) {
+			ssize_t r = pread(fd, buf + d, (size_t)(e - d), d);
+			if (r <= 0)
+				return -1;
+			d += r;
+			got += r;
+		}
+		at = e;
+	}
+	return got;
+}
+
+/* Write buf[0, n) to fd with its all-zero 4 KiB pages left as holes. */
+static int write_sparse(int fd, const char *buf, size_t n)
+{
+	static const char zero[4096];
+	for (size_t o = 0; o < n; o += sizeof(zero)) {
+		size_t l = n - o < sizeof(zero) ? n - o : sizeof(zero);
+		if (!memcmp(buf + o, zero, l))
+			continue;
+		if (pwrite(fd, buf + o, l, (off_t)o) != (ssize_t)l)
+			return -EIO;
+	}
+	return ftruncate(fd, (off_t)n) < 0 ? -errno : 0;
+}
+
+/* Copy a file, its holes kept; a region (seq_check) as one consistent
+ * generation: the header's seq (docs/ABI.md: u64 at offset 72) even and
+ * unchanged across the read, a few tries (a live producer may be
+ * rewriting it). */
 static int copy_file(const char *src, const char *dst, int seq_check)
 {
 	int fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	char *buf = NULL;
+	off_t size = 0;
 	ssize_t got = -1;
 	for (int tries = 0; tries < 100; tries++) {
 		uint64_t s1 = 1, s2 = 2;
 		struct stat st;
+		got = -1;
 		if (seq_check && pread(fd, &s1, 8, 72) != 8)
 			break;
 		if (fstat(fd, &st) < 0)
 			break;
-		char *nb = realloc(buf, (size_t)st.st_size + 1);
-		if (!nb)
+		free(buf);
+		size = st.st_size;
+		buf = calloc((size_t)size + 1, 1);
+		if (!buf)
 			break;
-		buf = nb;
-		got = 0;
-		while (got < st.st_size) {
-			ssize_t r = pread(fd, buf + got,
-					  (size_t)(st.st_size - got), got);
-			if (r <= 0)
-				break;
-			got += r;
-		}
+		got = read_data(fd, buf, size);
+		if (got < 0)
+			break;
 		if (!seq_check ||
 		    (pread(fd, &s2, 8, 72) == 8 && s1 == s2 && !(s1 & 1)))
 			break;
@@ -304,8 +347,8 @@ static int copy_file(const char *src, const char *dst, int seq_check)
 		: open(dst, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
 	if (!err && out < 0)
 		err = -errno;
-	if (!err && write(out, buf, (size_t)got) != got)
-		err = -EIO;
+	if (!err)
+		err = write_sparse(out, buf, (size_t)size);
 	if (out >= 0)
 		close(out);
 	free(buf);

@@ -2,7 +2,8 @@
 # `jitsframe record -p` on running LuaJIT processes (TAP). Each workload is
 # started with `jitsframe run`, so it publishes its region at the default
 # per-user path (TMPDIR is a fresh directory): record must find it by the
-# discovery convention, copy it into DIR/region-PID, and report must unwind
+# discovery convention, copy it into DIR/region-PID (its holes kept: fewer
+# bytes allocated than its size; it validates), and report must unwind
 # >= 99.5% of the samples through trace code up to main. `region ls` must
 # list the running process as alive with its pid. Two processes recorded
 # at once: every trace frame of a sample of pid P lies inside a function of
@@ -103,6 +104,15 @@ if "$J" record -p "$A" -d 2 -o "$T/r1" >"$T/out1" 2>&1 && [ -s "$T/r1/region-$A"
 	ok "record -p $A: DIR/region-$A copied"
 else
 	notok "record -p $A: DIR/region-$A copied" "$(tail -n 5 "$T/out1")" "$(ls "$T/r1" 2>&1 | tr '\n' ' ')"
+fi
+# the copy keeps the region's holes (its capacity is mostly holes,
+# docs/ABI.md 3.6) and is a valid region
+alloc=$(stat -c '%b * %B' "$T/r1/region-$A" 2>/dev/null) alloc=$((${alloc:-0}))
+size=$(stat -c %s "$T/r1/region-$A" 2>/dev/null || echo 0)
+if [ "$size" -gt 0 ] && [ "$alloc" -lt "$size" ] && "$J" region validate "$T/r1/region-$A" >/dev/null 2>&1; then
+	ok "the copy is sparse ($alloc of $size bytes allocated) and validates"
+else
+	notok "the copy is sparse and validates" "$alloc of $size bytes allocated" "$("$J" region validate "$T/r1/region-$A" 2>&1 | tail -2)"
 fi
 if [ -s "$T/r1/jit-$A.dump" ]; then
 	ok "its jitdump copied beside it"
