@@ -26,7 +26,7 @@
  * this many times what it keeps, from MIG_GROW_MIN kept entries on, when
  * no history is dropped (mig_alloc). */
 #define MIG_GROW 8u
-#define MIG_GROW_MIN 256u
+#define MIG_GROW_MIN 4096u
 struct blkpop {
 	uint8_t *bits;	 /* one bit a chunk */
 	uint64_t locked; /* bytes of the block mlocked */
