@@ -32,6 +32,7 @@ static const char usage[] =
     "  region export FILE -o OUT write the live functions as a standalone\n"
     "                            SFrame section (V3, or V1 with --v1)\n"
     "  region ls                 the regions of running and exited processes\n"
+    "  region find PID           the path of the region of process PID\n"
     "  region import LOG -o FILE a region from a RaptorJIT auditlog\n"
     "  audit FILE [--dump N]     read an auditlog (run -a): traces like -jv,\n"
     "                            one trace's IR and machine code\n"
