@@ -90,6 +90,9 @@ struct jsf_region {
 	struct mig mig;	   /* a new block being filled (docs/ABI.md 3.3) */
 	bool mig_blocked;  /* no room for one: rebuild when full */
 	uint64_t sync_rebuilds, op_copied, op_pages, max_copied, max_pages;
+	/* the block retired at the last switch (a slow reader may still be
+	 * on it): its pages are freed at the next one */
+	uint64_t prev_off, prev_total;
 };
 
 static uint64_t round_up(uint64_t v, uint64_t a)
@@ -568,6 +571,40 @@ static bool within(const struct work *w, const struct work *bud)
 
 static void mig_switch(struct jsf_region *r);
 
+/* Free the file's pages in [a, b) (a hole reads as zeros; on tmpfs they
+ * were memory). A failure keeps them: nothing else changes. */
+static void punch(const struct jsf_region *r, uint64_t a, uint64_t b)
+{
+	if (b > a && r->fd >= 0)
+		(void)fallocate(r->fd,
+				FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)a, (off_t)(b - a));
+}
+
+/* A switch retired the block [old_off, +old_total): free the one retired
+ * at the switch before (docs/ABI.md 3.3), but for what the current block
+ * or the one just retired reuse of its space; remember the new one. */
+static void retire(struct jsf_region *r, uint64_t old_off, uint64_t old_total)
+{
+	uint64_t a = r->prev_off, b = r->prev_off + r->prev_total;
+	uint64_t k[2][2] = {{r->sec_off, r->sec_off + r->sec_total},
+			    {old_off, old_off + old_total}};
+	if (k[1][0] < k[0][0]) { /* the kept ranges in address order */
+		uint64_t t0 = k[0][0], t1 = k[0][1];
+		k[0][0] = k[1][0], k[0][1] = k[1][1];
+		k[1][0] = t0, k[1][1] = t1;
+	}
+	for (int i = 0; i < 2 && a < b; i++) {
+		if (k[i][1] <= a || k[i][0] >= b)
+			continue; /* apart */
+		punch(r, a, k[i][0] > a ? k[i][0] : a);
+		a = k[i][1];
+	}
+	punch(r, a, b);
+	r->prev_off = old_off;
+	r->prev_total = old_total;
+}
+
 /* One bounded step of the migration (bud NULL: to the end). */
 static void mig_step(struct jsf_region *r, const struct work *bud)
 {
@@ -697,6 +734,7 @@ static void mig_switch(struct jsf_region *r)
 	ST64(r->base + RH_SEC_OFF, m->off);
 	seq_end(r);
 	pop_release(r, r->base + old_off, old_total, &old_pop);
+	retire(r, old_off, old_total);
 	r->compactions++;
 	r->dropped += m->dropped;
 	free(m->remap);
@@ -953,8 +991,10 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		seq_begin(r);
 		ST64(r->base + RH_SEC_OFF, off);
 		seq_end(r);
-		if (old_total) /* retired: no longer held */
+		if (old_total) { /* retired: no longer held */
 			pop_release(r, r->base + old_off, old_total, &old_pop);
+			retire(r, old_off, old_total);
+		}
 		r->compactions++;
 		r->sync_rebuilds++;
 		r->mig_blocked = false;

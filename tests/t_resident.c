@@ -9,7 +9,8 @@
  * block, old blocks unlocked as rebuilds retire them), JSF_REGION_NO_MLOCK
  * (present, nothing locked), and a small RLIMIT_MEMLOCK in a child without
  * CAP_IPC_LOCK (the region still works and validates, the refusals are
- * counted, the pages are still present).
+ * counted, the pages are still present); and the pages of blocks retired
+ * before the last one freed (no data there, lseek's SEEK_DATA says).
  */
 #include "harness.h"
 #include "internal.h"
@@ -328,6 +329,80 @@ int main(void)
 		printf("# %s\n", out);
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "child status %#x: %s", status, out);
+	}
+
+	CASE("retired blocks: a block retired before the last one holds no "
+	     "data any more (its pages freed), through growth, flushes and "
+	     "history dropped")
+	{
+		struct jsf_region_opts o = {.sz = sizeof(o),
+					    .history_max = 2000};
+		struct jsf_region *r = NULL;
+		CHECK_EQ(jsf_region_create(&r, tmp_path("retire"), &o), 0);
+		const char *p = jsf_region_path(r);
+		int fd = r ? open(p, O_RDONLY) : -1;
+		uint64_t blk[64][2], nb = 0, base = r ? region_base(p) : 0;
+		uint32_t checked = 0, bad = 0;
+		for (int round = 0; round < 8 && r && fd >= 0; round++) {
+			for (uint32_t i = 0; i < 3000; i++) {
+				CHECK_EQ(jsf_region_add(r,
+							at - (uint64_t)i * 64 -
+							    (uint64_t)round *
+								(1u << 20),
+							48, rows, 2, 1000 + i),
+					 0);
+				uint64_t a, t;
+				cur_block(p, &a, &t);
+				if (nb && blk[nb - 1][0] == a - base)
+					continue;
+				if (nb < 64)
+					blk[nb][0] = a - base, blk[nb][1] = t,
+					nb++;
+				/* every block before the last two: no data in
+				 * what neither of those covers */
+				for (uint64_t k = 0; k + 2 < nb; k++) {
+					uint64_t lo = blk[k][0],
+						 hi = lo + blk[k][1];
+					for (uint64_t q = nb - 2; q < nb; q++) {
+						uint64_t l2 = blk[q][0],
+							 h2 = l2 + blk[q][1];
+						if (l2 <= lo && h2 > lo)
+							lo = h2;
+						if (l2 < hi && h2 >= hi)
+							hi = l2;
+					}
+					if (lo >= hi)
+						continue;
+					off_t d =
+					    lseek(fd, (off_t)lo, SEEK_DATA);
+					checked++;
+					if (d >= 0 && (uint64_t)d < hi) {
+						bad++;
+						printf("# block %llu [%llu, "
+						       "+%llu): data "
+						       "at %lld\n",
+						       (unsigned long long)k,
+						       (unsigned long long)
+							   blk[k][0],
+						       (unsigned long long)
+							   blk[k][1],
+						       (long long)d);
+					}
+				}
+			}
+			CHECK_EQ(jsf_region_remove_all(r, 900000 + round), 0);
+		}
+		printf("# %llu blocks, %u checks of retired ones\n",
+		       (unsigned long long)nb, checked);
+		CHECK(nb >= 5 && checked >= 5, "%llu blocks, %u checks",
+		      (unsigned long long)nb, checked);
+		CHECK_EQ(bad, 0);
+		char msg[256] = "";
+		CHECK(r && jsf_validate_region(p, msg, sizeof(msg)) == 0,
+		      "validates: %s", msg);
+		if (fd >= 0)
+			close(fd);
+		jsf_region_destroy(r);
 	}
 
 	char cmd[300];
