@@ -528,9 +528,7 @@ JSF_API int jsf_region_find(int pid, uint64_t not_after_ns, char *path,
 /*
  * (1.4, JITSFRAME_1.4) Where a producer given no path keeps its region
  * (docs/ABI.md 8): the per-user directory BASE/jitsframe-UID, BASE being
- * $TMPDIR when set, else /dev/shm when it is a tmpfs the caller can write
- * with at least 256 MiB free (the region's pages are memory either way;
- * there they are not written back to a disk), else /tmp. Writes DIR
+ * $TMPDIR when set, else /tmp. Writes DIR
  * (NUL-terminated) to buf; with create, makes it (0700) when missing.
  * Returns 0; -EPERM when it is not a directory of the caller's UID or is
  * writable by others, -ENAMETOOLONG, -EINVAL, or mkdir's negative errno. The

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 /* The per-user default directory (docs/ABI.md section 8: $TMPDIR, else
- * /dev/shm when it is a tmpfs with room, else /tmp, then jitsframe-UID),
+ * /tmp, then jitsframe-UID),
  * created 0700 when missing; 0 or -errno. */
 static int default_dir(char *dir, size_t len)
 {
