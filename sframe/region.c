@@ -118,6 +118,13 @@ static void seq_end(struct jsf_region *r)
 #define LDO32(p) __atomic_load_n((const uint32_t *)(p), __ATOMIC_RELAXED)
 #define LDO64(p) __atomic_load_n((const uint64_t *)(p), __ATOMIC_RELAXED)
 
+/* FDE slot `slot` of the section block at blk (any block). */
+static uint8_t *blk_slot(uint8_t *blk, uint32_t slot)
+{
+	return blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
+	       (size_t)slot * SFRAME_V3_FDE_SIZE;
+}
+
 static uint8_t *slot_at(const struct jsf_region *r, uint32_t slot)
 {
 	return r->fde0 + (size_t)slot * SFRAME_V3_FDE_SIZE;
@@ -235,7 +242,7 @@ static void set_section(struct jsf_region *r, uint64_t off, uint32_t fde_cap,
 	r->sec_off = off;
 	r->sec_total = total;
 	r->sf = blk + SF_SHDR_SIZE;
-	r->fde0 = r->sf + SFRAME_HDR_SIZE + 4;
+	r->fde0 = blk_slot(blk, 0);
 	r->fre = r->fde0 + (size_t)fde_cap * SFRAME_V3_FDE_SIZE;
 	r->log = blk + log_off;
 	r->fde_cap = fde_cap;
@@ -705,8 +712,7 @@ static void mig_switch(struct jsf_region *r)
 	struct mig *m = &r->mig;
 	uint8_t *blk = m->blk;
 	uint32_t lo = (m->fde_cap - r->n) / 2;
-	uint8_t *nfde = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
-			(size_t)lo * SFRAME_V3_FDE_SIZE;
+	uint8_t *nfde = blk_slot(blk, lo);
 	for (uint32_t i = 0; i < r->n; i++) {
 		uint32_t nl = m->remap[r->wlog[r->lo + i]];
 		put_fde(nfde + (size_t)i * SFRAME_V3_FDE_SIZE,
@@ -958,8 +964,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		/* The new window, centred, from the current one (a whole
 		 * copy keeps every record's offset). */
 		uint32_t lo = (uint32_t)(fde_cap - nlive) / 2;
-		uint8_t *nfde = blk + SF_SHDR_SIZE + SFRAME_HDR_SIZE + 4 +
-				(size_t)lo * SFRAME_V3_FDE_SIZE;
+		uint8_t *nfde = blk_slot(blk, lo);
 		if (whole && r->n)
 			copy_slots(nfde, slot_at(r, r->lo), r->n);
 		for (uint32_t i = 0; i < r->n; i++) {
