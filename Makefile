@@ -189,7 +189,7 @@ $(B)/viewer/.installed: viewer/package.json viewer/package-lock.json
 
 # --- tests: each links the libraries it tests ---
 TESTS   := t_rows t_ljrows t_region t_concurrency t_crash t_badinput t_libsframe t_cli
-TESTS   += t_auditdec t_ljtrace t_profile t_api t_unwind t_find t_rjlog t_rjrows t_profsym
+TESTS   += t_auditdec t_ljtrace t_profile t_api t_unwind t_find t_prune t_rjlog t_rjrows t_profsym
 TESTS   += t_sampler t_sampler_procs t_sampler_storm t_names t_resident t_ksyms t_fullfs
 TEST_DIR_t_sampler  := sampler
 TEST_DIR_t_sampler_procs := sampler

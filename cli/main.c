@@ -33,6 +33,8 @@ static const char usage[] =
     "                            SFrame section (V3, or V1 with --v1)\n"
     "  region ls                 the regions of running and exited processes\n"
     "  region find PID           the path of the region of process PID\n"
+    "  region prune [DIR]        remove exited processes' regions, but the\n"
+    "                            newest\n"
     "  region import LOG -o FILE a region from a RaptorJIT auditlog\n"
     "  audit FILE [--dump N]     read an auditlog (run -a): traces like -jv,\n"
     "                            one trace's IR and machine code\n"

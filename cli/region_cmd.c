@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `jitsframe region dump | validate | export | ls | import`. */
+/* `jitsframe region dump | validate | export | ls | find | prune | import`. */
 #include "auditlog.h"
 #include "cli.h"
 #include "jitsframe.h"
@@ -49,6 +49,16 @@ static const char usage[] =
     "      Print the path of the region of process PID as the discovery\n"
     "      convention finds it (what report, profile and gdb use); exit 1,\n"
     "      saying where it looked, when there is none.\n"
+    "  jitsframe region prune [DIR] [--keep N] [--max-size BYTES] "
+    "[--dry-run] [--json]\n"
+    "      Remove the regions of processes that are gone from DIR (default:\n"
+    "      this user's default directory, BASE/jitsframe-$UID), but the\n"
+    "      newest N (--keep, default 16; 0: none) while they take at most\n"
+    "      BYTES (--max-size, default 268435456; the newest is kept\n"
+    "      whatever its size). A producer given no path does the same\n"
+    "      when it starts (JITSFRAME_REGION_KEEP). Regions of running\n"
+    "      processes and files that are not regions are never touched.\n"
+    "      One line per region removed (--dry-run: that would be).\n"
     "  jitsframe region import LOG -o FILE [--pid PID] [--binary PROG]\n"
     "      Write a region to FILE (-o, --output; replaced if it exists)\n"
     "      from a RaptorJIT auditlog (`raptorjit -a LOG`): its traces with\n"
@@ -63,7 +73,8 @@ static const char usage[] =
 
 struct ropts {
 	bool json, all, v1, has_at, has_base, has_addr, has_text;
-	uint64_t at, base, addr, text_start, text_size, pid;
+	bool dry_run, has_keep;
+	uint64_t at, base, addr, text_start, text_size, pid, keep, max_size;
 	const char *out, *sframe, *binary;
 };
 
@@ -89,6 +100,9 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 	    {"output", required_argument, 0, 'o'},
 	    {"pid", required_argument, 0, 'p'},
 	    {"binary", required_argument, 0, 'B'},
+	    {"keep", required_argument, 0, 'k'},
+	    {"max-size", required_argument, 0, 'm'},
+	    {"dry-run", no_argument, 0, 'n'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -121,6 +135,21 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 				return bad_usage(
 				    "--pid wants a process id, not '%s'",
 				    optarg);
+			break;
+		case 'k':
+			if (!cli_u64(optarg, &o->keep) || o->keep > UINT32_MAX)
+				return bad_usage(
+				    "--keep wants a count, not '%s'", optarg);
+			o->has_keep = true;
+			break;
+		case 'm':
+			if (!cli_u64(optarg, &o->max_size) || !o->max_size)
+				return bad_usage("--max-size wants a non-zero "
+						 "size in bytes, not '%s'",
+						 optarg);
+			break;
+		case 'n':
+			o->dry_run = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -646,6 +675,68 @@ static int do_from_log(const char *log, const struct ropts *o)
 	return rc;
 }
 
+struct prune_ctx {
+	const char *dir;
+	bool json;
+	unsigned n;
+};
+
+static void pruned(const char *name, uint64_t bytes, void *arg)
+{
+	struct prune_ctx *c = arg;
+	if (c->json) {
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof(p), "%s/%s", c->dir, name);
+		printf("%s{\"path\":", c->n ? "," : "");
+		json_str(stdout, p);
+		printf(",\"bytes\":%" PRIu64 "}", bytes);
+	} else
+		printf("%s/%s %" PRIu64 "\n", c->dir, name, bytes);
+	c->n++;
+}
+
+static int do_prune(const char *dir, const struct ropts *o)
+{
+	char def[PATH_MAX];
+	if (!dir) {
+		int err = jsf_region_default_dir(def, sizeof(def), false);
+		if (err) {
+			fprintf(stderr,
+				"jitsframe region: the default "
+				"directory: %s\n",
+				strerror(-err));
+			return err == -ENOENT ? EX_OK : EX_INPUT;
+		}
+		dir = def;
+	}
+	struct prune_ctx c = {.dir = dir, .json = o->json};
+	struct jsf_prune_opts po = {
+	    .sz = sizeof(po),
+	    .keep = (uint32_t)o->keep,
+	    .flags = (o->has_keep && !o->keep ? JSF_PRUNE_ALL : 0) |
+		     (o->dry_run ? JSF_PRUNE_DRY_RUN : 0),
+	    .max_bytes = o->max_size,
+	    .removed = pruned,
+	    .ctx = &c};
+	if (o->json)
+		printf("{\"dir\":");
+	if (o->json)
+		json_str(stdout, dir);
+	if (o->json)
+		printf(",\"dry_run\":%s,\"removed\":[",
+		       o->dry_run ? "true" : "false");
+	int n = jsf_region_prune(dir, &po);
+	if (o->json)
+		printf("]}\n");
+	fflush(stdout);
+	if (n < 0) {
+		fprintf(stderr, "jitsframe region: prune %s: %s\n", dir,
+			jsf_strerror(n));
+		return n == -EPERM ? EX_FAIL : EX_INPUT;
+	}
+	return EX_OK;
+}
+
 int cmd_region(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -676,6 +767,12 @@ int cmd_region(int argc, char **argv)
 		if (nargs != 0)
 			return bad_usage("ls takes no FILE (%s)", args[0]);
 		return do_ls(&o);
+	}
+	if (!strcmp(sub, "prune")) {
+		if (nargs > 1)
+			return bad_usage("prune takes one DIR at most (%s)",
+					 args[1]);
+		return do_prune(nargs ? args[0] : NULL, &o);
 	}
 	if (!strcmp(sub, "find")) {
 		if (nargs != 1 || !all_digits(args[0], strlen(args[0])) ||

@@ -13,6 +13,11 @@
 /* set by `run --region`, read by start(): the region's path (else
  * BASE/jitsframe-UID/PID.region, jitsframe.h's jsf_region_default_dir) */
 #define JSF_ENV_REGION "JITSFRAME_REGION"
+/* set by the user (a count, or "all"), read by start() when its region goes
+ * to the default directory: how many regions of processes that are gone
+ * it keeps there, newest first (jitsframe.h's jsf_region_prune; default
+ * 16, and at most 256 MiB of them); the others are removed */
+#define JSF_ENV_REGION_KEEP "JITSFRAME_REGION_KEEP"
 /* set by `run` ("1"/"0", --replace), read by the LUA_INIT snippet: start()
  * may replace an existing region file */
 #define JSF_ENV_REGION_REPLACE "JITSFRAME_REGION_REPLACE"

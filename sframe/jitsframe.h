@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 4
+#define JSF_VERSION_MINOR 5
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
@@ -543,6 +543,44 @@ JSF_API int jsf_region_default_dir(char *buf, size_t len, bool create);
  * environment's).
  */
 JSF_API const char *jsf_region_search_base(unsigned i);
+
+/* ------------------------------------------------------------- retention */
+
+#define JSF_PRUNE_KEEP_DEFAULT 16u
+#define JSF_PRUNE_BYTES_DEFAULT (256ull << 20)
+enum {
+	JSF_PRUNE_ALL = 1u << 0,     /* keep none of them (keep is ignored) */
+	JSF_PRUNE_DRY_RUN = 1u << 1, /* remove nothing; report what would go */
+};
+
+struct jsf_prune_opts {
+	size_t sz;	    /* sizeof(struct jsf_prune_opts) */
+	uint32_t keep;	    /* dead regions kept, newest first; 0: 16 */
+	uint32_t flags;	    /* JSF_PRUNE_* */
+	uint64_t max_bytes; /* the kept ones' allocated bytes at most (the
+			       newest is kept whatever its size); 0: 256 MiB */
+	/* called for each region removed (JSF_PRUNE_DRY_RUN: that would
+	 * be): its file name in dir and its allocated bytes */
+	void (*removed)(const char *name, uint64_t bytes, void *ctx);
+	void *ctx;
+};
+
+/*
+ * (1.5, JITSFRAME_1.5) Retention of post-mortem regions (docs/ABI.md
+ * 8.1): in `dir` (a per-user default directory, jsf_region_default_dir),
+ * the files named PID.region that are regions whose producer is gone
+ * (their lock free, ABI.md 4), newest first by creation time: the first
+ * `keep` are kept while their allocated size stays within max_bytes, the
+ * others removed. A live producer's region, a file being created, one
+ * that is not a region or not the caller's, and any other name are never
+ * touched. At most 4096 entries are looked at. NULL opts: the defaults.
+ * Returns how many were removed (or would be), or a negative errno:
+ * -EPERM when dir is not the caller's or is writable by others (nothing
+ * is removed there), -ENOENT, -EINVAL, -ENOMEM.
+ * MT-safe; not AS-safe.
+ */
+JSF_API int jsf_region_prune(const char *dir,
+			     const struct jsf_prune_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -93,7 +93,7 @@ fi
 
 # 5. --help and what the parser accepts agree
 for pair in run:run record:record report:report audit:audit vmprofile:vmprofile profile:profile \
-	region:"region dump,region validate,region export,region import"; do
+	region:"region dump,region validate,region export,region prune,region import"; do
 	f=cli/${pair%%:*}_cmd.c
 	IFS=, read -ra cmds <<<"${pair#*:}"
 	help=$(for c in "${cmds[@]}"; do "$J" $c --help | python3 tests/manopts.py help $c; done | sort -u)

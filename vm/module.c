@@ -130,6 +130,28 @@ static const char *env_set(const char *name)
 	return v && *v ? v : NULL;
 }
 
+/* The default directory's regions of processes that are gone, the newest
+ * kept (keep: a count, "all", NULL: the library's default); once per
+ * process, before its own region is made there (docs/VM.md). */
+static void prune_default_dir(struct vmod *m, const char *keep)
+{
+	static pid_t done;
+	char dir[2048];
+	if (done == getpid() || (keep && !strcmp(keep, "all")) ||
+	    jsf_region_default_dir(dir, sizeof(dir), false))
+		return;
+	done = getpid();
+	struct jsf_prune_opts o = {.sz = sizeof(o)};
+	if (keep) {
+		unsigned long n = strtoul(keep, NULL, 10);
+		o.keep = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+		o.flags = n ? 0 : JSF_PRUNE_ALL;
+	}
+	int n = jsf_region_prune(dir, &o);
+	if (n < 0 && n != -ENOENT)
+		vm_log(m, "cannot prune %s: %s", dir, jsf_strerror(n));
+}
+
 static int l_start(lua_State *L)
 {
 	struct vmod *m = &g_mod;
@@ -137,6 +159,7 @@ static int l_start(lua_State *L)
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
 	const char *path = NULL, *jitdump = NULL, *alog = NULL, *alevel = NULL;
 	int replace = 0, quiet = -1, perfmap = 0, no_mlock = 0, luamap = -1;
+	const char *rkeep = NULL;
 	uint64_t amax = 64u << 20;
 	unsigned akeep = 3;
 	if (!lua_isnoneornil(L, 1)) {
@@ -170,7 +193,13 @@ static int l_start(lua_State *L)
 		lua_getfield(L, 1, "luamap");
 		if (lua_isboolean(L, -1))
 			luamap = lua_toboolean(L, -1);
-		lua_pop(L, 11);
+		lua_getfield(L, 1, "region_keep");
+		if (lua_type(L, -1) == LUA_TNUMBER ||
+		    lua_type(L, -1) == LUA_TSTRING)
+			rkeep = lua_tostring(L, -1);
+		else if (lua_isboolean(L, -1) && !lua_toboolean(L, -1))
+			rkeep = "all";
+		lua_pop(L, 12);
 	}
 	const char *env;
 	if (!alog)
@@ -199,6 +228,14 @@ static int l_start(lua_State *L)
 		path = getenv(JSF_ENV_REGION);
 	if (path && strlen(path) >= sizeof(m->base_path) - 16)
 		return fail(L, "jitsframe: region path too long");
+	if (!rkeep)
+		rkeep = env_set(JSF_ENV_REGION_KEEP);
+	if (rkeep && strcmp(rkeep, "all") &&
+	    rkeep[strspn(rkeep, "0123456789")] != 0)
+		return fail(L, "jitsframe: region_keep must be a count or "
+			       "\"all\"");
+	if (!path || !*path)
+		prune_default_dir(m, rkeep);
 	pthread_mutex_lock(&m->mu);
 	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL;    /* tests only */
 	m->lm_shift = getenv(JSF_ENV_VM_LUAMAP_SHIFT) != NULL; /* tests only */

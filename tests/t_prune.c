@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Retention (jsf_region_prune, docs/ABI.md §8.1). Ground truth: which
+ * producers the test itself let exit and which it keeps running, the order
+ * it created them in, and the files it planted beside them.
+ */
+#include "harness.h"
+#include "jitsframe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct jsf_row sp8 = {
+    .offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
+
+static char g_dir[256];
+
+/* A producer of dir/PID.region with nfuncs functions. stay: it keeps
+ * running (its region live) until *hold_w is closed. Returns its pid. */
+static pid_t producer(unsigned nfuncs, int stay, int *hold_w)
+{
+	int ready[2], hold[2];
+	if (pipe(ready) || pipe(hold))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		close(hold[1]);
+		char path[512], ok = 1;
+		snprintf(path, sizeof(path), "%s/%d.region", g_dir,
+			 (int)getpid());
+		struct jsf_region *r = NULL;
+		struct jsf_region_opts o = {.sz = sizeof(o),
+					    .flags = JSF_REGION_NO_MLOCK};
+		if (jsf_region_create(&r, path, &o))
+			ok = 0;
+		for (unsigned i = 0; ok && i < nfuncs; i++)
+			if (jsf_region_add(r, 0x10000 + 64ull * i, 16, &sp8, 1,
+					   0))
+				ok = 0;
+		if (write(ready[1], &ok, 1) != 1)
+			_exit(2);
+		if (stay) {
+			char c;
+			while (read(hold[0], &c, 1) > 0)
+				;
+		}
+		_exit(0); /* no destroy: as a crash leaves it */
+	}
+	close(ready[1]);
+	close(hold[0]);
+	char ok = 0;
+	if (read(ready[0], &ok, 1) != 1 || !ok)
+		pid = -1;
+	close(ready[0]);
+	if (stay)
+		*hold_w = hold[1];
+	else {
+		close(hold[1]);
+		waitpid(pid, NULL, 0);
+	}
+	return pid;
+}
+
+static bool exists(pid_t pid)
+{
+	char p[512];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%d.region", g_dir, (int)pid);
+	return lstat(p, &st) == 0;
+}
+
+static uint64_t allocated(pid_t pid)
+{
+	char p[512];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%d.region", g_dir, (int)pid);
+	return lstat(p, &st) == 0 ? (uint64_t)st.st_blocks * 512u : 0;
+}
+
+struct seen {
+	unsigned n;
+	uint64_t bytes;
+	char names[64][32];
+};
+
+static void on_removed(const char *name, uint64_t bytes, void *ctx)
+{
+	struct seen *s = ctx;
+	if (s->n < 64)
+		snprintf(s->names[s->n], sizeof(s->names[0]), "%s", name);
+	s->n++;
+	s->bytes += bytes;
+}
+
+static void plant(const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", g_dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd >= 0) {
+		if (text && write(fd, text, strlen(text)) < 0)
+			perror("write");
+		close(fd);
+	}
+}
+
+static bool planted(const char *name)
+{
+	char p[512];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%s", g_dir, name);
+	return lstat(p, &st) == 0;
+}
+
+int main(void)
+{
+	snprintf(g_dir, sizeof(g_dir), "/tmp/jsf-t_prune-%d", (int)getpid());
+	if (mkdir(g_dir, 0700)) {
+		perror("mkdir");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	/* 6 dead producers, oldest first, then a live one, then junk: a
+	 * garbage file under a region's name (a file being created looks
+	 * so: no magic yet), another name, a symlink to a dead region */
+	pid_t dead[6];
+	int hold = -1;
+	for (int i = 0; i < 6; i++) {
+		dead[i] = producer(i == 5 ? 2000 : 4, 0, NULL);
+		struct timespec ts = {0, 2000000}; /* distinct create times */
+		nanosleep(&ts, NULL);
+	}
+	pid_t live = producer(4, 1, &hold);
+	plant("999999999.region", "not a region");
+	plant("notes.txt", "keep me");
+	char lnk[512], tgt[512];
+	snprintf(lnk, sizeof(lnk), "%s/999999998.region", g_dir);
+	snprintf(tgt, sizeof(tgt), "%s/%d.region", g_dir, (int)dead[0]);
+	if (symlink(tgt, lnk))
+		perror("symlink");
+
+	h_begin("producers made their regions");
+	for (int i = 0; i < 6; i++)
+		CHECK(dead[i] > 0 && exists(dead[i]), "dead producer %d", i);
+	CHECK(live > 0 && exists(live), "live producer");
+
+	h_begin("a dry run removes nothing and names the 3 oldest dead ones");
+	{
+		struct seen s = {0};
+		struct jsf_prune_opts o = {.sz = sizeof(o),
+					   .keep = 3,
+					   .flags = JSF_PRUNE_DRY_RUN,
+					   .removed = on_removed,
+					   .ctx = &s};
+		CHECK_EQ(jsf_region_prune(g_dir, &o), 3);
+		CHECK_EQ(s.n, 3);
+		for (int i = 0; i < 6; i++)
+			CHECK(exists(dead[i]), "dead %d removed in a dry run",
+			      i);
+		for (unsigned k = 0; k < s.n && k < 3; k++) {
+			bool old = false;
+			for (int i = 0; i < 3; i++) {
+				char want[32];
+				snprintf(want, sizeof(want), "%d.region",
+					 (int)dead[i]);
+				old |= !strcmp(s.names[k], want);
+			}
+			CHECK(old, "named %s, not one of the 3 oldest",
+			      s.names[k]);
+		}
+	}
+
+	h_begin("keep 4: the 2 oldest dead ones go; live, junk, symlink stay");
+	{
+		struct seen s = {0};
+		struct jsf_prune_opts o = {.sz = sizeof(o),
+					   .keep = 4,
+					   .removed = on_removed,
+					   .ctx = &s};
+		uint64_t want = allocated(dead[0]) + allocated(dead[1]);
+		CHECK_EQ(jsf_region_prune(g_dir, &o), 2);
+		CHECK_EQ(s.bytes, want);
+		CHECK(!exists(dead[0]) && !exists(dead[1]), "oldest kept");
+		for (int i = 2; i < 6; i++)
+			CHECK(exists(dead[i]), "dead %d (newer) removed", i);
+		CHECK(exists(live), "the live producer's region removed");
+		CHECK(planted("999999999.region") && planted("notes.txt") &&
+			  planted("999999998.region"),
+		      "a file that is not a dead region removed");
+	}
+
+	h_begin("max_bytes: the newest (big) one is kept whatever its size, "
+		"then nothing older fits");
+	{
+		uint64_t big = allocated(dead[5]);
+		CHECK(big > allocated(dead[4]) * 4, "sizes %llu vs %llu",
+		      (unsigned long long)big,
+		      (unsigned long long)allocated(dead[4]));
+		struct jsf_prune_opts o = {
+		    .sz = sizeof(o), .keep = 10, .max_bytes = big};
+		CHECK_EQ(jsf_region_prune(g_dir, &o), 3);
+		CHECK(exists(dead[5]), "the newest removed");
+		for (int i = 2; i < 5; i++)
+			CHECK(!exists(dead[i]), "dead %d kept over the budget",
+			      i);
+		CHECK(exists(live), "the live producer's region removed");
+	}
+
+	h_begin("JSF_PRUNE_ALL: every dead one goes, the live one stays");
+	{
+		CHECK_EQ(
+		    jsf_region_prune(g_dir,
+				     &(struct jsf_prune_opts){
+					 .sz = sizeof(struct jsf_prune_opts),
+					 .flags = JSF_PRUNE_ALL}),
+		    1);
+		CHECK(!exists(dead[5]), "the last dead one kept");
+		CHECK(exists(live), "the live producer's region removed");
+		CHECK_EQ(jsf_region_prune(g_dir, NULL), 0);
+	}
+
+	h_begin("the live one, once its producer is gone, is pruned");
+	{
+		close(hold);
+		waitpid(live, NULL, 0);
+		CHECK_EQ(jsf_region_prune(g_dir, NULL), 0); /* kept: newest */
+		CHECK(exists(live), "kept under the default rule");
+		struct jsf_prune_opts o = {.sz = sizeof(o),
+					   .flags = JSF_PRUNE_ALL};
+		CHECK_EQ(jsf_region_prune(g_dir, &o), 1);
+		CHECK(!exists(live), "still there");
+	}
+
+	h_begin("a directory others may write to is refused, nothing removed");
+	{
+		pid_t d = producer(1, 0, NULL);
+		chmod(g_dir, 0777);
+		struct jsf_prune_opts o = {.sz = sizeof(o),
+					   .flags = JSF_PRUNE_ALL};
+		CHECK_EQ(jsf_region_prune(g_dir, &o), -EPERM);
+		CHECK(strstr(jsf_strerror(-EPERM), "others") != NULL,
+		      "message: %s", jsf_strerror(-EPERM));
+		CHECK(exists(d), "removed from a shared directory");
+		chmod(g_dir, 0700);
+		CHECK_EQ(jsf_region_prune(g_dir, &o), 1);
+		CHECK_EQ(jsf_region_prune("/nonexistent-jsf-dir", NULL),
+			 -ENOENT);
+		o.flags = 1u << 7;
+		CHECK_EQ(jsf_region_prune(g_dir, &o), -EINVAL);
+	}
+
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+	if (system(cmd))
+		perror("rm");
+	return h_exit();
+}
