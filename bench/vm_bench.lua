@@ -119,7 +119,7 @@ local envbase = "env -u LUA_INIT -u LUA_INIT_5_1 -u JITSFRAME_JITDUMP " ..
   "-u JITSFRAME_PERFMAP -u JITSFRAME_REGION LUA_CPATH=" ..
   sh_quote(B .. "/lua/?.so;" .. B .. "/bench/?.so;;") .. " "
 -- The region is where a user's would be: in the module's default directory
--- (docs/ABI.md 8: $TMPDIR, else /tmp), whose
+-- (docs/ABI.md 8: /dev/shm when it is a tmpfs with room, else /tmp), whose
 -- file system decides what a new page costs; asked of the module itself.
 local function default_dir()
   local got = capture(envbase .. "luajit -e " .. sh_quote(

@@ -16,7 +16,8 @@
 /* set by the user (a count, or "all"), read by start() when its region goes
  * to the default directory: how many regions of processes that are gone
  * it keeps there, newest first (jitsframe.h's jsf_region_prune; default
- * 16, and at most 256 MiB of them); the others are removed */
+ * 16, and at most 256 MiB of them, on a tmpfs a sixteenth of its size if
+ * less); the others are removed */
 #define JSF_ENV_REGION_KEEP "JITSFRAME_REGION_KEEP"
 /* set by `run` ("1"/"0", --replace), read by the LUA_INIT snippet: start()
  * may replace an existing region file */

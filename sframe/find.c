@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -250,11 +251,23 @@ static int from_dirs(int pid, uint64_t not_after, char *path, size_t len,
 	return found;
 }
 
-/* Consumers also look in /dev/shm (a producer there is one whose
- * regions' pages cost half what ext4's do and are never written back; not
- * the default: a dead process's region would stay in memory until removed,
- * and nothing removes them yet). */
+/* /dev/shm qualifies as a default base when it is a tmpfs this process
+ * can create files in, with room to spare (a container's is often 64 MiB,
+ * shared with whatever else the program keeps there). */
 #define SHM_BASE "/dev/shm"
+#define SHM_MIN_FREE (256ull << 20)
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+static bool shm_usable(void)
+{
+	struct statfs fs;
+	return statfs(SHM_BASE, &fs) == 0 &&
+	       (unsigned long)fs.f_type == TMPFS_MAGIC &&
+	       (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize >= SHM_MIN_FREE &&
+	       access(SHM_BASE, W_OK | X_OK) == 0;
+}
 
 static const char *tmpdir_env(void)
 {
@@ -277,7 +290,7 @@ int jsf_region_default_dir(char *buf, size_t len, bool create)
 		return -EINVAL;
 	const char *base = tmpdir_env();
 	if (!base)
-		base = "/tmp";
+		base = shm_usable() ? SHM_BASE : "/tmp";
 	if (snprintf(buf, len, "%s/jitsframe-%u", base, (unsigned)getuid()) >=
 	    (int)len)
 		return -ENAMETOOLONG;

@@ -528,7 +528,9 @@ JSF_API int jsf_region_find(int pid, uint64_t not_after_ns, char *path,
 /*
  * (1.4, JITSFRAME_1.4) Where a producer given no path keeps its region
  * (docs/ABI.md 8): the per-user directory BASE/jitsframe-UID, BASE being
- * $TMPDIR when set, else /tmp. Writes DIR
+ * $TMPDIR when set, else /dev/shm when it is a tmpfs the caller can write
+ * with at least 256 MiB free (the region's pages are memory either way;
+ * there they are not written back to a disk), else /tmp. Writes DIR
  * (NUL-terminated) to buf; with create, makes it (0700) when missing.
  * Returns 0; -EPERM when it is not a directory of the caller's UID or is
  * writable by others, -ENAMETOOLONG, -EINVAL, or mkdir's negative errno. The
@@ -558,7 +560,8 @@ struct jsf_prune_opts {
 	uint32_t keep;	    /* dead regions kept, newest first; 0: 16 */
 	uint32_t flags;	    /* JSF_PRUNE_* */
 	uint64_t max_bytes; /* the kept ones' allocated bytes at most (the
-			       newest is kept whatever its size); 0: 256 MiB */
+			       newest is kept whatever its size); 0: 256 MiB,
+			       on a tmpfs a sixteenth of its size if less */
 	/* called for each region removed (JSF_PRUNE_DRY_RUN: that would
 	 * be): its file name in dir and its allocated bytes */
 	void (*removed)(const char *name, uint64_t bytes, void *ctx);

@@ -14,7 +14,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
 
 /* The most entries one call looks at (bounded work in a producer's start). */
 #define PRUNE_SCAN_MAX 4096
@@ -121,6 +126,13 @@ int jsf_region_prune(const char *dir, const struct jsf_prune_opts *opts)
 	if (dfd < 0)
 		return sf_fail(-errno, "cannot open %s: %s", dir,
 			       strerror(errno));
+	/* on a tmpfs (memory) the default is a sixteenth of its size when
+	 * that is less */
+	struct statfs fs;
+	if (!o.max_bytes && fstatfs(dfd, &fs) == 0 &&
+	    (unsigned long)fs.f_type == TMPFS_MAGIC &&
+	    (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize / 16 < max_bytes)
+		max_bytes = (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize / 16;
 	struct stat st;
 	/* ours and closed to others' writes, like jsf_region_default_dir's */
 	if (fstat(dfd, &st) < 0 || st.st_uid != getuid() ||

@@ -37,8 +37,15 @@ perf stat -e cpu-clock true >/dev/null 2>&1 || skip "perf cannot sample here"
 WUSER=nobody
 WGROUP=$(id -gn nobody 2>/dev/null || echo nogroup)
 id nobody >/dev/null 2>&1 || skip "no user nobody"
-# where the workers publish: nginx clears their environment (no TMPDIR)
-UDIR=/tmp/jitsframe-$(id -u nobody)
+# where the workers publish: nginx clears their environment (no TMPDIR), so
+# docs/ABI.md 8's default base: /dev/shm when it is a tmpfs with 256 MiB
+# free, else /tmp
+UBASE=/tmp
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+	[ "$(stat -f -c '%a %S' /dev/shm | awk '{ print ($1 * $2 >= 268435456) }')" = 1 ]; then
+	UBASE=/dev/shm
+fi
+UDIR=$UBASE/jitsframe-$(id -u nobody)
 [ -e "$ROOT/build/lua/jitsframe.so" ] || skip "build/lua/jitsframe.so not built"
 
 T=$(mktemp -d /tmp/jsf-t_nginx-XXXXXX)

@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,6 +256,60 @@ int main(void)
 			 -ENOENT);
 		o.flags = 1u << 7;
 		CHECK_EQ(jsf_region_prune(g_dir, &o), -EINVAL);
+	}
+
+	h_begin("on a tmpfs the default budget is a sixteenth of its size");
+	{
+		char top[200];
+		snprintf(top, sizeof(top), "%.199s", g_dir);
+		snprintf(g_dir, sizeof(g_dir), "%s/shm", top);
+		mkdir(g_dir, 0700);
+		if (mount("tmpfs", g_dir, "tmpfs", MS_NOSUID | MS_NODEV,
+			  "size=2m,mode=0700") < 0) {
+			const char *ci = getenv("CI");
+			CHECK(!(ci && !strcmp(ci, "true")),
+			      "mounting a 2 MiB tmpfs: %s (root; CI=true: "
+			      "required)",
+			      strerror(errno));
+			printf("# SKIP the tmpfs case: mounting a 2 MiB tmpfs: "
+			       "%s (root)\n",
+			       strerror(errno));
+		} else {
+			pid_t p[8];
+			for (int i = 0; i < 8; i++) {
+				p[i] = producer(40, 0, NULL);
+				struct timespec ts = {0, 2000000};
+				nanosleep(&ts, NULL);
+			}
+			/* the budget from statfs, the sizes from stat: the
+			 * newest that fit, by the rule */
+			struct statfs fs;
+			statfs(g_dir, &fs);
+			uint64_t budget =
+				     (uint64_t)fs.f_blocks * fs.f_bsize / 16,
+				 sum = 0;
+			int kept = 0;
+			while (kept < 8 &&
+			       (kept == 0 ||
+				sum + allocated(p[7 - kept]) <= budget))
+				sum += allocated(p[7 - kept++]);
+			printf("# budget %llu bytes: %d of 8 regions of %llu "
+			       "bytes kept\n",
+			       (unsigned long long)budget, kept,
+			       (unsigned long long)allocated(p[7]));
+			CHECK(kept > 1 && kept < 8,
+			      "the case means nothing: "
+			      "%d kept",
+			      kept);
+			CHECK_EQ(jsf_region_prune(g_dir, NULL), 8 - kept);
+			for (int i = 0; i < 8; i++)
+				CHECK(exists(p[i]) == (i >= 8 - kept),
+				      "region %d of 8: %s", i,
+				      exists(p[i]) ? "kept" : "removed");
+			umount(g_dir);
+		}
+		rmdir(g_dir);
+		snprintf(g_dir, sizeof(g_dir), "%s", top);
 	}
 
 	char cmd[600];

@@ -9,7 +9,8 @@
  *   local jsf = require("jitsframe")
  *   jsf.start{ region = PATH }   -- default: $JITSFRAME_REGION, else
  *                                 -- BASE/jitsframe-UID/PID.region, BASE:
- *                                 -- $TMPDIR, else /tmp
+ *                                 -- $TMPDIR, else /dev/shm (a tmpfs with
+ *                                 -- room), else /tmp
  *   jsf.start{ auditlog = PATH, level = "default"|"full" }  -- the auditlog
  *   jsf.stop()
  */

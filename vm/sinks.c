@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 /* The per-user default directory (docs/ABI.md section 8: $TMPDIR, else
- * /tmp, then jitsframe-UID), created 0700 when missing; 0 or -errno. */
+ * /dev/shm when it is a tmpfs with room, else /tmp, then jitsframe-UID),
+ * created 0700 when missing; 0 or -errno. */
 static int default_dir(char *dir, size_t len)
 {
 	return jsf_region_default_dir(dir, len, true);
