@@ -5,6 +5,7 @@
  */
 #include "harness.h"
 #include "jitsframe.h"
+#include "producer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,68 +15,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const struct jsf_row sp8 = {
-    .offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
-
-/* A child that creates a region at `path` (one function), reports on
- * `ready`, then either exits (stay 0) or waits for its stdin-like pipe
- * `hold` to close. With `fork_grandchild`, it also forks a child that
- * maps the same region and waits the same way; its pid is written to
- * ready after the child's own status byte. */
 static const char *g_udir; /* path NULL: g_udir/PID.region */
 
+/* A producer of a region with one function at path (NULL: g_udir/PID.region)
+ * that exits (stay 0) or waits; with fork_grandchild, a child of it maps
+ * the same region and waits the same way. */
 static pid_t producer(const char *path, int stay, int fork_grandchild,
 		      pid_t *grandchild, int *hold_w)
 {
-	int ready[2], hold[2];
-	if (pipe(ready) || pipe(hold))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(ready[0]);
-		close(hold[1]);
-		struct jsf_region *r = NULL;
-		char ok = 1, own[512];
-		if (!path) {
-			snprintf(own, sizeof(own), "%s/%d.region", g_udir,
-				 (int)getpid());
-			path = own;
-		}
-		if (jsf_region_create(&r, path, NULL) ||
-		    jsf_region_add(r, 0x10000, 16, &sp8, 1, 0))
-			ok = 0;
-		pid_t g = 0;
-		if (ok && fork_grandchild && (g = fork()) == 0) {
-			char c;
-			while (read(hold[0], &c, 1) > 0)
-				;
-			_exit(0);
-		}
-		if (write(ready[1], &ok, 1) != 1 ||
-		    write(ready[1], &g, sizeof(g)) != sizeof(g))
-			_exit(2);
-		if (stay) {
-			char c;
-			while (read(hold[0], &c, 1) > 0)
-				;
-		}
-		_exit(0); /* no destroy: the region stays as left */
-	}
-	close(ready[1]);
-	close(hold[0]);
-	char ok = 0;
-	pid_t g = 0;
-	if (read(ready[0], &ok, 1) != 1 ||
-	    read(ready[0], &g, sizeof(g)) != sizeof(g))
-		ok = 0;
-	close(ready[0]);
-	if (grandchild)
-		*grandchild = g;
-	if (hold_w)
-		*hold_w = hold[1];
-	else
-		close(hold[1]);
-	return ok ? pid : -1;
+	struct producer_opts o = {.path = path,
+				  .dir = g_udir,
+				  .stay = stay,
+				  .fork_grandchild = fork_grandchild};
+	return producer_start(&o, grandchild, hold_w);
 }
 
 static void reap(pid_t pid, int hold_w)

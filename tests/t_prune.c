@@ -6,6 +6,7 @@
  */
 #include "harness.h"
 #include "jitsframe.h"
+#include "producer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,55 +18,19 @@
 #include <time.h>
 #include <unistd.h>
 
-static const struct jsf_row sp8 = {
-    .offset = 0, .cfa_base = JSF_SP, .cfa_offset = 8};
-
 static char g_dir[256];
 
-/* A producer of dir/PID.region with nfuncs functions. stay: it keeps
- * running (its region live) until *hold_w is closed. Returns its pid. */
+/* A producer of g_dir/PID.region with nfuncs functions. stay: it keeps
+ * running (its region live) until *hold_w is closed; else reaped here. */
 static pid_t producer(unsigned nfuncs, int stay, int *hold_w)
 {
-	int ready[2], hold[2];
-	if (pipe(ready) || pipe(hold))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(ready[0]);
-		close(hold[1]);
-		char path[512], ok = 1;
-		snprintf(path, sizeof(path), "%s/%d.region", g_dir,
-			 (int)getpid());
-		struct jsf_region *r = NULL;
-		struct jsf_region_opts o = {.sz = sizeof(o),
-					    .flags = JSF_REGION_NO_MLOCK};
-		if (jsf_region_create(&r, path, &o))
-			ok = 0;
-		for (unsigned i = 0; ok && i < nfuncs; i++)
-			if (jsf_region_add(r, 0x10000 + 64ull * i, 16, &sp8, 1,
-					   0))
-				ok = 0;
-		if (write(ready[1], &ok, 1) != 1)
-			_exit(2);
-		if (stay) {
-			char c;
-			while (read(hold[0], &c, 1) > 0)
-				;
-		}
-		_exit(0); /* no destroy: as a crash leaves it */
-	}
-	close(ready[1]);
-	close(hold[0]);
-	char ok = 0;
-	if (read(ready[0], &ok, 1) != 1 || !ok)
-		pid = -1;
-	close(ready[0]);
-	if (stay)
-		*hold_w = hold[1];
-	else {
-		close(hold[1]);
+	struct producer_opts o = {.dir = g_dir,
+				  .nfuncs = nfuncs,
+				  .stay = stay,
+				  .flags = JSF_REGION_NO_MLOCK};
+	pid_t pid = producer_start(&o, NULL, stay ? hold_w : NULL);
+	if (pid > 0 && !stay)
 		waitpid(pid, NULL, 0);
-	}
 	return pid;
 }
 
