@@ -170,7 +170,7 @@ int jsf_region_prune(const char *dir, const struct jsf_prune_opts *opts)
 	}
 	closedir(d);
 	int removed = 0;
-	if (!err) {
+	if (!err && n) {
 		qsort(v, n, sizeof(*v), newest_first);
 		uint64_t kept_bytes = 0;
 		uint32_t kept = 0;
