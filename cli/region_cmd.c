@@ -52,14 +52,15 @@ static const char usage[] =
     "  jitsframe region prune [DIR] [--keep N] [--max-size BYTES] "
     "[--dry-run] [--json]\n"
     "      Remove the regions of processes that are gone from DIR (default:\n"
-    "      this user's default directory, BASE/jitsframe-$UID), but the\n"
-    "      newest N (--keep, default 16; 0: none) while they take at most\n"
-    "      BYTES (--max-size, default 268435456, on a tmpfs a sixteenth\n"
-    "      of its size if less; the newest is kept\n"
-    "      whatever its size). A producer given no path does the same\n"
-    "      when it starts (JITSFRAME_REGION_KEEP). Regions of running\n"
-    "      processes and files that are not regions are never touched.\n"
-    "      One line per region removed (--dry-run: that would be).\n"
+    "      this user's directories BASE/jitsframe-$UID, BASE as for ls)\n"
+    "      but the newest N (--keep, default 16; 0: none) while they take\n"
+    "      at most BYTES (--max-size, default 268435456, on a tmpfs a\n"
+    "      sixteenth of its size if less; the newest is kept whatever its\n"
+    "      size). A producer given no path does the same in its default\n"
+    "      directory when it starts (JITSFRAME_REGION_KEEP). Regions of\n"
+    "      running processes and files that are not regions are never\n"
+    "      touched. One line per region removed (--dry-run: that would be);\n"
+    "      --json: an array, an object per directory.\n"
     "  jitsframe region import LOG -o FILE [--pid PID] [--binary PROG]\n"
     "      Write a region to FILE (-o, --output; replaced if it exists)\n"
     "      from a RaptorJIT auditlog (`raptorjit -a LOG`): its traces with\n"
@@ -696,20 +697,9 @@ static void pruned(const char *name, uint64_t bytes, void *arg)
 	c->n++;
 }
 
-static int do_prune(const char *dir, const struct ropts *o)
+/* One directory: the JSON object or the lines; EX_*. */
+static int prune_dir(const char *dir, const struct ropts *o, bool first)
 {
-	char def[PATH_MAX];
-	if (!dir) {
-		int err = jsf_region_default_dir(def, sizeof(def), false);
-		if (err) {
-			fprintf(stderr,
-				"jitsframe region: the default "
-				"directory: %s\n",
-				strerror(-err));
-			return err == -ENOENT ? EX_OK : EX_INPUT;
-		}
-		dir = def;
-	}
 	struct prune_ctx c = {.dir = dir, .json = o->json};
 	struct jsf_prune_opts po = {
 	    .sz = sizeof(po),
@@ -719,16 +709,15 @@ static int do_prune(const char *dir, const struct ropts *o)
 	    .max_bytes = o->max_size,
 	    .removed = pruned,
 	    .ctx = &c};
-	if (o->json)
-		printf("{\"dir\":");
-	if (o->json)
+	if (o->json) {
+		printf("%s{\"dir\":", first ? "" : ",");
 		json_str(stdout, dir);
-	if (o->json)
 		printf(",\"dry_run\":%s,\"removed\":[",
 		       o->dry_run ? "true" : "false");
+	}
 	int n = jsf_region_prune(dir, &po);
 	if (o->json)
-		printf("]}\n");
+		printf("]}");
 	fflush(stdout);
 	if (n < 0) {
 		fprintf(stderr, "jitsframe region: prune %s: %s\n", dir,
@@ -736,6 +725,37 @@ static int do_prune(const char *dir, const struct ropts *o)
 		return n == -EPERM ? EX_FAIL : EX_INPUT;
 	}
 	return EX_OK;
+}
+
+/* DIR, else this user's directory in every base consumers search (the
+ * producer's default is one of them; the other may hold regions from
+ * before it changed). */
+static int do_prune(const char *dir, const struct ropts *o)
+{
+	if (o->json)
+		printf("[");
+	int rc = EX_OK;
+	if (dir) {
+		rc = prune_dir(dir, o, true);
+	} else {
+		const char *b;
+		bool first = true;
+		for (unsigned i = 0; (b = jsf_region_search_base(i)); i++) {
+			char d[PATH_MAX];
+			struct stat st;
+			snprintf(d, sizeof(d), "%s/jitsframe-%u", b,
+				 (unsigned)getuid());
+			if (lstat(d, &st) < 0)
+				continue; /* none there */
+			int r = prune_dir(d, o, first);
+			first = false;
+			if (r != EX_OK)
+				rc = r;
+		}
+	}
+	if (o->json)
+		printf("]\n");
+	return rc;
 }
 
 int cmd_region(int argc, char **argv)

@@ -106,7 +106,7 @@ newest=$(ls -1t "$D"/*.region | head -1)
 js=$("$J" region prune --keep 1 --json "$D")
 rc=$?
 if [ $rc = 0 ] && [ "$(regions)" = "$(basename "$newest")" ] &&
-	echo "$js" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["removed"]) == '"$((n0 - 1))"' and not d["dry_run"]'; then
+	echo "$js" | python3 -c 'import json,sys; d=json.load(sys.stdin)[0]; assert len(d["removed"]) == '"$((n0 - 1))"' and not d["dry_run"]'; then
 	ok "region prune --keep 1 --json DIR keeps the newest, reports the rest"
 else
 	notok "region prune --keep 1 --json DIR keeps the newest, reports the rest" "exit $rc" "$js" "left: $(regions)"
