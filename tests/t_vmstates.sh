@@ -6,7 +6,8 @@
 #  1. tests/lua/vmstates.lua: one trace calls C through the FFI (memset),
 #     its time inside the calls measured by the script itself (thread CPU
 #     time around each call); another runs an arithmetic loop, timed too.
-#     The FFI trace's ffi samples and the loop trace's loop samples, as
+#     The ffi samples (of every trace: LuaJIT may compile the FFI loop as
+#     more than one) and the loop trace's loop samples, as
 #     shares of all samples, are within 3 points of the script's own
 #     shares of the thread's CPU time (ground truth independent of the
 #     sampler); the loop trace is named by its line and its samples are in
@@ -99,11 +100,15 @@ arith_s = kv[("PHASE", "arith")]
 allsamp = v["samples"] + v["no_vmstate"]
 ffl, arl = int(kv[("LINE", "ffi")]), int(kv[("LINE", "arith")])
 # the FFI trace: the one with the most ffi samples; the loop trace: the
-# one whose Lua lines are arith's line
+# one whose Lua lines are arith's line. The FFI share is every trace's
+# ffi samples: the script's only C calls are ffiloop's (memset and its
+# clocks), and LuaJIT may compile its loop as more than one trace (one CI
+# run: 17.3% in the one with the most against 21.0%, 2,620 samples)
 tr = v["traces"]
 ft = max(tr, key=lambda t: t["counts"][st.index("ffi")])
 lt = max(tr, key=lambda t: sum(n for w, n in t["lines"] if w.endswith(":%d" % arl)))
-obs_ffi = 100.0 * ft["counts"][st.index("ffi")] / allsamp
+nffi = sum(1 for t in tr if t["counts"][st.index("ffi")] > 0)
+obs_ffi = 100.0 * sum(t["counts"][st.index("ffi")] for t in tr) / allsamp
 exp_ffi = 100.0 * ffi_s / cpu
 obs_loop = 100.0 * lt["counts"][st.index("loop")] / allsamp
 exp_loop = 100.0 * arith_s / cpu
@@ -112,9 +117,9 @@ bad = []
 if abs(obs_ffi - exp_ffi) > 3: bad.append("ffi")
 if abs(obs_loop - exp_loop) > 3: bad.append("loop")
 if head > 0.03 * lt["samples"]: bad.append("head")
-print("FFI trace %s: ffi %.1f%% of all samples vs %.1f%% of the thread's CPU in the calls; "
+print("FFI trace %s (of %d with ffi samples): ffi %.1f%% of all samples vs %.1f%% of the thread's CPU in the calls; "
       "loop trace %s: loop %.1f%% vs %.1f%% (head %d of %d samples); %d samples"
-      % (ft["name"], obs_ffi, exp_ffi, lt["name"], obs_loop, exp_loop, head, lt["samples"], allsamp))
+      % (ft["name"], nffi, obs_ffi, exp_ffi, lt["name"], obs_loop, exp_loop, head, lt["samples"], allsamp))
 sys.exit(1 if bad else 0)
 PY
 ); then
