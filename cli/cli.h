@@ -134,6 +134,9 @@ struct report_opts {
 	/* one more directory of jitdumps (jit-PID.dump) to name traces by */
 	const char *jitdump_dir;
 	int frames; /* enum cli_frames: which frames the profiles show */
+	/* record: once the profiles are written, DIR's kallsyms copy reduced
+	 * to the symbols they name (uw_trim_kallsyms) */
+	bool trim_kallsyms;
 };
 int report_run(const struct report_opts *o);
 /* The profiles of `report` and `profile` (cli/profout.c): an unwound

@@ -54,8 +54,9 @@ static const char usage[] =
     "                   unless it names one itself (docs/RAPTORJIT.md)\n"
     "  jit-PID.dump     perf's jitdump; jitted-PID-N.so (perf inject)\n"
     "  .debug           the recorded kernel's symbols (perf's build-id\n"
-    "                   cache; its copies of the binaries only with\n"
-    "                   --keep-all)\n"
+    "                   cache): those the profiles' kernel frames name\n"
+    "                   (all of them, and its copies of the binaries,\n"
+    "                   with --keep-all)\n"
     "  stacks.folded    folded stacks, trace frames suffixed _[j], their\n"
     "                   Lua frames (chunk:line) _[l]\n"
     "  flamegraph.svg   a flame graph of them (and flamegraph.html,\n"
@@ -552,7 +553,8 @@ static int rj_region(const char *adir, const char *raw, const char *exe,
  * 39 MB), perf inject adds each jitted-PID-N.so again. Once the profile
  * is made nothing reads them: `perf report -i DIR/perf.data` uses the
  * binaries where perf.data names them (and ~/.debug), jitsframe report
- * only the recorded kernel's kallsyms. The rest of the cache goes. */
+ * only the recorded kernel's kallsyms, which report_run then reduces to
+ * the symbols the profiles name (ksyms_trim). The rest of the cache goes. */
 static const char *prune_keep; /* DIR/.debug/[kernel.kallsyms] */
 
 static int prune_one(const char *p, const struct stat *sb, int flag,
@@ -992,7 +994,8 @@ recorded:;
 					 .dir = adir,
 					 .noreg = nr,
 					 .noreg_max = 8,
-					 .noreg_n = &nnr};
+					 .noreg_n = &nnr,
+					 .trim_kallsyms = !keep_all};
 		fflush(stdout);
 		int rrc = report_run(&ro);
 		noreg_note(nr, nnr);

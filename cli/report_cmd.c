@@ -759,6 +759,9 @@ int report_run(const struct report_opts *opts)
 	if (wrote[0])
 		printf("; wrote%s in %s", wrote, dir);
 	printf("\n");
+	/* (record) every kernel frame of the recording is named by now */
+	if (o.trim_kallsyms && rc == EX_OK && write && !r->err)
+		uw_trim_kallsyms(r->u);
 out:
 	if (r->dump)
 		fclose(r->dump);

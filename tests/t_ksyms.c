@@ -214,6 +214,67 @@ int main(void)
 		CHECK(check_file(p_one, 1) == 0, "mismatches");
 	}
 
+	CASE("a trimmed copy (record's): the addresses asked name the same "
+	     "symbols, every other its own or none")
+	{
+		/* ask a random third of the symbols' addresses (and one
+		 * above each) of the sorted file, trim, then ask every
+		 * address of check_file's kinds of both */
+		char p_trim[80];
+		snprintf(p_trim, sizeof(p_trim), "%s/trimmed", dir);
+		struct ksyms *k = ksyms_new(p_sorted);
+		static char asked[NL];
+		for (int i = 0; i < NL; i++)
+			if ((asked[i] = rnd() % 3 == 0)) {
+				ksym_name(k, L[i].addr);
+				ksym_name(k, L[i].addr + 1);
+			}
+		CHECK_EQ(ksyms_trim(k, p_trim), 0);
+
+		ksyms_free(k);
+		k = ksyms_new(p_sorted);
+		struct ksyms *t = ksyms_new(p_trim);
+		int same = 0, none = 0, wrong = 0, lost = 0;
+		for (int i = 0; i < NL; i++)
+			for (int j = 0; j < 3; j++) {
+				uint64_t a = L[i].addr - 1 + (uint64_t)j;
+				const char *g = ksym_name(k, a);
+				const char *h = ksym_name(t, a);
+				if (h && (!g || strcmp(g, h))) {
+					if (wrong++ < 5)
+						printf("# %016llx: %s in the "
+						       "trimmed copy, %s in "
+						       "the whole\n",
+						       (unsigned long long)a, h,
+						       g ? g : "NULL");
+				} else if (!h && g && asked[i] && j) {
+					if (lost++ < 3)
+						printf("# lost %016llx %s\n",
+						       (unsigned long long)a,
+						       g);
+				} else if (h) {
+					same++;
+				} else {
+					none++;
+				}
+			}
+		ksyms_free(k);
+		ksyms_free(t);
+		FILE *f = fopen(p_trim, "r");
+		int lines = 0, c;
+		while (f && (c = fgetc(f)) != EOF)
+			lines += c == '\n';
+		if (f)
+			fclose(f);
+		printf("# trimmed: %d lines of %d; %d addresses named as in "
+		       "the whole file, %d not named\n",
+		       lines, NL, same, none);
+		CHECK_EQ(wrong, 0);
+		CHECK_EQ(lost, 0);
+		CHECK(none > 0 && same > 0 && lines < NL,
+		      "the trimmed copy is the whole (%d lines)", lines);
+	}
+
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

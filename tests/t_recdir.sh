@@ -45,6 +45,20 @@ if [ -d "$D/.debug/[kernel.kallsyms]" ] && [ -z "$left" ] &&
 	ok "DIR/.debug holds only the kernel's kallsyms (--keep-all: the binaries too)"
 else notok "DIR/.debug pruned" "left: $left" "$(find "$K/.debug" -maxdepth 3 | head -5)"; fi
 
+# 2b. that kallsyms reduced to the symbols the profiles name (each followed
+#    by a stop marker where the next symbol was), --keep-all's whole; each
+#    kernel frame of stacks.folded is a symbol kept (case 3 checks that a
+#    later report names them all alike)
+ks=$(find "$D/.debug" -name kallsyms | head -1)
+kk=$(find "$K/.debug" -name kallsyms | head -1)
+kf=$(tr ';' '\n' <"$D/stacks.folded" | sed -n 's/^\(.*\)_\[k\]\( [0-9]*\)\{0,1\}$/\1/p' | sort -u)
+miss=$(for f in $kf; do grep -q " [tT] $f\(	.*\)\{0,1\}$" "$ks" || echo "$f"; done)
+if [ -n "$ks" ] && [ -n "$kk" ] && [ -n "$kf" ] && [ -z "$miss" ] &&
+	[ "$(wc -l <"$ks")" -lt $(($(wc -l <"$kk") / 100)) ] &&
+	grep -q ' jitsframe_trimmed$' "$ks" && grep -q ' [tT] _text$' "$ks"; then
+	ok "DIR's kallsyms: $(wc -l <"$ks") of $(wc -l <"$kk") lines, every one of the $(echo "$kf" | wc -l) kernel frames' symbols"
+else notok "DIR's kallsyms trimmed" "lines: $(wc -l <"$ks" 2>/dev/null) of $(wc -l <"$kk" 2>/dev/null)" "kernel frames: $(echo $kf | head -c 300)" "missing: $miss"; fi
+
 # 3. a later report: the profiles record wrote, byte for byte
 mkdir "$T/rec" && for f in $P; do cp "$D/$f" "$T/rec/"; done
 "$J" report "$D" >"$T/again.out" 2>&1; rc=$?

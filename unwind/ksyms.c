@@ -23,7 +23,9 @@
  * memrchr and a memcmp; ~630 lookups in the bench's recording.) */
 #include "ksyms.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@
 #endif
 
 enum { KSYM_MEMO = 1024, KSYM_STEP = 64 };
+#define KSYM_NONAME UINT32_MAX /* a stop marker's entry (full parse) */
 
 /* in place: a line's address as hex16 reads it, and its start */
 struct kidx {
@@ -258,8 +261,14 @@ static size_t line_before(const struct ksyms *ks, size_t st)
 	return nl ? (size_t)(nl - ks->map) + 1 : 0;
 }
 
+/* Is name[0, n) the name of a trimmed copy's stop marker? */
+static int is_stop(const char *name, size_t n)
+{
+	return n == sizeof(KSYM_STOP) - 1 && !memcmp(name, KSYM_STOP, n);
+}
+
 /* The line at st as the full parse reads it: its name [*n0, *n1) if it
- * gives a symbol, else 0. */
+ * gives a symbol (1), a trimmed copy's stop marker (-1), else 0. */
 static int line_sym(const struct ksyms *ks, size_t st, size_t *n0, size_t *n1)
 {
 	size_t end = line_end(ks, st);
@@ -276,7 +285,7 @@ static int line_sym(const struct ksyms *ks, size_t st, size_t *n0, size_t *n1)
 		return 0;
 	*n0 = a;
 	*n1 = e;
-	return 1;
+	return is_stop(b + a, e - a) ? -1 : 1;
 }
 
 static const char *name_in_place(struct ksyms *ks, uint64_t addr)
@@ -307,11 +316,14 @@ static const char *name_in_place(struct ksyms *ks, uint64_t addr)
 	}
 	/* back from the first line above addr to a symbol's */
 	size_t n0 = 0, n1 = 0, st = lo;
+	int sym;
 	do {
 		if (!st)
 			return NULL;
 		st = line_before(ks, st);
-	} while (!line_sym(ks, st, &n0, &n1));
+	} while (!(sym = line_sym(ks, st, &n0, &n1)));
+	if (sym < 0) /* beyond what a trimmed copy kept */
+		return NULL;
 	uint32_t id = (uint32_t)st + 1;
 	if (2 * (ks->kn_n + 1) > ks->kn_cap) {
 		size_t nc = ks->kn_cap ? 2 * ks->kn_cap : 256;
@@ -395,6 +407,7 @@ static void load(struct ksyms *ks)
 			n1++;
 		if (n1 <= n0 || n1 - n0 > 255)
 			continue;
+		bool stop = is_stop(buf + n0, n1 - n0);
 		if (ks->n == kcap) {
 			size_t nc = kcap ? 2 * kcap : 65536;
 			struct ksym *k = realloc(ks->k, nc * sizeof(*k));
@@ -403,7 +416,10 @@ static void load(struct ksyms *ks)
 			ks->k = k;
 			kcap = nc;
 		}
-		ks->k[ks->n++] = (struct ksym){a, (uint32_t)nlen};
+		ks->k[ks->n++] =
+		    (struct ksym){a, stop ? KSYM_NONAME : (uint32_t)nlen};
+		if (stop)
+			continue;
 		memcpy(ks->names + nlen, buf + n0, n1 - n0);
 		memcpy(ks->names + nlen + (n1 - n0), "_[k]", 5);
 		nlen += n1 - n0 + 5;
@@ -428,7 +444,9 @@ static const char *lookup(struct ksyms *ks, uint64_t addr)
 		else
 			hi = m;
 	}
-	return lo ? ks->names + ks->k[lo - 1].name : NULL;
+	return lo && ks->k[lo - 1].name != KSYM_NONAME
+		   ? ks->names + ks->k[lo - 1].name
+		   : NULL;
 }
 
 const char *ksym_name(struct ksyms *ks, uint64_t addr)
@@ -464,4 +482,113 @@ void ksyms_free(struct ksyms *ks)
 	free(ks->k);
 	free(ks->path);
 	free(ks);
+}
+
+/* ksyms_trim's lines: a kept one, or a stop marker at the line at `at`
+ * (its address) */
+struct kline {
+	size_t at;
+	int marker;
+};
+
+static int kline_cmp(const void *a, const void *b)
+{
+	const struct kline *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return x->marker - y->marker; /* the line before its marker */
+}
+
+/* The line of the text symbol `name` (perf's reference symbols), or -1 */
+static long ref_line(const struct ksyms *ks, const char *name)
+{
+	char key[64];
+	for (const char *t = "Tt"; *t; t++) {
+		int n = snprintf(key, sizeof(key), " %c %s\n", *t, name);
+		const char *p = memmem(ks->map, ks->map_len, key, (size_t)n);
+		if (p && p - ks->map >= 16 &&
+		    (p - ks->map == 16 || p[-17] == '\n'))
+			return (long)(p - ks->map) - 16;
+	}
+	return -1;
+}
+
+/* The line at `at` kept, and a stop marker at the next text symbol with
+ * a higher address (if any: what ends its range, other lines do not);
+ * the new count of v. */
+static size_t keep_line(const struct ksyms *ks, struct kline *v, size_t n,
+			size_t at)
+{
+	const char *b = ks->map;
+	size_t len = ks->map_len, nx = line_end(ks, at) + 1, n0, n1;
+	v[n++] = (struct kline){at, 0};
+	while (nx + 17 <= len &&
+	       (!memcmp(b + nx, b + at, 16) || !line_sym(ks, nx, &n0, &n1)))
+		nx = line_end(ks, nx) + 1;
+	if (nx + 17 <= len)
+		v[n++] = (struct kline){nx, 1};
+	return n;
+}
+
+int ksyms_trim(struct ksyms *ks, const char *out)
+{
+	if (!ks || !ks->map || !ks->kn_n)
+		return -ENOTSUP;
+	size_t cap = 2 * (ks->kn_n + 2), n = 0;
+	struct kline *v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	const char *b = ks->map;
+	for (size_t j = 0; j < ks->kn_cap; j++)
+		if (ks->kn[j].line)
+			n = keep_line(ks, v, n, ks->kn[j].line - 1);
+	long ref;
+	if ((ref = ref_line(ks, "_text")) >= 0)
+		n = keep_line(ks, v, n, (size_t)ref);
+	if ((ref = ref_line(ks, "_stext")) >= 0)
+		n = keep_line(ks, v, n, (size_t)ref);
+	qsort(v, n, sizeof(*v), kline_cmp);
+	struct stat sb;
+	char tmp[4096];
+	int err = 0;
+	if (stat(ks->path, &sb) < 0)
+		err = -errno;
+	else if (snprintf(tmp, sizeof(tmp), "%s.tmp-%d", out, (int)getpid()) >=
+		 (int)sizeof(tmp))
+		err = -ENAMETOOLONG;
+	int fd =
+	    err ? -1
+		: open(tmp,
+		       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		       sb.st_mode & 0777);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!err && !f) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	for (size_t i = 0; f && i < n; i++) {
+		/* once per line; a marker where its line is kept goes */
+		if (i && v[i].at == v[i - 1].at)
+			continue;
+		size_t at = v[i].at;
+		if (v[i].marker) {
+			fprintf(f, "%.16s t " KSYM_STOP "\n", b + at);
+		} else {
+			fwrite(b + at, 1, line_end(ks, at) - at, f);
+			fputc('\n', f);
+		}
+	}
+	if (f) {
+		int bad = ferror(f);
+		bad |= fclose(f);
+		if (bad && !err)
+			err = -EIO;
+	}
+	if (!err && rename(tmp, out) < 0)
+		err = -errno;
+	if (err && fd >= 0)
+		unlink(tmp);
+	free(v);
+	return err;
 }

@@ -157,6 +157,11 @@ uint64_t uw_born(struct uwstate *u, uint32_t pid);
 const char *uw_ksym_name(struct uwstate *u, uint64_t addr);
 /* Read kernel symbols from path instead; before the first uw_ksym_name. */
 int uw_use_kallsyms(struct uwstate *u, const char *path);
+/* The kallsyms file given to uw_use_kallsyms, rewritten with only the
+ * lines that named a kernel frame so far (ksyms.h's ksyms_trim: every
+ * address then gets the name it had, or none). 0, -ENOTSUP (none given,
+ * not perf's layout, nothing named), -errno. */
+int uw_trim_kallsyms(struct uwstate *u);
 
 /* The stack copy's 64-byte lines (offsets from the sampled rsp, rounded
  * down) the last walk read, deepest last, at most max of them: for
