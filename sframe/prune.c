@@ -143,9 +143,12 @@ int jsf_region_prune(const char *dir, const struct jsf_prune_opts *opts)
 			       "others' writes: nothing removed",
 			       dir);
 	}
-	DIR *d = fdopendir(dup(dfd));
+	int dfd2 = dup(dfd);
+	DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
 	if (!d) {
 		err = -errno;
+		if (dfd2 >= 0)
+			close(dfd2);
 		close(dfd);
 		return err;
 	}
