@@ -386,8 +386,7 @@ int uw_use_kallsyms(struct uwstate *u, const char *path)
 
 int uw_trim_kallsyms(struct uwstate *u)
 {
-	return u->ksyms && u->kpath ? ksyms_trim(u->ksyms, u->kpath)
-				    : -ENOTSUP;
+	return u->ksyms && u->kpath ? ksyms_trim(u->ksyms, u->kpath) : -ENOTSUP;
 }
 
 size_t uw_stack_lines(const struct uwstate *u, uint32_t *off, size_t max)
