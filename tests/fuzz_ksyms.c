@@ -81,6 +81,28 @@ static void same(struct ksyms *a, struct ksyms *b, uint64_t addr)
 	}
 }
 
+/* Both answer alike every line's own address (its first 16 bytes as hex,
+ * when they are), one below and one above (4,096 lines at most). */
+static void ask_all(struct ksyms *a, struct ksyms *b, const uint8_t *d,
+		    size_t n)
+{
+	unsigned asked = 0;
+	for (size_t i = 0; i + 16 <= n && asked < 4096; i++) {
+		if (i && d[i - 1] != '\n')
+			continue;
+		uint64_t v = 0;
+		size_t j = 0;
+		for (; j < 16 && hexv(d[i + j]) >= 0; j++)
+			v = v << 4 | (uint64_t)hexv(d[i + j]);
+		if (j < 16)
+			continue;
+		same(a, b, v);
+		same(a, b, v - 1);
+		same(a, b, v + 1);
+		asked++;
+	}
+}
+
 /* The file a recipe (the input after its 0xff) describes; *len its size. */
 static uint8_t *from_recipe(const uint8_t *r, size_t n, size_t *len)
 {
@@ -122,21 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	struct ksyms *a = open_as(d, n, 0, &fa), *b = open_as(d, n, 1, &fb);
 	same(a, b, 0);
 	same(a, b, UINT64_MAX);
-	unsigned asked = 0;
-	for (size_t i = 0; i + 16 <= n && asked < 4096; i++) {
-		if (i && d[i - 1] != '\n')
-			continue;
-		uint64_t v = 0;
-		size_t j = 0;
-		for (; j < 16 && hexv(d[i + j]) >= 0; j++)
-			v = v << 4 | (uint64_t)hexv(d[i + j]);
-		if (j < 16)
-			continue;
-		same(a, b, v);
-		same(a, b, v - 1);
-		same(a, b, v + 1);
-		asked++;
-	}
+	ask_all(a, b, d, n);
 	/* the trimmed copy (in place only): every address asked gives what
 	 * the whole file gave (kept, or none then and now) */
 	static char out[64];
@@ -152,21 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			abort();
 		same(a, t, 0);
 		same(a, t, UINT64_MAX);
-		asked = 0;
-		for (size_t i = 0; i + 16 <= n && asked < 4096; i++) {
-			if (i && d[i - 1] != '\n')
-				continue;
-			uint64_t v = 0;
-			size_t j = 0;
-			for (; j < 16 && hexv(d[i + j]) >= 0; j++)
-				v = v << 4 | (uint64_t)hexv(d[i + j]);
-			if (j < 16)
-				continue;
-			same(a, t, v);
-			same(a, t, v - 1);
-			same(a, t, v + 1);
-			asked++;
-		}
+		ask_all(a, t, d, n);
 		ksyms_free(t);
 	}
 	ksyms_free(a);
