@@ -137,8 +137,17 @@ codes=""
 "$J" audit "$L" --dump 999999 >/dev/null 2>&1; codes="$codes $?"
 "$J" audit --help >/dev/null 2>&1; codes="$codes $?"
 sz=$(stat -c %s "$L")
-head -c $((sz * 2 / 3)) "$L" >"$T/cut.log"
-"$J" audit "$T/cut.log" >"$T/cut.out" 2>"$T/cut.err"; codes="$codes $?"
+# cut at 2/3, inside a record: a cut that falls on a record's boundary, or
+# in the zero bytes a frame can start with (a length's low byte), leaves a
+# log that ends cleanly (the zeros are the writer's unwritten space), as
+# the reader says it should (one CI run); then 9 bytes further on, twice
+# at most
+for d in 0 9 18; do
+	head -c $((sz * 2 / 3 + d)) "$L" >"$T/cut.log"
+	"$J" audit "$T/cut.log" >"$T/cut.out" 2>"$T/cut.err"; crc=$?
+	[ $crc = 0 ] || break
+done
+codes="$codes $crc"
 full_lines=$(grep -c . "$T/sidetraces.l")
 cut_lines=$(grep -c . "$T/cut.out")
 if [ "$codes" = " 2 2 2 3 1 0 1" ] && grep -qE 'damaged at byte [0-9]+: truncated record( frame)?; [0-9]+ records decoded' "$T/cut.err" &&
