@@ -28,13 +28,20 @@ local buf = ffi.new("uint8_t[?]", SZ)
 C.memset(buf, 1, SZ)
 
 -- calibrate: iterations of each loop for about `per` seconds
+-- Each iteration's memset (1-4 MiB) and arithmetic (10,000-30,000 steps)
+-- vary in length, pseudo-randomly: with fixed ones an iteration took some
+-- 240 us against the sampler's 500 us period, and the two could lock in
+-- phase for a run (CI: the ffi share 3.1 and 3.7 points off in 2 of 7
+-- runs, 0.3-1.6 in others).
 local function ffiloop(n, x)
   local inffi = 0
   for i = 1, n do
+    local h = (i * 2654435761) % 4294967296
+    local len = SZ / 4 + (h % 3145728)
     local t0 = now()
-    C.memset(buf, i % 251, SZ) -- FFILINE
+    C.memset(buf, i % 251, len) -- FFILINE
     inffi = inffi + (now() - t0)
-    for k = 1, 20000 do x = (x * 1.000001 + k) % 1e9 end
+    for k = 1, 10000 + math.floor(h / 65536) % 20000 do x = (x * 1.000001 + k) % 1e9 end
   end
   return inffi, x
 end
