@@ -256,15 +256,11 @@ static int from_dirs(int pid, uint64_t not_after, char *path, size_t len,
  * shared with whatever else the program keeps there). */
 #define SHM_BASE "/dev/shm"
 #define SHM_MIN_FREE (256ull << 20)
-#ifndef TMPFS_MAGIC
-#define TMPFS_MAGIC 0x01021994
-#endif
 
 static bool shm_usable(void)
 {
 	struct statfs fs;
-	return statfs(SHM_BASE, &fs) == 0 &&
-	       (unsigned long)fs.f_type == TMPFS_MAGIC &&
+	return statfs(SHM_BASE, &fs) == 0 && sf_is_tmpfs(&fs) &&
 	       (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize >= SHM_MIN_FREE &&
 	       access(SHM_BASE, W_OK | X_OK) == 0;
 }
@@ -300,7 +296,7 @@ int jsf_region_default_dir(char *buf, size_t len, bool create)
 	/* ours, a real directory, not writable by others: else refused */
 	if (lstat(buf, &st) < 0)
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022))
+	if (!sf_dir_ours(&st))
 		return -EPERM;
 	return 0;
 }

@@ -9,6 +9,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+/* --- the default directories (find.c, prune.c) --- */
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+/* A file system whose pages are memory (statfs(2) of it) */
+static inline bool sf_is_tmpfs(const struct statfs *fs)
+{
+	return (unsigned long)fs->f_type == TMPFS_MAGIC;
+}
+/* A directory a producer's region may be kept in: the caller's, closed
+ * to others' writes (lstat(2)/fstat(2) of it) */
+static inline bool sf_dir_ours(const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) && st->st_uid == getuid() &&
+	       !(st->st_mode & 022);
+}
 
 /* --- SFrame constants (binutils include/sframe.h, V3) --- */
 #define SFRAME_MAGIC 0xdee2

@@ -17,10 +17,6 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#ifndef TMPFS_MAGIC
-#define TMPFS_MAGIC 0x01021994
-#endif
-
 /* The most entries one call looks at (bounded work in a producer's start). */
 #define PRUNE_SCAN_MAX 4096
 
@@ -129,14 +125,12 @@ int jsf_region_prune(const char *dir, const struct jsf_prune_opts *opts)
 	/* on a tmpfs (memory) the default is a sixteenth of its size when
 	 * that is less */
 	struct statfs fs;
-	if (!o.max_bytes && fstatfs(dfd, &fs) == 0 &&
-	    (unsigned long)fs.f_type == TMPFS_MAGIC &&
+	if (!o.max_bytes && fstatfs(dfd, &fs) == 0 && sf_is_tmpfs(&fs) &&
 	    (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize / 16 < max_bytes)
 		max_bytes = (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize / 16;
 	struct stat st;
 	/* ours and closed to others' writes, like jsf_region_default_dir's */
-	if (fstat(dfd, &st) < 0 || st.st_uid != getuid() ||
-	    (st.st_mode & 022)) {
+	if (fstat(dfd, &st) < 0 || !sf_dir_ours(&st)) {
 		close(dfd);
 		return sf_fail(-EPERM,
 			       "%s: not a directory of this user closed to "
