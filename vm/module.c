@@ -133,7 +133,8 @@ static const char *env_set(const char *name)
 
 /* The default directory's regions of processes that are gone, the newest
  * kept (keep: a count, "all", NULL: the library's default); once per
- * process, before its own region is made there (docs/VM.md). */
+ * process, once its own region is made there (not on a refused start, and
+ * outside m->mu) (docs/VM.md). */
 static void prune_default_dir(struct vmod *m, const char *keep)
 {
 	static pid_t done;
@@ -235,8 +236,6 @@ static int l_start(lua_State *L)
 	    rkeep[strspn(rkeep, "0123456789")] != 0)
 		return fail(L, "jitsframe: region_keep must be a count or "
 			       "\"all\"");
-	if (!path || !*path)
-		prune_default_dir(m, rkeep);
 	pthread_mutex_lock(&m->mu);
 	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL;    /* tests only */
 	m->lm_shift = getenv(JSF_ENV_VM_LUAMAP_SHIFT) != NULL; /* tests only */
@@ -292,6 +291,9 @@ static int l_start(lua_State *L)
 	if (err)
 		return fail(L, "jitsframe: cannot create the region %s: %s",
 			    m->path, jsf_strerror(err));
+	/* its own region, just made (or already there), is live: locked */
+	if (!path || !*path)
+		prune_default_dir(m, rkeep);
 	struct lstate *s = vm_new_state(m, L);
 	if (s->util_ref == LUA_NOREF) {
 		if (vm_require(L, "jit.util"))
