@@ -85,7 +85,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* {n=, sum=, median=, p90=, p99=, max=} in ns. */
+/* {n=, sum=, median=, p90=, p99=, max=, top1_sum=} in ns. */
 static void push_series(lua_State *L, struct series *s)
 {
 	lua_createtable(L, 0, 6);
@@ -103,6 +103,12 @@ static void push_series(lua_State *L, struct series *s)
 		lua_setfield(L, -2, "p99");
 		lua_pushnumber(L, (lua_Number)s->v[s->n - 1]);
 		lua_setfield(L, -2, "max");
+		uint64_t top =
+		    0; /* the slowest 1%: how much of sum the tail is */
+		for (size_t i = s->n * 99 / 100; i < s->n; i++)
+			top += s->v[i];
+		lua_pushnumber(L, (lua_Number)top);
+		lua_setfield(L, -2, "top1_sum");
 	}
 }
 

@@ -127,8 +127,7 @@ void sf_names_carry(uint8_t *blk, const struct sf_nlay *lay, const uint8_t *old,
 			else if (srcmap && l) /* gains an empty one */
 				stu(area + used + l, 0, 4);
 			ST32(nidx + 4 * (size_t)to, l ? used : 0);
-			for (uint32_t b = 0; b < l; b++)
-				ST8(area + used + b, LD8(oarea + o + b));
+			copy_out(area + used, oarea + o, l);
 			used += l + (srcmap && !osm && l ? 4 : 0);
 		}
 	} else {
@@ -174,8 +173,7 @@ void sf_names_copy1(uint8_t *nblk, uint32_t nidx, const uint8_t *old,
 		    LD32(old + LD32(old + SB_NIDX_OFF) + 4 * (size_t)oidx);
 		uint8_t *area = nblk + LD32(nblk + SB_NAMES_OFF);
 		o = LD32(nblk + SB_NAMES_LEN);
-		for (uint32_t b = 0; b < len; b++)
-			ST8(area + o + b, LD8(src + b));
+		copy_out(area + o, src, len); /* (old: the producer's own) */
 		ST32(nblk + SB_NAMES_LEN, o + len);
 	}
 	ST32(nblk + LD32(nblk + SB_NIDX_OFF) + 4 * (size_t)nidx, o);

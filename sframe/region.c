@@ -669,7 +669,7 @@ static void mig_step(struct jsf_region *r, const struct work *bud)
 		if (hold_entry(r, blk, &m->pop, m->total,
 			       m->fre_off + m->fre_used, fl, m->log_off, k, nl))
 			goto give_up;
-		copy_shared(nfre + m->fre_used, r->fre + at, fl);
+		copy_out(nfre + m->fre_used, r->fre + at, fl); /* (own) */
 		m->lattr[k] = m->fre_used;
 		m->fre_used += fl;
 		m->num_fres += ldu(r->fre + at, 2);
@@ -944,9 +944,8 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 				if (remap[i] == UINT32_MAX)
 					continue;
 				e->new_attr = fre_used;
-				for (uint32_t b = 0; b < e->len; b++)
-					ST8(new_fre + fre_used + b,
-					    LD8(old_fre + e->attr + b));
+				copy_out(new_fre + fre_used, old_fre + e->attr,
+					 e->len);
 				fre_used += e->len;
 				num_fres += ldu(old_fre + e->attr, 2);
 				write_log_entry(new_log + (size_t)remap[i] *
@@ -1221,13 +1220,15 @@ static int add_locked(struct jsf_region *r, uint64_t start, uint32_t size,
 		r->named = true;
 	if (name && map)
 		r->mapped = true;
-	if (!fits(r, len, name, maplen) && r->mig.phase != MIG_OFF) {
+	bool room = fits(r, len, name, maplen);
+	if (!room && r->mig.phase != MIG_OFF) {
 		/* The old block filled before the copy caught up (a burst of
 		 * large adds): finish it now. */
 		mig_step(r, NULL);
 		r->sync_rebuilds += r->mig.phase == MIG_OFF;
+		room = fits(r, len, name, maplen);
 	}
-	if (!fits(r, len, name, maplen)) {
+	if (!room) {
 		r->name_need = sf_name_rec_len(name, maplen, r->mapped);
 		err = rebuild(r, len, false);
 		if (err == -ENOSPC)

@@ -3,7 +3,8 @@
 # a recording whose jitdump is taken away is reported with the names the
 # module published in its region, so its products equal those of the same
 # recording with the jitdump (ground truth: perf's jitdump, written by the
-# jitdump sink, not by the region). flushstorm (the first workload) reuses
+# jitdump sink, not by the region); chunk names with a space, ';' or a
+# newline are named with '_' for each. flushstorm (the first workload) reuses
 # addresses across flushes: each sample is named for its own time.
 set -u
 cd "$(dirname "$0")/.."
@@ -51,5 +52,22 @@ for W2 in bench/workloads/numeric.lua bench/workloads/sidetraces.lua; do
 			"$(diff <(sort "$T/$b.names") <(sort "$T/$b.want") | head -n 6)" "$(head -3 "$T/$b.err")"
 	fi
 done
+# a chunk name with a space and a ';' (each would split a folded stack's
+# frame): the region's name is -jv's start with each made '_'; a newline
+# too (in a name of its own: -jv's line would break on it)
+printf '%s\n' 'local f = assert(load("local s = 0\nfor i = 1, 300000 do s = s + i % 7 end\nreturn s", "=my chunk;v1"))' \
+	'local g = assert(load("local s = 0\nfor i = 1, 300000 do s = s + i % 5 end\nreturn s", "=two\nlines"))' \
+	'print(f(), g())' >"$T/chunk.lua"
+"$J" run --quiet --region "$T/chunk.region" -- $LJ -jv="$T/chunk.jv" "$T/chunk.lua" >/dev/null 2>"$T/chunk.err"
+"$J" region dump --all "$T/chunk.region" 2>/dev/null | sed -nE 's/.* rows, (TRACE_[0-9]+::.*)$/\1/p' | sort >"$T/chunk.names"
+want1=$(sed -nE 's/^\[TRACE +([0-9]+) (my chunk;v1:[0-9]+) loop\]$/TRACE_\1::\2/p' "$T/chunk.jv" | tr ' ;' '__')
+want2=$(sed -nE 's/^lines:([0-9]+) loop\]$/\1/p' "$T/chunk.jv")
+if [ -n "$want1" ] && [ -n "$want2" ] && grep -qxF "$want1" "$T/chunk.names" &&
+	grep -qE "^TRACE_[0-9]+::two_lines:$want2\$" "$T/chunk.names" && [ "$(wc -l <"$T/chunk.names")" = 2 ]; then
+	ok "chunk names with a space, ';' and a newline: $(tr '\n' ' ' <"$T/chunk.names")"
+else
+	notok "chunk names with a space, ';' and a newline made '_'" "-jv: $(tr '\n' '|' <"$T/chunk.jv")" \
+		"region: $(tr '\n' '|' <"$T/chunk.names")" "$(head -3 "$T/chunk.err")"
+fi
 echo "1..$n"
 [ $fails -eq 0 ]

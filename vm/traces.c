@@ -268,9 +268,10 @@ VM_HOT static const char *trace_facts(struct vmod *m, lua_State *L,
  * stack's frame): no newline, ';' or space. */
 VM_HOT static void file_name_safe(char *file)
 {
-	for (char *c = file; *c; c++)
-		if (*c == '\n' || *c == ';' || *c == ' ')
-			*c = '_';
+	/* (strcspn: a byte loop was some 300 instructions a trace) */
+	for (char *c = file + strcspn(file, "\n; "); *c;
+	     c += 1 + strcspn(c + 1, "\n; "))
+		*c = '_';
 }
 
 /* Where a trace begins in the source: funcinfo(func, pc) of the function
