@@ -6,6 +6,8 @@
 #  - JITSFRAME_REGION_KEEP=N and start{region_keep=N} keep N, "all" and
 #    false keep every one, anything else is refused by start();
 #  - a running producer's region survives a run that keeps none;
+#  - a second start() without a path, in a process publishing to a path
+#    of its own, prunes nothing (neither there nor in the default dir);
 #  - `jitsframe region prune`: --dry-run lists and removes nothing, --keep
 #    and --json, a directory others may write to is refused (exit 1).
 # Ground truth: the paths each run's start() returned, in the order run.
@@ -30,7 +32,7 @@ run() {
 }
 regions() { (cd "$D" 2>/dev/null && ls -1 -- *.region 2>/dev/null | sort); }
 
-echo "1..8"
+echo "1..9"
 : >"$T/paths"
 for i in $(seq 20); do run >>"$T/paths" 2>>"$T/err" || break; done
 want=$(tail -n 17 "$T/paths" | xargs -n1 basename | sort)
@@ -119,5 +121,21 @@ if [ $rc = 1 ] && [ "$(regions | wc -l)" = 1 ] && echo "$out" | grep -q 'others'
 	ok "region prune refuses a directory others may write to (exit 1)"
 else
 	notok "region prune refuses a directory others may write to (exit 1)" "exit $rc" "$out"
+fi
+
+# a second start() without a path in a process that publishes to a path of
+# its own: nothing is pruned, there nor in the default directory
+mkdir -m 0700 "$T/own"
+for i in 1 2 3; do run "region = '$T/own/100$i.region'" >/dev/null 2>&1; done
+nd=$(regions | wc -l)
+"$LJ" -e "local j = require('jitsframe')
+	assert(j.start{quiet=true, region='$T/own/2000.region'})
+	assert(j.start{quiet=true, region_keep=0})" >"$T/second" 2>&1
+nown=$(ls "$T/own" | grep -c '\.region$')
+if [ "$nown" = 4 ] && [ "$(regions | wc -l)" = "$nd" ] && [ "$nd" -gt 0 ]; then
+	ok "a second start{region_keep=0} in a process publishing to a path prunes nothing"
+else
+	notok "a second start{region_keep=0} in a process publishing to a path prunes nothing" \
+		"own dir: $nown of 4 left" "default dir: $(regions | wc -l) of $nd left" "$(cat "$T/second")"
 fi
 [ $fails -eq 0 ]

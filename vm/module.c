@@ -134,14 +134,16 @@ static const char *env_set(const char *name)
 /* The default directory's regions of processes that are gone, the newest
  * kept (keep: a count, "all", NULL: the library's default); once per
  * process, once its own region is made there (not on a refused start, and
- * outside m->mu) (docs/VM.md). */
-static void prune_default_dir(struct vmod *m, const char *keep)
+ * outside m->mu) (docs/VM.md). dir: that region's directory (its path, cut
+ * at the last '/'). */
+static void prune_default_dir(struct vmod *m, char *dir, const char *keep)
 {
 	static pid_t done;
-	char dir[2048];
-	if (done == getpid() || (keep && !strcmp(keep, "all")) ||
-	    jsf_region_default_dir(dir, sizeof(dir), false))
+	char *slash = strrchr(dir, '/');
+	if (done == getpid() || (keep && !strcmp(keep, "all")) || !slash ||
+	    slash == dir)
 		return;
+	*slash = 0;
 	done = getpid();
 	struct jsf_prune_opts o = {.sz = sizeof(o)};
 	if (keep) {
@@ -285,15 +287,19 @@ static int l_start(lua_State *L)
 		vm_prefault_self(L);
 	}
 	int err = vm_ensure_region(m);
+	char made[sizeof(m->path)]; /* where, for the prune (outside m->mu) */
+	memcpy(made, m->path, sizeof(made));
+	int in_default =
+	    !m->base_path[0]; /* (not a path of an earlier start) */
 	if (!err)
 		vm_luavm_publish(m);
 	pthread_mutex_unlock(&m->mu);
 	if (err)
 		return fail(L, "jitsframe: cannot create the region %s: %s",
-			    m->path, jsf_strerror(err));
+			    made, jsf_strerror(err));
 	/* its own region, just made (or already there), is live: locked */
-	if (!path || !*path)
-		prune_default_dir(m, rkeep);
+	if (in_default)
+		prune_default_dir(m, made, rkeep);
 	struct lstate *s = vm_new_state(m, L);
 	if (s->util_ref == LUA_NOREF) {
 		if (vm_require(L, "jit.util"))
