@@ -35,7 +35,7 @@ static const char usage[] =
     "interpreter, C, GC, exit and compiler samples after it last ran on\n"
     "the thread; its Lua lines; the VM's totals as luajit -jp=v counts\n"
     "them. -p PID: sample running LuaJIT processes (started with the\n"
-    "module; head/loop need its source maps, JITSFRAME_LUAMAP=1) for -d\n"
+    "module; Lua lines only with JITSFRAME_LUAMAP=1) for -d\n"
     "SECONDS (default 5) or until they exit, and print the same (root, or\n"
     "CAP_BPF and CAP_PERFMON; exit 4 when it cannot sample).\n"
     "\n"

@@ -10,7 +10,10 @@
 # (JITSFRAME_VM_LUAMAP_SHIFT) must fail it. The maps come from the
 # trace's memory once that build gave the jit.util build's bytes (the
 # checked traces): a planted fault there (JITSFRAME_VM_LUAMAP_RAWBUG) must
-# turn it off with every map still exact.
+# turn it off with every map still exact. Each map's loop (map flag LOOPS,
+# range flag LOOP) against jit.util.tracemc's loop offset, with the Lua
+# frames on and off (tests/lua/loopmap_oracle.lua: off, the map of the
+# loop alone).
 set -u
 cd "$(dirname "$0")/.."
 J=build/jitsframe
@@ -19,7 +22,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
 n=0
-echo "1..14"
+echo "1..18"
 check() { # vm workload [env...]
 	local vm=$1 w=$2
 	shift 2
@@ -78,4 +81,32 @@ else
 	echo "not ok $n - a planted fault in the raw build: $(grep '^luamap' "$T/out" | tr '\n' ' ')"
 	fail=1
 fi
+# each trace's loop as the map marks it, against jit.util.tracemc's loop
+# offset (tests/lua/loopmap_oracle.lua): with the Lua frames on, and off
+# (no JITSFRAME_LUAMAP: the map of the loop alone, no frames)
+for vm in luajit build/luajit2/usr/bin/luajit; do
+	for mode in off on; do
+		n=$((n + 1))
+		res=() ok=1
+		for w in numeric nested openresty sidetraces flushstorm; do
+			env $([ $mode = on ] && echo JITSFRAME_LUAMAP=1) "$J" run --quiet --region "$T/r" --replace -- \
+			    "$vm" tests/lua/loopmap_oracle.lua "$LIB" "$T/r" $mode bench/workloads/$w.lua >"$T/out" 2>"$T/err"
+			rc=$?
+			line=$(grep '^loopmap' "$T/out")
+			if [ $rc -ne 0 ] || ! echo "$line" | grep -q " 0 not published, 0 mismatches" ||
+			    echo "$line" | grep -q "(0 with a loop)"; then
+				ok=0
+				echo "# $w: ${line:-no summary}"
+				head -5 "$T/err" | sed 's/^/# /'
+			fi
+			res+=("$w $(echo "$line" | sed -E 's/.*: ([0-9]+) traces \(([0-9]+) with a loop\).*/\1\/\2/')")
+		done
+		if [ $ok = 1 ]; then
+			echo "ok $n - $vm, Lua frames $mode: every trace's map marks its loop where tracemc says (traces/with a loop: ${res[*]})"
+		else
+			echo "not ok $n - $vm, Lua frames $mode: maps mark each trace's loop where tracemc says"
+			fail=1
+		fi
+	done
+done
 exit $fail

@@ -67,7 +67,10 @@
 #     G = gc+jgc, J = exit+record+opt+asm (LuaJIT's profiler names every
 #     vmstate below GC "J", trace exits included); in b. ours by the raw
 #     g->vmstate of each sample, as lj_profile.c reads it.
-#  13. vmprofile -p PID and top -p PID -n 2 on a running process.
+#  13. vmprofile -p PID and top -p PID -n 2 on a running process started
+#      without the Lua frames (JITSFRAME_LUAMAP): head/loop still known
+#      (the module's map of each trace's loop), the busiest trace's
+#      samples in its loop.
 # Without root or BPF it skips visibly; under CI=true it fails instead.
 set -u
 cd "$(dirname "$0")/.."
@@ -187,23 +190,41 @@ for w in $WL; do
 	fi
 done
 
-# 13. -p and top on a running process (started with the module and its
-# source maps)
+# 13. -p and top on a running process, started with the module alone (no
+# JITSFRAME_LUAMAP: its maps mark each trace's loop, no Lua frames): in
+# the ffiloop phase the inner arithmetic loop's trace, the one with most
+# samples in trace code, has them in its loop (>= 90%), and no trace's
+# head or loop is unknown (the "trace" column)
 # (phases long enough for both under a loaded machine: stopped once done)
-JITSFRAME_LUAMAP=1 "$J" run -- "$LJ" tests/lua/vmstates.lua 20 >"$T/p.out" 2>&1 &
+"$J" run -- "$LJ" tests/lua/vmstates.lua 20 >"$T/p.out" 2>&1 &
 bg=$!
 sleep 1.5
 lp=$(pgrep -P $bg -n luajit || echo $bg)
 "$J" vmprofile -p "$lp" -d 1 >"$T/p.txt" 2>&1
 prc=$?
+"$J" vmprofile -p "$lp" -d 1 --json >"$T/p.json" 2>"$T/pj.err"
+jrc=$?
 "$J" top -p "$lp" -n 2 >"$T/top.txt" 2>&1
 trc=$?
 kill "$lp" 2>/dev/null
 wait $bg
-if [ $prc -eq 0 ] && [ $trc -eq 0 ] && grep -q 'TRACE_[0-9]*::tests/lua/vmstates.lua' "$T/p.txt" &&
+loopck=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["states"]
+H, L, U = s.index("head"), s.index("loop"), s.index("trace")
+unknown = sum(t["counts"][U] for t in d["traces"])
+best = max(d["traces"], key=lambda t: t["counts"][H] + t["counts"][L] + t["counts"][U])
+inn = best["counts"][H] + best["counts"][L] + best["counts"][U]
+share = best["counts"][L] / inn if inn else 0
+print("%s: %d of %d in-trace samples in its loop (%.1f%%), %d unknown" % (best["name"], best["counts"][L], inn, 100 * share, unknown))
+sys.exit(0 if inn >= 100 and share >= 0.9 and unknown == 0 else 1)' "$T/p.json" 2>&1)
+lrc=$?
+if [ $prc -eq 0 ] && [ $trc -eq 0 ] && [ $jrc -eq 0 ] && [ $lrc -eq 0 ] &&
+	grep -q 'TRACE_[0-9]*::tests/lua/vmstates.lua' "$T/p.txt" &&
 	[ "$(grep -c '^jitsframe top:' "$T/top.txt")" = 2 ] && ! grep -q $'\033' "$T/top.txt"; then
-	ok "vmprofile -p and top -p -n 2 (plain text, no escapes off a tty): $(grep '^VM states' "$T/p.txt")"
+	ok "vmprofile -p and top -p -n 2 (plain text, no escapes off a tty), without Lua frames: $loopck; $(grep '^VM states' "$T/p.txt")"
 else
-	notok "vmprofile -p and top -p -n 2" "exit $prc/$trc" "$(head -4 "$T/p.txt")" "$(head -3 "$T/top.txt")"
+	notok "vmprofile -p and top -p -n 2, head/loop without Lua frames" "exit $prc/$jrc/$trc" "$loopck" "$(head -4 "$T/p.txt")" "$(head -3 "$T/top.txt")"
 fi
 [ $fails -eq 0 ]

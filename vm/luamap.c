@@ -717,6 +717,29 @@ out:
 	m->lm_ns += jsf_now_ns() - t0;
 }
 
+/* A map of trace ti's loop alone, where it has no map of its Lua frames
+ * (luamap off, refused, or not built for this trace): one range, or two
+ * split at its loop offset (the second with the LOOP bit), no frames
+ * (depth 0, EXACT clear), map flag LOOPS (docs/ABI.md 1.5): the VM-state
+ * profile's head and loop for every trace. Into out (VM_LOOPMAP_MAX
+ * bytes); its length, 24 or 32. The offset is the trace's own (tracemc's
+ * third result, or the GCtrace's once checked against it), as exact as
+ * its rows. */
+VM_HOT uint32_t vm_loop_map(const struct tinfo *ti, uint8_t *out)
+{
+	uint32_t loop = ti->loop < ti->size ? ti->loop : 0;
+	uint32_t nr = loop ? 2 : 1, len = 16 + 8 * nr;
+	memset(out, 0, len);
+	alog_st16(out, 1);     /* version */
+	alog_st16(out + 2, 1); /* flags: bit 0, the loop marked */
+	alog_st16(out + 4, nr);
+	if (loop) { /* the second range: lo, stack 0, depth 0, LOOP */
+		alog_st32(out + 24, loop);
+		out[31] = 2;
+	}
+	return len;
+}
+
 /* "start": remember the function the trace's base frame runs: the start
  * event's for a root or stitched trace, its parent's for a side trace. */
 VM_HOT void vm_luamap_start(lua_State *L, struct lstate *s, uint32_t tr)

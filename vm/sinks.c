@@ -333,9 +333,17 @@ VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
 	 * (jitsframe profile -p, report without a jitdump; docs/ABI.md 1.4) */
 	char name[160];
 	trace_name(ti, tr, name);
+	/* without a map of its Lua frames, one of its loop alone */
+	uint8_t loopmap[VM_LOOPMAP_MAX];
+	const uint8_t *map = ti->lmap;
+	uint32_t maplen = ti->lmap_len;
+	if (!map) {
+		maplen = vm_loop_map(ti, loopmap);
+		map = loopmap;
+	}
 	int err =
 	    jsf_region_add_mapped(m->region, ti->start, ti->size, ti->rows,
-				  ti->nrows, name, ti->lmap, ti->lmap_len, now);
+				  ti->nrows, name, map, maplen, now);
 	if (err == 0) {
 		ti->live = 1;
 		m->nlive++;

@@ -198,6 +198,9 @@ void vm_known_mc(lua_State *L, int idx, struct ljt_known *k);
 void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s, uint32_t tr,
 	       struct tinfo *ti);
 void vm_luamap_start(lua_State *L, struct lstate *s, uint32_t tr);
+/* The map of ti's loop alone (no frames) into out: its length (<= 32). */
+#define VM_LOOPMAP_MAX 32
+uint32_t vm_loop_map(const struct tinfo *ti, uint8_t *out);
 
 /* luavm.c, with m->mu held: check the Lua stack's layout on the running VM
  * (once; L is the caller of start(), vl the verified frame layout), and
