@@ -42,6 +42,8 @@
 #define LM_MAXFR 1024  /* distinct (function, pc) per trace */
 #define LM_CHECK 4     /* traces whose snapshots are checked in full */
 #define LM_RECHECK 64  /* then one in this many */
+#define LM_KC 64       /* k_fn's and k_num's memo (direct-mapped) */
+#define LM_FRH 256     /* add_frame's hash heads */
 
 struct lm_fn {
 	const void *gcf; /* the GCfunc */
@@ -71,6 +73,16 @@ struct lm_build {
 	uint32_t nfn;
 	struct lm_frame fr[LM_MAXFR];
 	uint32_t nfr;
+	/* add_frame's index of fr: chains by hash of (fn, pc), index + 1
+	 * (0 ends a chain) */
+	uint16_t frh[LM_FRH], frnext[LM_MAXFR];
+	/* k_fn's and k_num's answers by constant ref, each a function of the
+	 * ref alone within one build (a snapshot map names the same
+	 * constants snapshot after snapshot): tag 0 empty */
+	uint16_t kf_ref[LM_KC], kn_ref[LM_KC];
+	int16_t kf_res[LM_KC];
+	int8_t kn_res[LM_KC];
+	uint64_t kn_bits[LM_KC];
 	char str[4096];
 	uint32_t strlen;
 };
@@ -297,7 +309,7 @@ static int k_kind(struct lm_build *b, uint32_t ref, int kind, uint64_t *v)
 
 /* The function constant at ref: its index in b->fn, -1 when it is none we
  * vouch for, -2 when there is no constant there (or, raw, not sure). */
-static int k_fn(struct lm_build *b, uint32_t ref)
+static int k_fn_look(struct lm_build *b, uint32_t ref)
 {
 	if (!b->raw)
 		return push_k(b, ref) ? -2 : add_fn(b);
@@ -309,8 +321,19 @@ static int k_fn(struct lm_build *b, uint32_t ref)
 	return r ? -1 : add_fn_raw(b, (const void *)(uintptr_t)v);
 }
 
+static int k_fn(struct lm_build *b, uint32_t ref)
+{
+	uint32_t h = ref & (LM_KC - 1);
+	if (ref && b->kf_ref[h] == ref)
+		return b->kf_res[h];
+	int r = k_fn_look(b, ref);
+	b->kf_ref[h] = (uint16_t)ref;
+	b->kf_res[h] = (int16_t)r;
+	return r;
+}
+
 /* The number constant at ref, its bits into *bits: 0, or -1. */
-static int k_num(struct lm_build *b, uint32_t ref, uint64_t *bits)
+static int k_num_look(struct lm_build *b, uint32_t ref, uint64_t *bits)
 {
 	if (!b->raw) {
 		if (push_k(b, ref))
@@ -324,12 +347,37 @@ static int k_num(struct lm_build *b, uint32_t ref, uint64_t *bits)
 	return k_kind(b, ref, LMK_NUM, bits) ? -1 : 0;
 }
 
+static int k_num(struct lm_build *b, uint32_t ref, uint64_t *bits)
+{
+	uint32_t h = ref & (LM_KC - 1);
+	if (!ref || b->kn_ref[h] != ref) {
+		b->kn_res[h] = (int8_t)k_num_look(b, ref, &b->kn_bits[h]);
+		b->kn_ref[h] = (uint16_t)ref;
+	}
+	*bits = b->kn_bits[h];
+	return b->kn_res[h];
+}
+
+/* add_frame's hash of (fn, pc) */
+static uint32_t fr_hash(int fn, uint32_t pc)
+{
+	return (pc * 0x9e3779b1u + (uint32_t)fn) >> 24 & (LM_FRH - 1);
+}
+
+/* Frame k, just made, into the index */
+static void fr_index(struct lm_build *b, uint32_t k)
+{
+	uint32_t h = fr_hash(b->fr[k].fn, b->fr[k].pc);
+	b->frnext[k] = b->frh[h];
+	b->frh[h] = (uint16_t)(k + 1);
+}
+
 /* The frame (fn, pc): its index in b->fr, or -1. */
 static int add_frame(struct lm_build *b, int fn, uint32_t pc)
 {
-	for (uint32_t i = 0; i < b->nfr; i++)
-		if (b->fr[i].fn == fn && b->fr[i].pc == pc)
-			return (int)i;
+	for (uint32_t k = b->frh[fr_hash(fn, pc)]; k; k = b->frnext[k - 1])
+		if (b->fr[k - 1].fn == fn && b->fr[k - 1].pc == pc)
+			return (int)k - 1;
 	if (b->nfr == LM_MAXFR)
 		return -1;
 	if (b->raw) { /* funcinfo(fn, pc).currentline, pc < bytecodes */
@@ -337,6 +385,7 @@ static int add_frame(struct lm_build *b, int fn, uint32_t pc)
 		if (b->s->m->lmr_bug) /* tests only: a planted fault */
 			line++;
 		b->fr[b->nfr] = (struct lm_frame){(uint16_t)fn, pc, line};
+		fr_index(b, b->nfr);
 		return (int)b->nfr++;
 	}
 	lua_State *L = b->L;
@@ -352,6 +401,7 @@ static int add_frame(struct lm_build *b, int fn, uint32_t pc)
 	if (!has)
 		return -1;
 	b->fr[b->nfr] = (struct lm_frame){(uint16_t)fn, pc, line};
+	fr_index(b, b->nfr);
 	return (int)b->nfr++;
 }
 
@@ -610,6 +660,9 @@ static void lm_init(struct lm_build *b, lua_State *L, struct lstate *s,
 	b->nk = ljt_u32(T, lay->nk);
 	b->base = 0;
 	b->nfn = b->nfr = b->strlen = 0;
+	memset(b->frh, 0, sizeof(b->frh));
+	memset(b->kf_ref, 0, sizeof(b->kf_ref));
+	memset(b->kn_ref, 0, sizeof(b->kn_ref));
 }
 
 static int same_map(const uint8_t *a, uint32_t alen, const uint8_t *b,
@@ -643,10 +696,11 @@ VM_HOT void vm_luamap(struct vmod *m, lua_State *L, struct lstate *s,
 	if (!nsnap || !snap || !map || szmc != ti->size)
 		return;
 	uint32_t loop = ti->loop < szmc ? ti->loop : 0;
-	/* (16 KiB: only the counts are set, the tables fill up) */
-	struct lm_build *b = malloc(sizeof(*b));
-	if (!b)
+	/* (only the counts and the indexes' heads are set, the tables
+	 * fill up) */
+	if (!s->lmb && !(s->lmb = malloc(sizeof(*s->lmb))))
 		return;
+	struct lm_build *b = s->lmb;
 	lm_init(b, L, s, tr, T, lay);
 	int top = lua_gettop(L);
 	uint8_t *out = NULL, *rout = NULL;
@@ -712,7 +766,6 @@ publish:
 out:
 	free(out);
 	free(rout);
-	free(b);
 	lua_settop(L, top);
 	m->lm_ns += jsf_now_ns() - t0;
 }

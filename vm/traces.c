@@ -573,6 +573,8 @@ static int state_gc(lua_State *L)
 	free(s->t);
 	s->t = NULL;
 	s->cap = 0;
+	free(s->lmb);
+	s->lmb = NULL;
 	return 0;
 }
 

@@ -129,6 +129,7 @@ enum { VM_LM_CHECKING, VM_LM_ON, VM_LM_OFF };
 enum { VM_EV_TRACE, VM_EV_RECORD, VM_EV_TEXIT };
 
 /* Per Lua state (a userdata in its registry). */
+struct lm_build;
 struct lstate {
 	struct vmod *m;
 	struct tinfo *t; /* indexed by trace number */
@@ -155,6 +156,9 @@ struct lstate {
 	 * prototype alive while the trace is recorded (J->cur.startpt). */
 	uint32_t st_tr, st_pos;
 	const void *st_pt;
+	/* luamap.c's build state (some 21 KiB), made at the first map and
+	 * kept: one malloc for the state's life, not one a trace */
+	struct lm_build *lmb;
 };
 
 /* The code every trace event runs, from several files, placed together
