@@ -36,6 +36,7 @@
 # last phase, chain(), 44% of ours, 0.0% of its 8,209 against our 12,980:
 # a tick waits for the VM's next profile check, and a trace that reaches
 # none before the end never delivers it); its shares are not comparable.
+# Exit 5: the misses come from one read of -jp=F's (below).
 # --plant (tests only): first charge 10 points of our samples of the
 # biggest function to the biggest one not next to it; the comparison must
 # fail. Exit 2 when there is none, or the biggest has less than 10%.
@@ -107,42 +108,80 @@ a, b = sum(ours.values()), sum(theirs.values())
 if not a or not b:
     print("no samples: ours %d, -jp %d" % (a, b))
     sys.exit(1)
-bad = 0
-rows = []
-for k in set(ours) | set(theirs):
-    x, y = 100.0 * ours.get(k, 0) / a, 100.0 * theirs.get(k, 0) / b
-    if x >= minshare or y >= minshare:
-        rows.append((max(x, y), k, x, y))
+merged = None  # (ticks, function): -jp=F's largest single read
+for line in open(ref):
+    p = line.rstrip("\n").split(" ", 2)
+    if len(p) == 3 and p[0] == "M":
+        merged = (int(p[1]), p[2])
+
+
+def evaluate(theirs, show):
+    """(misses beyond the group rule, functions off); prints when show"""
+    b = sum(theirs.values())
+    rows = []
+    for k in set(ours) | set(theirs):
+        x, y = 100.0 * ours.get(k, 0) / a, 100.0 * theirs.get(k, 0) / b
+        if x >= minshare or y >= minshare:
+            rows.append((max(x, y), k, x, y))
+    off = set()
+    for _, k, x, y in sorted(rows, reverse=True):
+        d = x - y
+        flag = "" if abs(d) <= tol else "  OFF"
+        if abs(d) > tol:
+            off.add(k)
+        if show:
+            print("  %-44s ours %5.1f%%  -jp %5.1f%%  %+5.1f%s" %
+                  (k[-44:], x, y, d, flag))
+    bad = 0
+    for f in sorted(off):
+        ks = {f} | near.get(f, set())
+        x = 100.0 * sum(ours.get(k, 0) for k in ks) / a
+        y = 100.0 * sum(theirs.get(k, 0) for k in ks) / b
+        # The sum is a measurement on both sides, each from its own
+        # samples: within TOL (the profilers' systematic difference) plus
+        # twice the standard error of the difference of two binomial
+        # shares (some 0.9 points for a group of 40% from 6,000 samples
+        # each; a group is bigger than any one function, and -jp=F also
+        # moves ticks across it, from a neighbour's neighbour: a tick in
+        # the main chunk's loop between make_line's return and parse's
+        # call goes to parse).
+        se = 100.0 * math.sqrt(x / 100 * (1 - x / 100) / a +
+                               y / 100 * (1 - y / 100) / b)
+        # a group of (nearly) every sample is within TOL whatever its split
+        miss = abs(x - y) > tol + 2 * se or len(ks) < 2 or max(x, y) > 100 - tol
+        bad += miss
+        if show:
+            print("  %-30s and %d near  ours %5.1f%%  -jp %5.1f%%  %+5.1f%s" %
+                  (f[-30:], len(ks) - 1, x, y, x - y,
+                   "  OFF (beyond %.1f)" % (tol + 2 * se) if miss else
+                   "  (within %.1f)" % (tol + 2 * se)))
+    return bad, off
+
+
 print("samples: ours %d, -jp=F %d" % (a, b))
 if b < a and not plant:
     print("  -jp=F counted fewer samples than ours: it lost ticks")
     sys.exit(4)
-off = set()
-for _, k, x, y in sorted(rows, reverse=True):
-    d = x - y
-    flag = "" if abs(d) <= tol else "  OFF"
-    if abs(d) > tol:
-        off.add(k)
-    print("  %-44s ours %5.1f%%  -jp %5.1f%%  %+5.1f%s" % (k[-44:], x, y, d,
-                                                         flag))
-for f in sorted(off):
-    ks = {f} | near.get(f, set())
-    x = 100.0 * sum(ours.get(k, 0) for k in ks) / a
-    y = 100.0 * sum(theirs.get(k, 0) for k in ks) / b
-    # The sum is a measurement on both sides, each from its own samples:
-    # within TOL (the profilers' systematic difference) plus twice the
-    # standard error of the difference of two binomial shares (some 0.9
-    # points for a group of 40% from 6,000 samples each; a group is
-    # bigger than any one function, and -jp=F also moves ticks across it,
-    # from a neighbour's neighbour: a tick in the main chunk's loop
-    # between make_line's return and parse's call goes to parse).
-    se = 100.0 * math.sqrt(x / 100 * (1 - x / 100) / a +
-                           y / 100 * (1 - y / 100) / b)
-    # a group of (nearly) every sample is within TOL whatever its split
-    miss = abs(x - y) > tol + 2 * se or len(ks) < 2 or max(x, y) > 100 - tol
-    bad += miss
-    print("  %-30s and %d near  ours %5.1f%%  -jp %5.1f%%  %+5.1f%s" %
-          (f[-30:], len(ks) - 1, x, y, x - y,
-           "  OFF (beyond %.1f)" % (tol + 2 * se) if miss else
-           "  (within %.1f)" % (tol + 2 * se)))
+bad, off = evaluate(theirs, True)
+# Exit 5 when the misses come from one read of -jp=F's: a callback that
+# carried at least 10 points' worth of ticks at once (a trace loop with no
+# profile check in it runs on, its ticks waiting; numeric.lua's n-body
+# loop, its whole run in one callback) charges them all to the function
+# running at the check that finally delivers them, which need not be the
+# one that ran (one CI run: the n-body loop's 60% went to mandelbrot, run
+# next). If moving that one read, whole, to a single other function makes
+# the comparison pass, the reference's count rests on that read; the
+# planted fault must still fail with this (--plant takes this path too).
+if bad and merged and merged[0] * 10 >= b and merged[1] in theirs:
+    for g in sorted(set(ours) | set(theirs)):
+        if g == merged[1]:
+            continue
+        moved = dict(theirs)
+        moved[merged[1]] -= merged[0]
+        moved[g] = moved.get(g, 0) + merged[0]
+        if evaluate(moved, False)[0] == 0:
+            print("  -jp=F charged one read of %d ticks (%.1f%%) to %s; "
+                  "moved whole to %s, every function agrees" %
+                  (merged[0], 100.0 * merged[0] / b, merged[1], g))
+            sys.exit(5)
 sys.exit(1 if bad else 3 if off else 0)

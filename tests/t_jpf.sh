@@ -54,7 +54,14 @@
 # fails; JPF_STRICT=1 counts the TODOs too. A run where -jp=F counted
 # fewer samples than we did, though its timer is the finer, lost ticks
 # (one CI run: sidetraces.lua's last phase, 44% of ours, none of its):
-# it is run again, and TODO if that happens twice. Our split of a trace between
+# it is run again, and TODO if that happens twice. So is a run whose misses
+# all come from one read of -jp=F's: a callback carrying >= 10% of its
+# ticks at once (a trace loop with no profile check in it: numeric.lua's
+# n-body loop delivers its whole run, some 60% of the ticks, in one
+# callback), charged to the function running at the check that delivered
+# it, not the one that ran (one CI run: mandelbrot, run next, got them),
+# when moving that read whole to one other function makes every function
+# agree (jpf_compare.py exit 5). Our split of a trace between
 # the functions it inlines is checked against jit.util.tracesnap by
 # tests/t_luamap.sh, which -jp=F cannot check. A planted fault (10
 # points of the biggest function's samples charged to one not its
@@ -75,12 +82,13 @@ done
 [ ${#vms[@]} -gt 0 ] || skip_all_ci "no luajit with jit.p"
 S=${JPF_SCALE:-6}
 ws=(bench/workloads/*.lua)
-echo "1..$((${#vms[@]} * ${#ws[@]} + 1))"
-planted=
+echo "1..$((${#vms[@]} * ${#ws[@]} + 2))"
+planted= merged_runs=
 for lj in "${vms[@]}"; do
 	for w in "${ws[@]}"; do
 		d="$T/$n"
-		# a second run when -jp=F lost ticks (jpf_compare.py exit 4)
+		# a second run when -jp=F lost ticks or charged one read of
+		# many ticks elsewhere (jpf_compare.py exit 4, 5)
 		for try in 1 2; do
 			rm -rf "$d" "$d.ref"
 			JPFREF_OUT="$d.ref" JPFREF_TICK_US=500 LUA_PATH="$PWD/tests/lua/?.lua;;" \
@@ -88,7 +96,7 @@ for lj in "${vms[@]}"; do
 			[ -s "$d.ref" ] && [ -s "$d/stacks.folded" ] || break
 			out=$(python3 tests/jpf_compare.py "$d/stacks.folded" "$d.ref" 5 3 jpfref.lua)
 			rc=$?
-			[ $rc = 4 ] || break
+			[ $rc = 4 ] || [ $rc = 5 ] || break
 			echo "# $lj $w: run $try: $(echo "$out" | tail -1 | sed 's/^ *//'): again"
 		done
 		if [ ! -s "$d.ref" ] || [ ! -s "$d/stacks.folded" ]; then
@@ -102,7 +110,15 @@ for lj in "${vms[@]}"; do
 			echo "$out" | sed 's/^/#   /'
 			continue
 		fi
+		if [ $rc = 5 ] && [ "${JPF_STRICT:-}" != 1 ]; then
+			# twice: the reference's count rests on one merged read
+			n=$((n + 1))
+			echo "not ok $n - $lj $w: every function >= 5% within 3 points of -jp=F # TODO -jp=F charged one read of >= 10% of its ticks to another function in two runs (that read moved whole, every function agrees)"
+			echo "$out" | sed 's/^/#   /'
+			continue
+		fi
 		[ $rc != 1 ] && planted="$planted $d"
+		[ $rc = 0 ] && merged_runs="$merged_runs $d"
 		if [ $rc = 0 ]; then
 			ok "$lj $w: within 3 points of -jp=F ($(echo "$out" | head -1))"
 			echo "$out" | tail -n +2 | sed 's/^/# /'
@@ -128,5 +144,32 @@ if [ $prc = 1 ]; then
 	ok "a planted fault fails the comparison ($(echo "$out" | grep -c OFF) off)"
 else
 	notok "a planted fault fails the comparison (exit $prc)" "$out"
+fi
+# exit 5 itself: in a run that agreed, whose reference has one read of
+# >= 10% of its ticks, that read charged whole to another function must
+# give exit 5 (moved back, every function agrees), and a planted fault
+# must still fail with it
+mrc=none
+for d in $merged_runs; do
+	read -r mt mf < <(awk '$1 == "M" { print $2, $3 }' "$d.ref")
+	tot=$(awk '$1 == "S" { t += $2 } END { print t + 0 }' "$d.ref")
+	[ -n "$mt" ] && [ $((mt * 10)) -ge "$tot" ] || continue
+	other=$(awk -v f="$mf" '$1 == "S" && $3 != f { print $2, $3 }' "$d.ref" | sort -rn | head -1 | cut -d' ' -f2-)
+	[ -n "$other" ] || continue
+	awk -v f="$mf" -v o="$other" -v m="$mt" '$1 == "S" && $3 == f { print "S", $2 - m, $3; next }
+		$1 == "S" && $3 == o { print "S", $2 + m, $3; next }
+		$1 == "M" { print "M", m, o; next } { print }' "$d.ref" >"$d.moved"
+	python3 tests/jpf_compare.py "$d/stacks.folded" "$d.moved" 5 3 jpfref.lua >"$d.mout"
+	mrc=$?
+	python3 tests/jpf_compare.py --plant "$d/stacks.folded" "$d.moved" 5 3 jpfref.lua >/dev/null
+	prc5=$?
+	break
+done
+if [ "$mrc" = 5 ] && [ "$prc5" = 1 ]; then
+	ok "one read of $mt ticks ($mf) charged to $other instead: exit 5; with a planted fault: exit 1"
+elif [ "$mrc" = none ]; then
+	notok "exit 5: no run that agreed had one read of >= 10% of -jp=F's ticks (numeric.lua's n-body loop has one)"
+else
+	notok "one read charged to another function: exit 5 (got $mrc), with a planted fault exit 1 (got ${prc5:-?})" "$(cat "$d.mout")"
 fi
 exit $((fails > 0))

@@ -8,12 +8,17 @@
 -- jitsframe's Lua frames carry. At exit (lua_close) it writes
 --   F <samples> <-jp=F label>
 --   S <samples> <source>:<linedefined>
--- to $JPFREF_OUT.
+--   M <samples> <source>:<linedefined>
+-- (M: the callback that carried the most ticks at once, and the function
+-- it charged them to: a tick waits for the VM's next profile check, and a
+-- trace loop with none in it merges every tick of its run into one) to
+-- $JPFREF_OUT.
 -- $JPFREF_TICK_US: also send the process SIGPROF every so many µs
 -- (tests/lua/jptick.lua: LuaJIT's profiler with a finer timer).
 local jptick = require("jptick")
 local profile = require("jit.profile")
 local byf, bys = {}, {}
+local mx, mxs = 0, "?"
 local function cb(th, samples)
 	local f = profile.dumpstack(th, "F", 1)
 	local i = debug.getinfo(th, 0, "S")
@@ -25,6 +30,7 @@ local function cb(th, samples)
 	end
 	byf[f] = (byf[f] or 0) + samples
 	bys[s] = (bys[s] or 0) + samples
+	if samples > mx then mx, mxs = samples, s end
 end
 jptick.ignore()
 profile.start("fi1", cb)
@@ -37,5 +43,6 @@ getmetatable(jpfref_finish).__gc = function()
 	local fp = assert(io.open(out, "w"))
 	for k, v in pairs(byf) do fp:write("F ", v, " ", k, "\n") end
 	for k, v in pairs(bys) do fp:write("S ", v, " ", k, "\n") end
+	fp:write("M ", mx, " ", mxs, "\n")
 	fp:close()
 end
