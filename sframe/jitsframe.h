@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 5
+#define JSF_VERSION_MINOR 6
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
@@ -131,6 +131,12 @@ enum {
 	 * the first adds do not each rebuild it (a LuaJIT producer's first
 	 * traces). Only sizes differ. (1.1) */
 	JSF_REGION_NAMED = 1u << 2,
+	/* NAMED, and the functions will be added with source maps
+	 * (jsf_region_add_mapped): the first block's name area carries them
+	 * (docs/ABI.md 1.5) and has room for initial_funcs names with a
+	 * short map each, so that the first add with a map does not rebuild
+	 * the block (populating the new one whole). (1.6) */
+	JSF_REGION_MAPPED = 1u << 3,
 };
 
 struct jsf_region_opts {

@@ -1035,8 +1035,8 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 			       "architecture %u: %s regions are not "
 			       "implemented (x86-64 only)",
 			       o.arch, arch ? arch->name : "unknown");
-	const uint32_t known =
-	    JSF_REGION_REPLACE | JSF_REGION_NO_MLOCK | JSF_REGION_NAMED;
+	const uint32_t known = JSF_REGION_REPLACE | JSF_REGION_NO_MLOCK |
+			       JSF_REGION_NAMED | JSF_REGION_MAPPED;
 	if (o.flags & ~known)
 		return sf_fail(-EINVAL,
 			       "jsf_region_opts.flags: unknown bits 0x%x",
@@ -1136,9 +1136,12 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	 * rebuild() put it there). */
 	r->sec_off = SF_RHDR_SIZE + ((uint64_t)1 << 62);
 	/* JSF_REGION_NAMED: a name area, and room for initial_funcs names
-	 * (48 bytes each: "TRACE_n::chunk:line") and rows (16 bytes) */
-	r->named = o.flags & JSF_REGION_NAMED;
-	r->name_need = r->named ? r->initial * 48 : 0;
+	 * (48 bytes each: "TRACE_n::chunk:line") and rows (16 bytes);
+	 * JSF_REGION_MAPPED: with source maps (36 bytes more each: a
+	 * trace's loop alone is 24-32) */
+	r->mapped = o.flags & JSF_REGION_MAPPED;
+	r->named = r->mapped || (o.flags & JSF_REGION_NAMED);
+	r->name_need = r->named ? r->initial * (r->mapped ? 84 : 48) : 0;
 	err = rebuild(r, r->named ? r->initial * 16 : 0, false);
 	r->name_need = 0;
 	if (err)

@@ -11,43 +11,17 @@
 -- "off" (no JITSFRAME_LUAMAP): no frames anywhere (depth 0, EXACT clear):
 -- the map of the loop alone. Prints one summary line; exit 1 on any
 -- mismatch or a published trace without a map.
-local ffi = require("ffi")
 local jutil = require("jit.util")
 local bit = require("bit")
 
 local libpath, region, mode, workload = arg[1], arg[2], arg[3], arg[4]
 assert(mode == "on" or mode == "off", "mode: on or off")
-local lib = ffi.load(libpath)
-ffi.cdef [[
-struct jsf_view;
-int jsf_view_open(struct jsf_view **out, const char *path);
-int jsf_view_srcmap(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
-		    void *buf, size_t len, uint64_t *func_start);
-struct jsf_srcframe {
-	const char *file, *name;
-	uint32_t line, first, pc;
-};
-int jsf_srcmap_frames(const void *map, size_t len, uint32_t off,
-		      struct jsf_srcframe *out, uint32_t max, uint32_t *flags);
-]]
+local O = dofile((arg[0]:match("(.*/)") or "./") .. "oracle.lua")
+local sv = O.view(libpath, region)
 local EXACT, LOOP, LOOPS = 1, 2, 4
-local vp = ffi.new("struct jsf_view *[1]")
-assert(lib.jsf_view_open(vp, region) == 0, "cannot open " .. region)
-local view = vp[0]
-local buf = ffi.new("uint8_t[?]", 1048576)
-local fstart = ffi.new("uint64_t[1]")
-local frames = ffi.new("struct jsf_srcframe[64]")
-local flags = ffi.new("uint32_t[1]")
 
 local st = {traces = 0, loops = 0, checks = 0, unpublished = 0, bad = 0}
-local shown = 0
-local function bad(fmt, ...)
-  st.bad = st.bad + 1
-  if shown < 10 then
-    shown = shown + 1
-    io.stderr:write("MISMATCH: ", string.format(fmt, ...), "\n")
-  end
-end
+local bad = O.bad_counter(st)
 
 jit.attach(function(what, tr)
   if what ~= "stop" then return end
@@ -60,7 +34,7 @@ jit.attach(function(what, tr)
   local offs = {0, size - 1}
   if loop > 0 then offs[#offs + 1] = loop - 1; offs[#offs + 1] = loop end
   for _, off in ipairs(offs) do
-    local n = lib.jsf_view_srcmap(view, addr + off, 0, buf, 1048576, fstart)
+    local n = sv.map(addr + off)
     if n == -2 and off == 0 then -- ENOENT: a trace the module skipped
       st.unpublished = st.unpublished + 1
       return
@@ -69,12 +43,12 @@ jit.attach(function(what, tr)
       return
     elseif n < 0 then
       bad("trace %d +%d: no map (%d), though its start has one", tr, off, n)
-    elseif fstart[0] ~= addr then
+    elseif sv.fstart[0] ~= addr then
       bad("trace %d: the function at +%d starts at 0x%x, not 0x%x", tr, off,
-        tonumber(fstart[0]), tonumber(addr))
+        tonumber(sv.fstart[0]), tonumber(addr))
     else
-      local d = lib.jsf_srcmap_frames(buf, n, off, frames, 64, flags)
-      local fl = flags[0]
+      local d = sv.decode(n, off)
+      local fl = sv.flags[0]
       local want = loop > 0 and off >= loop
       st.checks = st.checks + 1
       if d < 0 then

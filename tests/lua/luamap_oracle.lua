@@ -26,51 +26,26 @@ local bit = require("bit")
 local band, shr = bit.band, bit.rshift
 
 local libpath, region, workload = arg[1], arg[2], arg[3]
-local lib = ffi.load(libpath)
-ffi.cdef [[
-struct jsf_view;
-int jsf_view_open(struct jsf_view **out, const char *path);
-int jsf_view_srcmap(const struct jsf_view *v, uint64_t pc, uint64_t at_ns,
-		    void *buf, size_t len, uint64_t *func_start);
-struct jsf_srcframe {
-	const char *file, *name;
-	uint32_t line, first, pc;
-};
-int jsf_srcmap_frames(const void *map, size_t len, uint32_t off,
-		      struct jsf_srcframe *out, uint32_t max, uint32_t *flags);
-]]
-local vp = ffi.new("struct jsf_view *[1]")
-assert(lib.jsf_view_open(vp, region) == 0, "cannot open " .. region)
-local view = vp[0]
-local buf = ffi.new("uint8_t[?]", 1048576)
-local fstart = ffi.new("uint64_t[1]")
-local frames = ffi.new("struct jsf_srcframe[64]")
-local flags = ffi.new("uint32_t[1]")
+local O = dofile((arg[0]:match("(.*/)") or "./") .. "oracle.lua")
+local sv = O.view(libpath, region)
 
 local st = {traces = 0, guards = 0, exact = 0, unsure = 0, nomap = 0,
   bad = 0, inlined = 0, texits = 0, sides = 0, lines = 0, stackck = 0,
   sidesck = 0}
-local bad_shown = 0
-local function bad(fmt, ...)
-  st.bad = st.bad + 1
-  if bad_shown < 10 then
-    bad_shown = bad_shown + 1
-    io.stderr:write("MISMATCH: ", string.format(fmt, ...), "\n")
-  end
-end
+local bad = O.bad_counter(st)
 
 -- the map's frames at code address a (innermost first), exact flag
 local function map_at(a)
-  local n = lib.jsf_view_srcmap(view, a, 0, buf, 1048576, fstart)
+  local n = sv.map(a)
   if n <= 0 then return nil end
-  local d = lib.jsf_srcmap_frames(buf, n, a - fstart[0], frames, 64, flags)
+  local d = sv.decode(n, a - sv.fstart[0])
   if d < 0 then return nil end
-  local t = {}
+  local t, frames = {}, sv.frames
   for k = 0, d - 1 do
     t[#t + 1] = {file = ffi.string(frames[k].file), line = frames[k].line,
       first = frames[k].first, pc = frames[k].pc}
   end
-  return t, band(flags[0], 1) ~= 0
+  return t, band(sv.flags[0], 1) ~= 0
 end
 
 local function chunk(fi)
