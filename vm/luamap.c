@@ -517,6 +517,33 @@ static uint32_t snap_frames(struct lm_build *b, const uint8_t *S,
 	return n + 1;
 }
 
+/* A map's header (docs/ABI.md 1.5): version 1, map flag LOOPS (every map
+ * of this module marks its trace's loop), the counts; past it. */
+static inline uint8_t *map_head(uint8_t *p, uint32_t nr, uint32_t nfr,
+				uint32_t nst, uint32_t strlen)
+{
+	alog_st16(p, 1);
+	alog_st16(p + 2, 1);
+	alog_st16(p + 4, nr);
+	alog_st16(p + 6, nfr);
+	alog_st32(p + 8, nst);
+	alog_st32(p + 12, strlen);
+	return p + 16;
+}
+
+/* A range from code offset lo: its depth frames from stack entry stack
+ * on (EXACT when it has any), LOOP from the trace's loop offset on (loop
+ * 0: a trace without one); past it. */
+static inline uint8_t *map_range(uint8_t *p, uint32_t lo, uint32_t stack,
+				 uint32_t depth, uint32_t loop)
+{
+	alog_st32(p, lo);
+	alog_st16(p + 4, stack);
+	p[6] = (uint8_t)depth;
+	p[7] = (depth ? 1 : 0) | (loop && lo >= loop ? 2 : 0);
+	return p + 8;
+}
+
 /* Build trace b->tr's map into *outp, *lenp (NULL, 0: none): 0, or -1
  * when its snapshots' offsets are not what we understand. A jit.util
  * build leaves the functions it met on L's stack. */
@@ -607,21 +634,11 @@ static int build_map(struct lm_build *b, const uint8_t *snap,
 	len = (len + 3) & ~3u;
 	if (nr > 0xffff || b->nfr > 0xffff || !(out = calloc(1, len)))
 		goto out;
-	uint8_t *p = out;
-	alog_st16(p, 1);     /* version */
-	alog_st16(p + 2, 1); /* flags: bit 0, the loop marked */
-	alog_st16(p + 4, nr);
-	alog_st16(p + 6, b->nfr);
-	alog_st32(p + 8, nst);
-	alog_st32(p + 12, b->strlen);
-	p += 16;
+	uint8_t *p = map_head(out, nr, b->nfr, nst, b->strlen);
 	uint32_t so = 0;
-	for (uint32_t r = 0; r < nr; r++, p += 8) {
+	for (uint32_t r = 0; r < nr; r++) {
 		uint32_t d = depth[rsn[r]];
-		alog_st32(p, rlo[r]);
-		alog_st16(p + 4, so);
-		p[6] = (uint8_t)d;
-		p[7] = (d ? 1 : 0) | (loop && rlo[r] >= loop ? 2 : 0);
+		p = map_range(p, rlo[r], so, d, loop);
 		so += d;
 	}
 	for (uint32_t k = 0; k < b->nfr; k++, p += 20) {
@@ -781,16 +798,12 @@ out:
 VM_HOT uint32_t vm_loop_map(const struct tinfo *ti, uint8_t *out)
 {
 	uint32_t loop = ti->loop < ti->size ? ti->loop : 0;
-	uint32_t nr = loop ? 2 : 1, len = 16 + 8 * nr;
-	memset(out, 0, len);
-	alog_st16(out, 1);     /* version */
-	alog_st16(out + 2, 1); /* flags: bit 0, the loop marked */
-	alog_st16(out + 4, nr);
-	if (loop) { /* the second range: lo, stack 0, depth 0, LOOP */
-		alog_st32(out + 24, loop);
-		out[31] = 2;
-	}
-	return len;
+	uint32_t nr = loop ? 2 : 1;
+	uint8_t *p = map_head(out, nr, 0, 0, 0);
+	p = map_range(p, 0, 0, 0, loop);
+	if (loop)
+		map_range(p, loop, 0, 0, loop);
+	return 16 + 8 * nr;
 }
 
 /* "start": remember the function the trace's base frame runs: the start
