@@ -91,10 +91,13 @@ for line in open(folded):
     if len(lua) > 1 and "_Unwind_RaiseException" in frames[
             frames.index(lua[-1]):]:
         join(lua[-1][:-4], lua[-2][:-4])
+merged = None  # (ticks, function): -jp=F's largest single read
 for line in open(ref):
     p = line.rstrip("\n").split(" ", 2)
     if len(p) == 3 and p[0] == "S":
         theirs[p[2]] = theirs.get(p[2], 0) + int(p[1])
+    elif len(p) == 3 and p[0] == "M":
+        merged = (int(p[1]), p[2])
 if plant:
     top = sorted(ours, key=ours.get, reverse=True)
     far = [k for k in top[1:] if k not in near.get(top[0], ())]
@@ -108,11 +111,6 @@ a, b = sum(ours.values()), sum(theirs.values())
 if not a or not b:
     print("no samples: ours %d, -jp %d" % (a, b))
     sys.exit(1)
-merged = None  # (ticks, function): -jp=F's largest single read
-for line in open(ref):
-    p = line.rstrip("\n").split(" ", 2)
-    if len(p) == 3 and p[0] == "M":
-        merged = (int(p[1]), p[2])
 
 
 def evaluate(theirs, show):
