@@ -66,10 +66,12 @@ else
 fi
 
 out=$(run "region_keep = 'some'" 2>&1)
-if echo "$out" | grep -q 'region_keep must be a count'; then
-	ok "start{region_keep='some'} is refused with a message"
+out2=$(run "region_keep = ''" 2>&1)
+if echo "$out" | grep -q 'region_keep must be a count' &&
+	echo "$out2" | grep -q 'region_keep must be a count'; then
+	ok "start{region_keep='some'} and region_keep='' are refused with a message"
 else
-	notok "start{region_keep='some'} is refused with a message" "$out"
+	notok "start{region_keep='some'} and region_keep='' are refused with a message" "$out" "$out2"
 fi
 
 # a running producer (it waits on a fifo) and a run keeping none

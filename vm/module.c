@@ -234,8 +234,8 @@ static int l_start(lua_State *L)
 		return fail(L, "jitsframe: region path too long");
 	if (!rkeep)
 		rkeep = env_set(JSF_ENV_REGION_KEEP);
-	if (rkeep && strcmp(rkeep, "all") &&
-	    rkeep[strspn(rkeep, "0123456789")] != 0)
+	size_t digits = rkeep ? strspn(rkeep, "0123456789") : 0;
+	if (rkeep && strcmp(rkeep, "all") && (!digits || rkeep[digits]))
 		return fail(L, "jitsframe: region_keep must be a count or "
 			       "\"all\"");
 	pthread_mutex_lock(&m->mu);
