@@ -238,9 +238,11 @@ $(B)/tests/lib%.so: tests/%.c
 
 # --- fuzzing (clang libFuzzer, with ASan+UBSan); each fuzzer's corpus of
 # found crashes and interesting inputs is kept in tests/corpus/NAME ---
-FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit fuzz_rjlog fuzz_ksyms
+FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit fuzz_rjlog fuzz_ksyms \
+	    fuzz_rtnames
 FUZZ_DIR_fuzz_perfdata := unwind
 FUZZ_DIR_fuzz_ksyms    := unwind
+FUZZ_DIR_fuzz_rtnames  := unwind
 FUZZ_DIR_fuzz_audit    := audit
 FUZZ_DIR_fuzz_rjlog    := audit
 define fuzzer

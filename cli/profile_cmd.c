@@ -624,6 +624,9 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 	static struct cli_extra ex[SMP_MAX_LFRAMES];
 	static char tname[SMP_MAX_FRAMES][32];
 	size_t off = 0;
+	/* the builtins' names as the producers' runtime areas give them
+	 * now: libraries loaded since their regions were found */
+	traces_refresh_runtime(c->t);
 	while (off < c->alen) {
 		struct kept k;
 		memcpy(&k, c->a + off, sizeof(k));

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "jitsframe.h"
 #include "profile.h"
+#include "unwind.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +23,11 @@ static const char usage[] =
     "      List the functions of a region (live now by default; --at NS:\n"
     "      those live at CLOCK_MONOTONIC time NS; --all: every logged one,\n"
     "      removed ones too) with their unwind rows.\n"
+    "  jitsframe region dump FILE --builtins [--json]\n"
+    "      Instead, the names the producer gave native code that a\n"
+    "      stripped binary leaves unnamed (the LuaJIT module: its builtins\n"
+    "      written in C, e.g. string.gsub, and its interpreter), which\n"
+    "      report and profile give such frames.\n"
     "  jitsframe region validate FILE [--json]\n"
     "      Check a region: the kernel SFrame unwinder's rules on its live\n"
     "      section and the region's own invariants. Exit 1 if invalid.\n"
@@ -75,7 +81,7 @@ static const char usage[] =
 
 struct ropts {
 	bool json, all, v1, has_at, has_base, has_addr, has_text;
-	bool dry_run, has_keep;
+	bool dry_run, has_keep, builtins;
 	uint64_t at, base, addr, text_start, text_size, pid, keep, max_size;
 	const char *out, *sframe, *binary;
 };
@@ -105,6 +111,7 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 	    {"keep", required_argument, 0, 'k'},
 	    {"max-size", required_argument, 0, 'm'},
 	    {"dry-run", no_argument, 0, 'n'},
+	    {"builtins", no_argument, 0, 'F'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -152,6 +159,9 @@ static int parse(int argc, char **argv, struct ropts *o, int *first)
 			break;
 		case 'n':
 			o->dry_run = true;
+			break;
+		case 'F':
+			o->builtins = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -290,6 +300,48 @@ static int open_view(const char *path, struct jsf_view **v)
 	return EX_OK;
 }
 
+static int dump_builtins(const char *path, const struct ropts *o)
+{
+	uint8_t h[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
+	if (fd >= 0)
+		close(fd);
+	struct uw_runtime rt;
+	if (n != (ssize_t)sizeof(h) || uw_runtime_parse(h, sizeof(h), &rt)) {
+		fprintf(stderr, "jitsframe: %s: unreadable runtime area\n",
+			path);
+		return EX_FAIL;
+	}
+	if (o->json) {
+		printf("],\"interpreter\":");
+		if (rt.vm_start)
+			printf("[%" PRIu64 ",%" PRIu64 "]", rt.vm_start,
+			       rt.vm_end);
+		else
+			printf("null");
+		printf(",\"builtins\":[");
+	} else if (rt.vm_start) {
+		printf("interpreter 0x%" PRIx64 "-0x%" PRIx64 " %s\n",
+		       rt.vm_start, rt.vm_end, UW_INTERP_NAME);
+	}
+	for (size_t i = 0; i < rt.nn; i++) {
+		if (o->json) {
+			printf("%s{\"addr\":%" PRIu64 ",\"name\":",
+			       i ? "," : "", rt.n[i].addr);
+			json_str(stdout, rt.n[i].name);
+			putchar('}');
+		} else {
+			printf("builtin 0x%" PRIx64 " %s\n", rt.n[i].addr,
+			       rt.n[i].name);
+		}
+	}
+	if (o->json)
+		printf("]}\n");
+	uw_runtime_free(&rt);
+	return EX_OK;
+}
+
 static int do_dump(const char *path, const struct ropts *o)
 {
 	struct jsf_view *v;
@@ -326,6 +378,13 @@ static int do_dump(const char *path, const struct ropts *o)
 		    info.recovered ? ", recovered after a crash" : "",
 		    info.live_funcs, info.logged_funcs, info.file_size,
 		    info.seq);
+	}
+	if (o->builtins) {
+		/* instead of the functions: the names the producer gave the
+		 * native code a stripped binary leaves unnamed (docs/ABI.md
+		 * 1.6), as report and profile use them */
+		jsf_view_close(v);
+		return dump_builtins(path, o);
 	}
 	err = jsf_view_foreach(v, at, dump_one, &d);
 	if (o->json)

@@ -78,6 +78,10 @@
  * range of a trace's Lua-frame map the frames of the snapshot before its
  * own (a planted off-by-one: tests only, the oracle must catch it) */
 #define JSF_ENV_VM_LUAMAP_SHIFT "JITSFRAME_VM_LUAMAP_SHIFT"
+/* set by tests/t_builtins.sh, read by the module's builtin scan: each
+ * builtin published under the name of the next fast-function id (a planted
+ * fault: tests only, the stacks' known structure must catch it) */
+#define JSF_ENV_VM_FFNAME_SHIFT "JITSFRAME_VM_FFNAME_SHIFT"
 /* set by tests/t_luamap.sh, read by the module's start(): every line the
  * Lua-frame map's raw builder reads one too high (a planted fault: tests
  * only, its check against the jit.util builder must catch it) */

@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 6
+#define JSF_VERSION_MINOR 7
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
@@ -236,6 +236,17 @@ JSF_API int jsf_region_add_mapped(struct jsf_region *r, uint64_t start,
  */
 JSF_API int jsf_region_set_runtime(struct jsf_region *r, const void *data,
 				   uint32_t len);
+
+/*
+ * (1.7, JITSFRAME_1.7) Append len bytes to the producer's runtime area
+ * (docs/ABI.md 1.6): after what is there (the first call, or
+ * jsf_region_set_runtime, begins it), the bytes first, then the area's
+ * length (release), so that a reader sees whole appends only; what is
+ * there never changes. -ENOSPC when the area would pass 3072 bytes
+ * (nothing written); -EINVAL for no data.
+ */
+JSF_API int jsf_region_append_runtime(struct jsf_region *r, const void *data,
+				      uint32_t len);
 
 /* Tombstone the live function starting at `start` (-ENOENT if none).
  * now_ns 0: jsf_now_ns(). */

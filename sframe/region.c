@@ -1377,6 +1377,30 @@ int jsf_region_set_runtime(struct jsf_region *r, const void *data, uint32_t len)
 	return err;
 }
 
+int jsf_region_append_runtime(struct jsf_region *r, const void *data,
+			      uint32_t len)
+{
+	if (!r || !data || !len || len > RH_RT_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&r->mu);
+	uint8_t *h = r->base;
+	uint32_t have =
+	    (LD32(h + RH_FEATURES) & RH_F_RUNTIME) ? LD32(h + RH_RT_LEN) : 0;
+	int err = 0;
+	if (len > RH_RT_MAX - have) {
+		err = -ENOSPC;
+	} else {
+		/* the bytes, then the length (release): a reader that reads
+		 * the length sees every byte before it; the bit last, once */
+		copy_out(h + RH_RT_OFF + have, (const uint8_t *)data, len);
+		ST32(h + RH_RT_LEN, have + len);
+		if (!have)
+			ST32(h + RH_FEATURES, RH_F_RUNTIME);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return err;
+}
+
 int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
 {
 	if (!r)

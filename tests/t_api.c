@@ -13,6 +13,7 @@
 #include <sframe-api.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -356,6 +357,64 @@ int main(void)
 		o.flags = 1u << 7;
 		r = mk("badflag", &o, &err);
 		CHECK_EQ(err, -EINVAL);
+	}
+
+	CASE("1.7: jsf_region_append_runtime appends to the runtime area "
+	     "(set_runtime's or its own first bytes), the length after the "
+	     "bytes; never past 3072 bytes; set_runtime once")
+	{
+		struct jsf_region_opts o = {.sz = sizeof(o)};
+		struct jsf_region *r = mk("rt", &o, &err);
+		CHECK_EQ(err, 0);
+		uint8_t a[100], b[3000], c[2972];
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = (uint8_t)(i * 7 + 1);
+		memset(a, 0xa5, sizeof(a));
+		memset(c, 0x5a, sizeof(c));
+		CHECK_EQ(jsf_region_append_runtime(NULL, a, 1), -EINVAL);
+		CHECK_EQ(jsf_region_append_runtime(r, NULL, 1), -EINVAL);
+		CHECK_EQ(jsf_region_append_runtime(r, a, 0), -EINVAL);
+		CHECK_EQ(jsf_region_append_runtime(r, b, 3073), -EINVAL);
+		CHECK_EQ(jsf_region_set_runtime(r, a, sizeof(a)), 0);
+		CHECK_EQ(jsf_region_set_runtime(r, a, sizeof(a)), -EEXIST);
+		/* 100 + 3000 > 3072: nothing written */
+		CHECK_EQ(jsf_region_append_runtime(r, b, sizeof(b)), -ENOSPC);
+		CHECK_EQ(jsf_region_append_runtime(r, b, 2000), 0);
+		CHECK_EQ(jsf_region_append_runtime(r, c, 973), -ENOSPC);
+		CHECK_EQ(jsf_region_append_runtime(r, c, 972), 0); /* full */
+		CHECK_EQ(jsf_region_append_runtime(r, c, 1), -ENOSPC);
+		char p[128];
+		snprintf(p, sizeof(p), "%s/rt", dir);
+		FILE *f = fopen(p, "rb");
+		uint8_t h[4096] = {0};
+		CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h), "read %s",
+		      p);
+		if (f)
+			fclose(f);
+		uint32_t feat, len;
+		memcpy(&feat, h + 96, 4);
+		memcpy(&len, h + 100, 4);
+		CHECK_EQ(feat, 1);
+		CHECK_EQ(len, 3072);
+		CHECK(!memcmp(h + 1024, a, 100) && !memcmp(h + 1124, b, 2000) &&
+			  !memcmp(h + 3124, c, 972),
+		      "the area is the three appends in order");
+		jsf_region_destroy(r);
+		/* an append begins the area of a region that has none */
+		r = mk("rt2", &o, &err);
+		CHECK_EQ(jsf_region_append_runtime(r, b, 10), 0);
+		CHECK_EQ(jsf_region_set_runtime(r, a, 1), -EEXIST);
+		snprintf(p, sizeof(p), "%s/rt2", dir);
+		f = fopen(p, "rb");
+		CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h), "read %s",
+		      p);
+		if (f)
+			fclose(f);
+		memcpy(&feat, h + 96, 4);
+		memcpy(&len, h + 100, 4);
+		CHECK(feat == 1 && len == 10 && !memcmp(h + 1024, b, 10),
+		      "feat %u len %u", feat, len);
+		jsf_region_destroy(r);
 	}
 
 	CASE("version: the loaded library's, as number and string")

@@ -16,7 +16,8 @@
 #    jsf_view_srcmap, jsf_srcmap_frames) at JITSFRAME_1.1, the 1.3 one
 #    (jsf_region_info) at JITSFRAME_1.3, the 1.4 ones (jsf_region_default_dir,
 #    jsf_region_search_base) at JITSFRAME_1.4, the 1.5 one
-#    (jsf_region_prune) at JITSFRAME_1.5, the rest 1.0;
+#    (jsf_region_prune) at JITSFRAME_1.5, the 1.7 one
+#    (jsf_region_append_runtime) at JITSFRAME_1.7, the rest 1.0;
 #  - the installed Lua module exports luaopen_jitsframe alone and loads in
 #    luajit from DESTDIR;
 #  - `make uninstall` leaves no file behind.
@@ -167,25 +168,27 @@ fi
 
 # which node each symbol is in: the calls added in 1.1 at @@JITSFRAME_1.1,
 # in 1.3 at @@JITSFRAME_1.3, in 1.4 at @@JITSFRAME_1.4, in 1.5 at
-# @@JITSFRAME_1.5, every other at
+# @@JITSFRAME_1.5, in 1.7 at @@JITSFRAME_1.7, every other at
 # @@JITSFRAME_1.0 (a symbol never
 # moves between nodes)
 new11="jsf_region_add_named jsf_view_name jsf_region_add_mapped jsf_view_srcmap jsf_srcmap_frames jsf_region_set_runtime"
 new13="jsf_region_info"
 new14="jsf_region_default_dir jsf_region_search_base"
 new15="jsf_region_prune"
-misplaced=$(awk -v n11=" $new11 " -v n13=" $new13 " -v n14=" $new14 " -v n15=" $new15 " '$2 != "A" {
+new17="jsf_region_append_runtime"
+misplaced=$(awk -v n11=" $new11 " -v n13=" $new13 " -v n14=" $new14 " -v n15=" $new15 " -v n17=" $new17 " '$2 != "A" {
 	s = $3; sub(/@.*/, "", s); v = $3; sub(/^[^@]*@@?/, "", v)
-	want = index(n11, " " s " ") ? "JITSFRAME_1.1" : index(n13, " " s " ") ? "JITSFRAME_1.3" : index(n14, " " s " ") ? "JITSFRAME_1.4" : index(n15, " " s " ") ? "JITSFRAME_1.5" : "JITSFRAME_1.0"
+	want = index(n11, " " s " ") ? "JITSFRAME_1.1" : index(n13, " " s " ") ? "JITSFRAME_1.3" : index(n14, " " s " ") ? "JITSFRAME_1.4" : index(n15, " " s " ") ? "JITSFRAME_1.5" : index(n17, " " s " ") ? "JITSFRAME_1.7" : "JITSFRAME_1.0"
 	if (v != want) print s "@" v " (want " want ")" }' "$W/nm")
 missing11=$(for s in $new11; do grep -q "^[0-9a-f]* T $s@@JITSFRAME_1.1$" "$W/nm" || echo "$s"; done)
 missing13=$(for s in $new13; do grep -q "^[0-9a-f]* T $s@@JITSFRAME_1.3$" "$W/nm" || echo "$s"; done)
 missing14=$(for s in $new14; do grep -q "^[0-9a-f]* T $s@@JITSFRAME_1.4$" "$W/nm" || echo "$s"; done)
 missing15=$(for s in $new15; do grep -q "^[0-9a-f]* T $s@@JITSFRAME_1.5$" "$W/nm" || echo "$s"; done)
-if [ -s "$W/syms" ] && [ -z "$misplaced" ] && [ -z "$missing11$missing13$missing14$missing15" ]; then
-	ok "$new11 at @@JITSFRAME_1.1, $new13 at @@JITSFRAME_1.3, $new14 at @@JITSFRAME_1.4, $new15 at @@JITSFRAME_1.5, the others at @@JITSFRAME_1.0"
+missing17=$(for s in $new17; do grep -q "^[0-9a-f]* T $s@@JITSFRAME_1.7$" "$W/nm" || echo "$s"; done)
+if [ -s "$W/syms" ] && [ -z "$misplaced" ] && [ -z "$missing11$missing13$missing14$missing15$missing17" ]; then
+	ok "$new11 at @@JITSFRAME_1.1, $new13 at @@JITSFRAME_1.3, $new14 at @@JITSFRAME_1.4, $new15 at @@JITSFRAME_1.5, $new17 at @@JITSFRAME_1.7, the others at @@JITSFRAME_1.0"
 else
-	notok "$new11 at @@JITSFRAME_1.1, $new13 at @@JITSFRAME_1.3, $new14 at @@JITSFRAME_1.4, $new15 at @@JITSFRAME_1.5, the others at @@JITSFRAME_1.0" "misplaced: $misplaced" "missing: $missing11 $missing13 $missing14 $missing15"
+	notok "$new11 at @@JITSFRAME_1.1, $new13 at @@JITSFRAME_1.3, $new14 at @@JITSFRAME_1.4, $new15 at @@JITSFRAME_1.5, $new17 at @@JITSFRAME_1.7, the others at @@JITSFRAME_1.0" "misplaced: $misplaced" "missing: $missing11 $missing13 $missing14 $missing15 $missing17"
 fi
 
 # 4. the Lua module

@@ -813,6 +813,81 @@ int main(void)
 		CHECK(!strcmp(stop_name(STOP__N), "?"), "outside the enum");
 	}
 
+	CASE("runtime area names (docs/ABI.md 1.6): LJVM's interpreter, "
+	     "LJFF's builtins sorted; a bad name, an address named two ways "
+	     "and a record past the area's length left out")
+	{
+		uint8_t h[4096] = {0};
+		uint8_t *a = h + 1024;
+		uint32_t o = 0;
+		memcpy(a, "LJVM", 4);
+		uint16_t v1 = 1, sz = 80;
+		memcpy(a + 4, &v1, 2);
+		memcpy(a + 6, &sz, 2);
+		uint64_t vs = 0x500000, ve = 0x504000;
+		memcpy(a + 16, &vs, 8);
+		memcpy(a + 24, &ve, 8);
+		o = 80;
+		/* LJFF: base 0x400000; entries +0x300 "string.gsub", -0x100
+		 * "bad name" (a space), +0x200 "table.sort", +0x300 "x.y"
+		 * (0x400300 named two ways: neither), +0x50 "p;q" (';') */
+		static const struct {
+			int32_t d;
+			const char *n;
+		} e[] = {{0x300, "string.gsub"}, {-0x100, "bad name"},
+			 {0x200, "table.sort"},	 {0x300, "x.y"},
+			 {0x50, "p;q"},		 {0x400, "error"}};
+		uint8_t *r = a + o;
+		uint32_t p = 20;
+		for (unsigned i = 0; i < 6; i++) {
+			memcpy(r + p, &e[i].d, 4);
+			r[p + 4] = (uint8_t)strlen(e[i].n);
+			memcpy(r + p + 5, e[i].n, strlen(e[i].n));
+			p += 5 + (uint32_t)strlen(e[i].n);
+		}
+		memcpy(r, "LJFF", 4);
+		uint16_t psz = (uint16_t)p, cnt = 6;
+		uint64_t base = 0x400000;
+		memcpy(r + 4, &v1, 2);
+		memcpy(r + 6, &psz, 2);
+		memcpy(r + 8, &base, 8);
+		memcpy(r + 16, &cnt, 2);
+		o += p;
+		/* a second LJFF record past the area's length: not read */
+		memcpy(a + o, "LJFF", 4);
+		uint32_t feat = 1, len = o;
+		memcpy(h + 96, &feat, 4);
+		memcpy(h + 100, &len, 4);
+		struct uw_runtime rt;
+		CHECK_EQ(uw_runtime_parse(h, sizeof(h), &rt), 0);
+		CHECK(rt.vm_start == vs && rt.vm_end == ve, "vm %llx-%llx",
+		      (unsigned long long)rt.vm_start,
+		      (unsigned long long)rt.vm_end);
+		CHECK_EQ(rt.nn, 2);
+		CHECK(rt.nn == 2 && rt.n[0].addr == 0x400200 &&
+			  !strcmp(rt.n[0].name, "table.sort") &&
+			  rt.n[1].addr == 0x400400 &&
+			  !strcmp(rt.n[1].name, "error"),
+		      "names kept");
+		CHECK(!uw_runtime_name(&rt, 0x400300), "two names: none");
+		CHECK(!uw_runtime_name(&rt, 0x3fff00), "bad name: none");
+		CHECK(uw_runtime_name(&rt, vs) &&
+			  !strcmp(uw_runtime_name(&rt, vs), UW_INTERP_NAME),
+		      "the interpreter");
+		CHECK(!uw_runtime_name(&rt, 0x400201), "not a start");
+		uw_runtime_free(&rt);
+		/* no RUNTIME bit: nothing; a length past 3072: refused */
+		feat = 0;
+		memcpy(h + 96, &feat, 4);
+		CHECK(uw_runtime_parse(h, sizeof(h), &rt) == 0 && !rt.nn &&
+			  !rt.vm_start,
+		      "no bit, no names");
+		feat = 1, len = 3073;
+		memcpy(h + 96, &feat, 4);
+		memcpy(h + 100, &len, 4);
+		CHECK_EQ(uw_runtime_parse(h, sizeof(h), &rt), -1);
+	}
+
 	CASE("the objects build (cc: .eh_frame, .debug_frame, --gsframe)")
 	{
 		CHECK(build("eh", "", path_eh, &o_eh), "eh_frame object");

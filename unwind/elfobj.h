@@ -113,6 +113,9 @@ const char *elfobj_sym(struct elfobj *o, uint64_t vaddr, uint64_t *off);
  * covering vaddr begins (from .eh_frame_hdr), so that the frames of one
  * function share a name; NULL if no FDE covers it. */
 const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr);
+/* The start (vaddr) of the .eh_frame_hdr entry that covers vaddr: the
+ * function's entry when its FDE is its own; UINT64_MAX if none. */
+uint64_t elfobj_fde_start(struct elfobj *o, uint64_t vaddr);
 /* The start of the first .eh_frame_hdr FDE above vaddr; UINT64_MAX if
  * none or the object has no such table. */
 uint64_t elfobj_next_fde(struct elfobj *o, uint64_t vaddr);

@@ -251,12 +251,10 @@ uint64_t elfobj_next_fde(struct elfobj *o, uint64_t vaddr)
 	return o->ehaddr + (uint64_t)(int64_t)rel;
 }
 
-const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr)
+uint64_t elfobj_fde_start(struct elfobj *o, uint64_t vaddr)
 {
 	if (!o->ehhdr_tried)
 		load_ehhdr(o);
-	if (!o->ehn)
-		return NULL;
 	size_t lo = 0, hi = o->ehn; /* first entry with start > vaddr */
 	while (lo < hi) {
 		size_t m = (lo + hi) / 2;
@@ -268,10 +266,17 @@ const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr)
 			hi = m;
 	}
 	if (!lo)
-		return NULL;
+		return UINT64_MAX;
 	int32_t rel;
 	memcpy(&rel, o->ehtab + 8 * (lo - 1), 4);
-	uint64_t start = o->ehaddr + (uint64_t)(int64_t)rel;
+	return o->ehaddr + (uint64_t)(int64_t)rel;
+}
+
+const char *elfobj_fde_name(struct elfobj *o, uint64_t vaddr)
+{
+	uint64_t start = elfobj_fde_start(o, vaddr);
+	if (start == UINT64_MAX)
+		return NULL;
 	/* (the FDE's length is not checked: a pc past its end but before the
 	 * next FDE has no row either, and the walk stops there anyway) */
 	for (size_t i = 0; i < o->nfdenames; i++)

@@ -18,9 +18,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- traces */
 
@@ -36,7 +38,26 @@ struct treg {
 	struct jsf_view *v; /* kept open: lookups by pc and time */
 	uint32_t pid;
 	uint64_t create_ns, close_ns; /* close_ns 0: not closed */
+	char *path;
+	struct uw_runtime rt; /* names from its runtime area */
 };
+
+/* The region's runtime area (its header page) read again. */
+static void read_runtime(struct treg *g)
+{
+	uint8_t h[4096];
+	int fd = g->path ? open(g->path, O_RDONLY | O_CLOEXEC) : -1;
+	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof(h))
+		return;
+	struct uw_runtime rt;
+	if (uw_runtime_parse(h, sizeof(h), &rt) == 0) {
+		uw_runtime_free(&g->rt);
+		g->rt = rt;
+	}
+}
 
 struct traces {
 	struct treg *r;
@@ -109,8 +130,16 @@ int traces_add_region(struct traces *t, const char *path, char *err,
 	g->pid = in.producer_pid;
 	g->create_ns = in.create_ns;
 	g->close_ns = in.close_ns;
+	g->path = strdup(path);
+	read_runtime(g);
 	t->nr++;
 	return 0;
+}
+
+void traces_refresh_runtime(struct traces *t)
+{
+	for (size_t i = 0; t && i < t->nr; i++)
+		read_runtime(&t->r[i]);
 }
 
 void traces_add_jitdumps(struct traces *t, const char *jdir)
@@ -169,8 +198,11 @@ void traces_free(struct traces *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->nr; i++)
+	for (size_t i = 0; i < t->nr; i++) {
 		jsf_view_close(t->r[i].v);
+		free(t->r[i].path);
+		uw_runtime_free(&t->r[i].rt);
+	}
 	free(t->r);
 	for (size_t i = 0; i < t->nl; i++)
 		free(t->l[i].name);
@@ -183,8 +215,8 @@ void traces_free(struct traces *t)
 
 /* The region of process pid at time ts (the one whose producer is pid and
  * whose lifetime holds ts: a pid may be reused), or NULL. */
-static const struct jsf_view *region_of(const struct traces *t, uint32_t pid,
-					uint64_t ts)
+static const struct treg *treg_of(const struct traces *t, uint32_t pid,
+				  uint64_t ts)
 {
 	const struct treg *best = NULL;
 	for (size_t i = 0; t && i < t->nr; i++) {
@@ -195,7 +227,14 @@ static const struct jsf_view *region_of(const struct traces *t, uint32_t pid,
 		if (!best || g->create_ns > best->create_ns)
 			best = g;
 	}
-	return best ? best->v : NULL;
+	return best;
+}
+
+static const struct jsf_view *region_of(const struct traces *t, uint32_t pid,
+					uint64_t ts)
+{
+	const struct treg *g = treg_of(t, pid, ts);
+	return g ? g->v : NULL;
 }
 
 static size_t str_hash(const char *s)
@@ -668,6 +707,26 @@ static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v,
  * file-backed mapping), else from the mapping's ELF object. Returns
  * UW_GO, or why there is no row: STOP_NO_MAPPING (then f is not a
  * frame), STOP_NO_TRACE, STOP_NO_ELF. */
+/* A frame the binary's symbols leave unnamed ("[file+0x...]"): the name
+ * its process's region gives the function (its FDE's start), if any. The
+ * memo keeps the binary's own answer: the region's is per process. */
+static void rt_name(struct uwstate *u, uint32_t pid, uint64_t ts,
+		    struct elfobj *o, uint64_t va, uint64_t look,
+		    struct uframe *f)
+{
+	const struct treg *g = treg_of(u->t, pid, ts);
+	if (!g || (!g->rt.nn && !g->rt.vm_start))
+		return;
+	uint64_t s = elfobj_fde_start(o, va);
+	if (s == UINT64_MAX)
+		return;
+	const char *n = uw_runtime_name(&g->rt, look - (va - s));
+	if (n) {
+		f->name = n;
+		f->symoff = va - s;
+	}
+}
+
 static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 				 uint32_t pid, uint64_t pc, uint64_t look,
 				 uint64_t ts, struct uframe *f,
@@ -734,6 +793,8 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 		f->name = fm->name;
 		f->symoff = fm->symoff;
 		*row = fm->row;
+		if (!f->name || f->name[0] == '[')
+			rt_name(u, pid, ts, m->elf, fm->va, look, f);
 		return UW_GO;
 	}
 	if (elfobj_off2vaddr(m->elf, off, &va)) {
@@ -753,6 +814,8 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 			fm->symoff = f->symoff;
 			fm->row = *er;
 		}
+		if (!f->name || f->name[0] == '[')
+			rt_name(u, pid, ts, m->elf, va, look, f);
 	}
 	return UW_GO;
 }

@@ -88,6 +88,33 @@ struct traces *traces_load(const char *region, const char *jitdump_dir,
 			   char *err, size_t errlen);
 size_t traces_regions(const struct traces *t);
 void traces_free(struct traces *t);
+/* Read each region's runtime area again (a live producer appends names:
+ * libraries its program loaded after it started). */
+void traces_refresh_runtime(struct traces *t);
+
+/* ---- names from a region's runtime area (docs/ABI.md 1.6): native code
+ * a stripped binary leaves unnamed, named by the producer. The LuaJIT
+ * module's: its builtins written in C at their C addresses ("LJFF":
+ * string.gsub, table.sort), and the interpreter's code ("LJVM"), named
+ * UW_INTERP_NAME. A native frame whose function (its FDE) starts at such an
+ * address gets the name where the binary's symbols give none. */
+#define UW_INTERP_NAME "luajit_interpreter"
+struct uw_rtname {
+	uint64_t addr;
+	const char *name;
+};
+struct uw_runtime {
+	uint64_t vm_start, vm_end; /* 0: none */
+	struct uw_rtname *n;	   /* sorted by address, each once */
+	size_t nn;
+	char *blob;
+};
+/* hdr: a region file's first len (4096) bytes. 0 (rt may hold nothing),
+ * -1 (a bad area length, or out of memory: nothing). */
+int uw_runtime_parse(const uint8_t *hdr, size_t len, struct uw_runtime *rt);
+void uw_runtime_free(struct uw_runtime *rt);
+/* The name of the function that starts at start, or NULL. */
+const char *uw_runtime_name(const struct uw_runtime *rt, uint64_t start);
 
 /* ---- the unwinder */
 enum stop_reason {

@@ -300,6 +300,8 @@ static int l_start(lua_State *L)
 	/* its own region, just made (or already there), is live: locked */
 	if (in_default)
 		prune_default_dir(m, made, rkeep);
+	/* the builtins' names, for readers (before the first trace) */
+	vm_ff_scan(m, L);
 	struct lstate *s = vm_new_state(m, L);
 	if (s->util_ref == LUA_NOREF) {
 		if (vm_require(L, "jit.util"))

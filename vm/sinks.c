@@ -139,6 +139,7 @@ static int open_region(struct vmod *m)
 	m->epoch++;
 	m->nlive = 0; /* every state republishes into the new region */
 	vm_luavm_publish(m);
+	vm_ff_publish(m);
 	if (m->jd_dir[0])
 		open_jitdump(m);
 	if (m->want_perfmap) {

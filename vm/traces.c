@@ -468,6 +468,8 @@ VM_HOT static void handle(lua_State *L, struct lstate *s)
 	int stop = n == 4 && !memcmp(what, "stop", 4);
 	int flush = n == 5 && !memcmp(what, "flush", 5);
 	int start = n == 5 && !memcmp(what, "start", 5);
+	if (stop) /* (at the 64th, 128th...: libraries loaded since) */
+		vm_ff_scan(m, L);
 	pthread_mutex_lock(&m->mu);
 	if (!stop && !flush && !start) {
 		/* abort: for the auditlog only */

@@ -111,6 +111,10 @@ struct vmod {
 	unsigned lv_epoch;
 	struct lv_layout lv;
 	char lv_why[160];
+	/* builtins' names (ffnames.c): ff_state -1 off (no jit.vmdef);
+	 * ff_busy: a thread is looking for them */
+	struct vm_ff *ff;
+	int ff_state, ff_busy;
 	struct vaudit audit;
 	/* strings */
 	char path[4200];      /* the region's path */
@@ -215,6 +219,15 @@ void vm_luavm_publish(struct vmod *m);
 /* `profile -- CMD`: tell the profiler start() is done, wait for its word
  * (JSF_ENV_PROFILE_SYNC); once per process */
 void vm_luavm_sync(void);
+/* ffnames.c: the builtins' names in the runtime area ("LJFF", docs/ABI.md
+ * 1.6). scan: at start() and at the 64th, 128th, 256th... trace stop
+ * while a library is missing; without m->mu (it runs Lua), taking it to
+ * publish. publish: m->mu held, after vm_luavm_publish (a new region gets them
+ * all). */
+#define VM_RT_MAX 3072 /* the runtime area (LV_AREA_SIZE of it LJVM's) */
+void vm_ff_scan(struct vmod *m, lua_State *L);
+void vm_ff_publish(struct vmod *m);
+void vm_ff_free(struct vmod *m);
 /* A Lua function's prototype where position pos will be found in it
  * (else NULL), and that start position (0, or -1), through the verified
  * layout (luavm.c) */

@@ -1,0 +1,96 @@
+#!/bin/bash
+# LuaJIT's builtins named in native frames (issue 13: "builtins and C
+# functions called from Lua named"; TAP). Debian's luajit is stripped: a
+# profile showed [luajit+0x6f610] where the program was in string.gsub.
+# The module publishes each builtin written in C at its C address, under
+# LuaJIT's own name (jit.util.funcinfo, jit.vmdef.ffnames; vm/ffnames.c),
+# in its region's runtime area (docs/ABI.md 1.6, "LJFF"); report and
+# profile give the name to the native frame whose function starts there.
+# Per VM (Debian's luajit; OpenResty's luajit2 when built in build/luajit2):
+#  1. tests/lua/ffunique.lua: with every library of the VM loaded, each
+#     published address is exactly one builtin's and the name LuaJIT's own
+#     for it (none of the builtins sharing a C handler, math.abs/floor/ceil
+#     say, is named); a library loaded after start() (table.new) is named
+#     after 64 more trace stops.
+#  2. `jitsframe profile` (root, BPF) of tests/lua/builtins.lua, whose five
+#     jit.off functions each spend their time in one builtin (two of which
+#     call back into Lua): every frame named as a builtin sits under the
+#     one function that calls it, and >= 95% of the native frames right
+#     under each of those functions carry the name; each callback under the
+#     builtin that calls it (tests/builtins_check.py, ground truth the
+#     script's own structure and debug.getinfo lines).
+#  3. `jitsframe record` (perf): the callbacks' frames (their traces) under
+#     the builtin that calls them; each of the five named in >= 20 samples.
+# Planted (Debian's luajit): each builtin published under the next id's
+# name (JITSFRAME_VM_FFNAME_SHIFT) must fail 1, 2 and 3.
+# Without root, BPF or perf, those cases skip visibly; under CI=true they
+# fail instead.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+J=$PWD/${JSF_CLI:-build/jitsframe}
+T=$(mktemp -d /tmp/jsf-t_builtins-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export LUA_CPATH="$PWD/build/lua/?.so;;"
+bpf=1 why=
+if [ "$(id -u)" != 0 ]; then bpf=0 why="not root"
+elif [ ! -r /sys/kernel/btf/vmlinux ]; then bpf=0 why="no BTF"
+elif ! "$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1; then
+	bpf=0 why="profile cannot sample here: $(head -1 "$T/probe.out")"
+fi
+perf=1
+command -v perf >/dev/null || perf=0
+cannot() { # a case that cannot run here: a skip, or under CI=true a failure
+	if [ "${CI:-}" = true ]; then notok "$1 (CI=true: every capability must be present)"
+	else skip_case "$1"; fi
+}
+vms=(debian)
+[ -x "${LJ2_DIR:-$PWD/build/luajit2}/usr/bin/luajit" ] && vms+=(openresty)
+echo "1..$((4 * ${#vms[@]} + 3))"
+for vm in "${vms[@]}"; do
+	vm_env "$vm"
+	# 1. the published names against every builtin
+	while read -r line; do
+		case $line in
+		"ok "*) ok "$vm: ${line#ok }" ;;
+		"not ok "*) notok "$vm: ${line#not ok }" ;;
+		esac
+	done < <("$LJ" tests/lua/ffunique.lua "$J" "$T/$vm-uniq.region" 2>&1)
+	# 2. profile: mixed stacks
+	if [ $bpf = 1 ]; then
+		d=$T/$vm-profile
+		"$J" profile -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
+		check "$vm: profile: each builtin's frame named and under its one caller" \
+			python3 tests/builtins_check.py mixed "$d/stacks.folded" "$d.out"
+	else cannot "$vm: profile: builtins named ($why)"; fi
+	# 3. record: perf's samples, our report
+	if [ $perf = 1 ]; then
+		d=$T/$vm-record
+		"$J" record -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
+		check "$vm: record: builtins named, each callback under the builtin that calls it" \
+			python3 tests/builtins_check.py perf "$d/stacks.folded" "$d.out"
+	else cannot "$vm: record: builtins named (no perf)"; fi
+done
+# planted: every name one id off
+vm_env debian
+export JITSFRAME_VM_FFNAME_SHIFT=1
+out=$("$LJ" tests/lua/ffunique.lua "$J" "$T/plant.region" 2>&1 | head -1)
+case $out in
+"not ok"*) ok "planted (names one id off): the published names fail (${out:0:160})" ;;
+*) notok "planted (names one id off): the published names must fail" "$out" ;;
+esac
+if [ $bpf = 1 ]; then
+	d=$T/plant-profile
+	"$J" profile -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
+	if out=$(python3 tests/builtins_check.py mixed "$d/stacks.folded" "$d.out"); then
+		notok "planted: profile's check must fail" "$out"
+	else ok "planted: profile's check fails ($(echo "$out" | head -1 | cut -c1-120))"; fi
+else cannot "planted: profile ($why)"; fi
+if [ $perf = 1 ]; then
+	d=$T/plant-record
+	"$J" record -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
+	if out=$(python3 tests/builtins_check.py perf "$d/stacks.folded" "$d.out"); then
+		notok "planted: record's check must fail" "$out"
+	else ok "planted: record's check fails ($(echo "$out" | head -1 | cut -c1-120))"; fi
+else cannot "planted: record (no perf)"; fi
+exit $((fails > 0))

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rtnames.c: names for native code that a stripped binary leaves unnamed,
+ * from a region's runtime area (docs/ABI.md 1.6): the LuaJIT module's
+ * "LJVM" record gives the interpreter's code [vm_start, vm_end), its
+ * "LJFF" records LuaJIT's builtins written in C (string.gsub at its C
+ * address). The area is the producer's (a file anyone may have written):
+ * every length is checked, names are kept only when made of printable
+ * ASCII without ';' (the folded format's separator), and an address given
+ * two different names is named by neither.
+ */
+#include "unwind.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint16_t ld16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static uint32_t ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static int name_ok(const uint8_t *s, size_t n)
+{
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e || s[i] == ';')
+			return 0;
+	return 1;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct uw_rtname *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+void uw_runtime_free(struct uw_runtime *rt)
+{
+	free(rt->n);
+	free(rt->blob);
+	memset(rt, 0, sizeof(*rt));
+}
+
+int uw_runtime_parse(const uint8_t *hdr, size_t len, struct uw_runtime *rt)
+{
+	memset(rt, 0, sizeof(*rt));
+	if (len < 1024 || !(ld32(hdr + 96) & 1))
+		return 0;
+	uint32_t alen = ld32(hdr + 100);
+	if (alen > 3072 || alen > len - 1024)
+		return -1;
+	const uint8_t *a = hdr + 1024;
+	/* first pass: count the entries and their name bytes */
+	size_t cnt = 0, bytes = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t o = 0;
+		while (alen - o >= 8) {
+			uint16_t ver = ld16(a + o + 4), sz = ld16(a + o + 6);
+			if (sz < 8 || sz > alen - o)
+				break; /* (a damaged record ends the area) */
+			const uint8_t *r = a + o;
+			if (!pass && !memcmp(r, "LJVM", 4) && ver == 1 &&
+			    sz >= 32 && ld64(r + 16) < ld64(r + 24)) {
+				rt->vm_start = ld64(r + 16);
+				rt->vm_end = ld64(r + 24);
+			}
+			if (!memcmp(r, "LJFF", 4) && ver == 1 && sz >= 20) {
+				uint64_t base = ld64(r + 8);
+				unsigned k = ld16(r + 16);
+				uint32_t p = 20;
+				for (unsigned i = 0; i < k; i++) {
+					if (sz - p < 5 || sz - p - 5 < r[p + 4])
+						break;
+					int32_t d = (int32_t)ld32(r + p);
+					uint8_t nl = r[p + 4];
+					const uint8_t *nm = r + p + 5;
+					p += 5 + nl;
+					if (!name_ok(nm, nl))
+						continue;
+					if (!pass) {
+						cnt++;
+						bytes += nl + 1u;
+						continue;
+					}
+					char *s = rt->blob + bytes;
+					memcpy(s, nm, nl);
+					s[nl] = 0;
+					bytes += nl + 1u;
+					rt->n[rt->nn++] = (struct uw_rtname){
+					    base + (uint64_t)(int64_t)d, s};
+				}
+			}
+			o += sz;
+		}
+		if (pass || !cnt)
+			break;
+		rt->n = malloc(cnt * sizeof(*rt->n));
+		rt->blob = malloc(bytes);
+		if (!rt->n || !rt->blob) {
+			uw_runtime_free(rt);
+			return -1;
+		}
+		bytes = 0;
+	}
+	if (!rt->nn)
+		return 0;
+	qsort(rt->n, rt->nn, sizeof(*rt->n), by_addr);
+	/* an address named twice the same: once; named two ways: not at all */
+	size_t w = 0;
+	for (size_t i = 0; i < rt->nn;) {
+		size_t j = i + 1, differ = 0;
+		for (; j < rt->nn && rt->n[j].addr == rt->n[i].addr; j++)
+			differ |= strcmp(rt->n[j].name, rt->n[i].name) != 0;
+		if (!differ)
+			rt->n[w++] = rt->n[i];
+		i = j;
+	}
+	rt->nn = w;
+	return 0;
+}
+
+const char *uw_runtime_name(const struct uw_runtime *rt, uint64_t start)
+{
+	if (rt->vm_start && start == rt->vm_start)
+		return UW_INTERP_NAME;
+	size_t lo = 0, hi = rt->nn;
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		if (rt->n[m].addr < start)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo < rt->nn && rt->n[lo].addr == start ? rt->n[lo].name : NULL;
+}
