@@ -40,6 +40,7 @@ struct treg {
 	uint64_t create_ns, close_ns; /* close_ns 0: not closed */
 	char *path;
 	struct uw_runtime rt; /* names from its runtime area */
+	unsigned rt_gen;      /* bumped at each read of it */
 };
 
 /* The region's runtime area (its header page) read again. */
@@ -56,6 +57,7 @@ static void read_runtime(struct treg *g)
 	if (uw_runtime_parse(h, sizeof(h), &rt) == 0) {
 		uw_runtime_free(&g->rt);
 		g->rt = rt;
+		g->rt_gen++;
 	}
 }
 
@@ -348,6 +350,11 @@ struct fmemo {
 	const char *name;
 	uint64_t symoff;
 	struct uw_row row;
+	/* rt_name's answer for the region rt_g at its rt_gen (NULL: none) */
+	const void *rt_g;
+	unsigned rt_gen;
+	const char *rt_name;
+	uint64_t rt_symoff;
 };
 
 /* uw_lua_frames' memo, for the views no producer writes any more (a
@@ -712,18 +719,32 @@ static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v,
  * memo keeps the binary's own answer: the region's is per process. */
 static void rt_name(struct uwstate *u, uint32_t pid, uint64_t ts,
 		    struct elfobj *o, uint64_t va, uint64_t look,
-		    struct uframe *f)
+		    struct uframe *f, struct fmemo *fm)
 {
 	const struct treg *g = treg_of(u->t, pid, ts);
 	if (!g || (!g->rt.nn && !g->rt.vm_start))
 		return;
-	uint64_t s = elfobj_fde_start(o, va);
-	if (s == UINT64_MAX)
-		return;
-	const char *n = uw_runtime_name(&g->rt, look - (va - s));
+	const char *n = NULL;
+	uint64_t so = 0;
+	if (fm && fm->rt_g == g && fm->rt_gen == g->rt_gen) {
+		n = fm->rt_name; /* (the memo's entry is this pc's) */
+		so = fm->rt_symoff;
+	} else {
+		uint64_t s = elfobj_fde_start(o, va);
+		if (s != UINT64_MAX) {
+			n = uw_runtime_name(&g->rt, look - (va - s));
+			so = va - s;
+		}
+		if (fm) {
+			fm->rt_g = g;
+			fm->rt_gen = g->rt_gen;
+			fm->rt_name = n;
+			fm->rt_symoff = so;
+		}
+	}
 	if (n) {
 		f->name = n;
-		f->symoff = va - s;
+		f->symoff = so;
 	}
 }
 
@@ -794,7 +815,7 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 		f->symoff = fm->symoff;
 		*row = fm->row;
 		if (!f->name || f->name[0] == '[')
-			rt_name(u, pid, ts, m->elf, fm->va, look, f);
+			rt_name(u, pid, ts, m->elf, fm->va, look, f, fm);
 		return UW_GO;
 	}
 	if (elfobj_off2vaddr(m->elf, off, &va)) {
@@ -813,9 +834,12 @@ static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 			fm->name = f->name;
 			fm->symoff = f->symoff;
 			fm->row = *er;
+			fm->rt_g = NULL;
 		}
 		if (!f->name || f->name[0] == '[')
-			rt_name(u, pid, ts, m->elf, va, look, f);
+			rt_name(u, pid, ts, m->elf, va, look, f,
+				fm && fm->o == m->elf && fm->off == off ? fm
+									: NULL);
 	}
 	return UW_GO;
 }
