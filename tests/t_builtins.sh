@@ -44,6 +44,13 @@ cannot() { # a case that cannot run here: a skip, or under CI=true a failure
 	if [ "${CI:-}" = true ]; then notok "$1 (CI=true: every capability must be present)"
 	else skip_case "$1"; fi
 }
+# stacks CMD MODE TAG: tests/lua/builtins.lua under `jitsframe CMD`, its
+# stacks checked (tests/builtins_check.py MODE): the check's line and status
+stacks() {
+	local d=$T/$3-$1
+	"$J" "$1" -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
+	python3 tests/builtins_check.py "$2" "$d/stacks.folded" "$d.out"
+}
 vms=(debian)
 [ -x "${LJ2_DIR:-$PWD/build/luajit2}/usr/bin/luajit" ] && vms+=(openresty)
 echo "1..$((4 * ${#vms[@]} + 3))"
@@ -56,19 +63,14 @@ for vm in "${vms[@]}"; do
 		"not ok "*) notok "$vm: ${line#not ok }" ;;
 		esac
 	done < <("$LJ" tests/lua/ffunique.lua "$J" "$T/$vm-uniq.region" 2>&1)
-	# 2. profile: mixed stacks
+	# 2. profile: mixed stacks; 3. record: perf's samples, our report
 	if [ $bpf = 1 ]; then
-		d=$T/$vm-profile
-		"$J" profile -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
 		check "$vm: profile: each builtin's frame named and under its one caller" \
-			python3 tests/builtins_check.py mixed "$d/stacks.folded" "$d.out"
+			stacks profile mixed "$vm"
 	else cannot "$vm: profile: builtins named ($why)"; fi
-	# 3. record: perf's samples, our report
 	if [ $perf = 1 ]; then
-		d=$T/$vm-record
-		"$J" record -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
 		check "$vm: record: builtins named, each callback under the builtin that calls it" \
-			python3 tests/builtins_check.py perf "$d/stacks.folded" "$d.out"
+			stacks record perf "$vm"
 	else cannot "$vm: record: builtins named (no perf)"; fi
 done
 # planted: every name one id off
@@ -79,18 +81,13 @@ case $out in
 "not ok"*) ok "planted (names one id off): the published names fail (${out:0:160})" ;;
 *) notok "planted (names one id off): the published names must fail" "$out" ;;
 esac
-if [ $bpf = 1 ]; then
-	d=$T/plant-profile
-	"$J" profile -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
-	if out=$(python3 tests/builtins_check.py mixed "$d/stacks.folded" "$d.out"); then
-		notok "planted: profile's check must fail" "$out"
-	else ok "planted: profile's check fails ($(echo "$out" | head -1 | cut -c1-120))"; fi
-else cannot "planted: profile ($why)"; fi
-if [ $perf = 1 ]; then
-	d=$T/plant-record
-	"$J" record -F 1999 -o "$d" -- "$LJ" tests/lua/builtins.lua 1 >"$d.out" 2>"$d.err"
-	if out=$(python3 tests/builtins_check.py perf "$d/stacks.folded" "$d.out"); then
-		notok "planted: record's check must fail" "$out"
-	else ok "planted: record's check fails ($(echo "$out" | head -1 | cut -c1-120))"; fi
-else cannot "planted: record (no perf)"; fi
+# planted CMD MODE: the builtins' stacks under `jitsframe CMD` must fail
+planted() {
+	local out
+	if out=$(stacks "$1" "$2" plant); then
+		notok "planted: $1's check must fail" "$out"
+	else ok "planted: $1's check fails (${out:0:120})"; fi
+}
+if [ $bpf = 1 ]; then planted profile mixed; else cannot "planted: profile ($why)"; fi
+if [ $perf = 1 ]; then planted record perf; else cannot "planted: record (no perf)"; fi
 exit $((fails > 0))

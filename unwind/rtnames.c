@@ -14,24 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint16_t ld16(const uint8_t *p)
+/* n bytes (2, 4, 8) at p, little-endian (the producer's, x86-64) */
+static uint64_t ld(const uint8_t *p, unsigned n)
 {
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return v;
-}
-
-static uint32_t ld32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
+	uint64_t v = 0;
+	for (unsigned i = n; i-- > 0;)
+		v = v << 8 | p[i];
 	return v;
 }
 
@@ -63,9 +51,9 @@ void uw_runtime_free(struct uw_runtime *rt)
 int uw_runtime_parse(const uint8_t *hdr, size_t len, struct uw_runtime *rt)
 {
 	memset(rt, 0, sizeof(*rt));
-	if (len < 1024 || !(ld32(hdr + 96) & 1))
+	if (len < 1024 || !((uint32_t)ld(hdr + 96, 4) & 1))
 		return 0;
-	uint32_t alen = ld32(hdr + 100);
+	uint32_t alen = (uint32_t)ld(hdr + 100, 4);
 	if (alen > 3072 || alen > len - 1024)
 		return -1;
 	const uint8_t *a = hdr + 1024;
@@ -74,23 +62,25 @@ int uw_runtime_parse(const uint8_t *hdr, size_t len, struct uw_runtime *rt)
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t o = 0;
 		while (alen - o >= 8) {
-			uint16_t ver = ld16(a + o + 4), sz = ld16(a + o + 6);
+			uint16_t ver = (uint16_t)ld(a + o + 4, 2),
+				 sz = (uint16_t)ld(a + o + 6, 2);
 			if (sz < 8 || sz > alen - o)
 				break; /* (a damaged record ends the area) */
 			const uint8_t *r = a + o;
 			if (!pass && !memcmp(r, "LJVM", 4) && ver == 1 &&
-			    sz >= 32 && ld64(r + 16) < ld64(r + 24)) {
-				rt->vm_start = ld64(r + 16);
-				rt->vm_end = ld64(r + 24);
+			    sz >= 32 && ld(r + 16, 8) < ld(r + 24, 8)) {
+				rt->vm_start = ld(r + 16, 8);
+				rt->vm_end = ld(r + 24, 8);
 			}
 			if (!memcmp(r, "LJFF", 4) && ver == 1 && sz >= 20) {
-				uint64_t base = ld64(r + 8);
-				unsigned k = ld16(r + 16);
+				uint64_t base = ld(r + 8, 8);
+				unsigned k = (uint16_t)ld(r + 16, 2);
 				uint32_t p = 20;
 				for (unsigned i = 0; i < k; i++) {
 					if (sz - p < 5 || sz - p - 5 < r[p + 4])
 						break;
-					int32_t d = (int32_t)ld32(r + p);
+					int32_t d =
+					    (int32_t)(uint32_t)ld(r + p, 4);
 					uint8_t nl = r[p + 4];
 					const uint8_t *nm = r + p + 5;
 					p += 5 + nl;
