@@ -313,6 +313,13 @@ static int dump_builtins(const char *path, const struct ropts *o)
 			path);
 		return EX_FAIL;
 	}
+	if (!rt.vm_start && !rt.nn && !o->json) {
+		fprintf(stderr,
+			"jitsframe: %s: no names in its runtime area (its "
+			"producer published none)\n",
+			path);
+		return EX_FAIL;
+	}
 	if (o->json) {
 		printf("],\"interpreter\":");
 		if (rt.vm_start)
