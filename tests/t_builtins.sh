@@ -22,7 +22,8 @@
 #  3. `jitsframe record` (perf): the callbacks' frames (their traces) under
 #     the builtin that calls them; each of the five named in >= 20 samples.
 # Planted (Debian's luajit): each builtin published under the next id's
-# name (JITSFRAME_VM_FFNAME_SHIFT) must fail 1, 2 and 3.
+# name (JITSFRAME_VM_FFNAME_SHIFT) must fail 1, 2 and 3. Without jit.vmdef
+# (no names to give): one message, none named, the interpreter still.
 # Without root, BPF or perf, those cases skip visibly; under CI=true they
 # fail instead.
 set -u
@@ -53,7 +54,7 @@ stacks() {
 }
 vms=(debian)
 [ -x "${LJ2_DIR:-$PWD/build/luajit2}/usr/bin/luajit" ] && vms+=(openresty)
-echo "1..$((4 * ${#vms[@]} + 3))"
+echo "1..$((4 * ${#vms[@]} + 4))"
 for vm in "${vms[@]}"; do
 	vm_env "$vm"
 	# 1. the published names against every builtin
@@ -73,6 +74,19 @@ for vm in "${vms[@]}"; do
 			stacks record perf "$vm"
 	else cannot "$vm: record: builtins named (no perf)"; fi
 done
+# a VM without jit.vmdef (its jit/*.lua not on the path): one message, no
+# builtin named (nothing to name them by), the interpreter still named,
+# the trace's rows published
+vm_env debian
+out=$(LUA_PATH="/nonexistent/?.lua" "$LJ" -e 'assert(require("jitsframe").start{region = "'"$T/novmdef.region"'", replace = true})
+	local s = 0 for i = 1, 1000 do s = s + i end' 2>&1)
+names=$("$J" region dump "$T/novmdef.region" --builtins 2>/dev/null)
+funcs=$("$J" region dump "$T/novmdef.region" --all 2>/dev/null | grep -c '^0x')
+if [ "$(grep -c 'builtins not named: no jit.vmdef' <<<"$out")" = 1 ] &&
+	! grep -q '^builtin ' <<<"$names" && grep -q "^interpreter .* luajit_interpreter$" <<<"$names" &&
+	[ "$funcs" -ge 1 ]; then
+	ok "without jit.vmdef: one message, no builtin named, the interpreter named, $funcs trace(s) published"
+else notok "without jit.vmdef: one message, no builtin named, the interpreter named, traces published" "$out" "$names" "functions: $funcs"; fi
 # planted: every name one id off
 vm_env debian
 export JITSFRAME_VM_FFNAME_SHIFT=1

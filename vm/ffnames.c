@@ -280,6 +280,13 @@ static void make_record(struct vm_ff *ff)
 	ff->reclen += len;
 }
 
+static void ff_free(struct vm_ff *ff)
+{
+	for (int i = 0; ff && i < VM_FF_MAX; i++)
+		free(ff->name[i]), free(ff->key[i]);
+	free(ff);
+}
+
 /* Outside m->mu (it runs Lua: funcinfo's tables, the iterators; a GC
  * step may run a finaliser), one thread at a time (m->ff_busy); then,
  * under m->mu, the record and its publication. */
@@ -298,7 +305,7 @@ void vm_ff_scan(struct vmod *m, lua_State *L)
 		if (!(ff = calloc(1, sizeof(*ff))) || load_names(ff, L)) {
 			if (ff)
 				vm_log(m, "builtins not named: no jit.vmdef");
-			free(ff);
+			ff_free(ff);
 			__atomic_store_n(&m->ff_state, -1, __ATOMIC_RELAXED);
 			__atomic_store_n(&m->ff_busy, 0, __ATOMIC_RELEASE);
 			return;
@@ -311,7 +318,9 @@ void vm_ff_scan(struct vmod *m, lua_State *L)
 	 * had passed), at a cost that vanishes per stop */
 	uint32_t now = __atomic_load_n(&ff->stops, __ATOMIC_RELAXED);
 	__atomic_store_n(&ff->next,
-			 now < VM_FF_FIRST / 2 ? VM_FF_FIRST : 2 * now,
+			 now < VM_FF_FIRST / 2	? VM_FF_FIRST
+			 : now > UINT32_MAX / 2 ? UINT32_MAX
+						: 2 * now,
 			 __ATOMIC_RELAXED);
 	int open = 0;
 	for (int i = 0; i < ff->nkeys; i++)
@@ -349,15 +358,4 @@ void vm_ff_publish(struct vmod *m)
 		vm_log(m, "cannot publish the builtins' names: %s",
 		       jsf_strerror(err));
 	ff->pub_len = ff->reclen; /* (once, even when refused) */
-}
-
-void vm_ff_free(struct vmod *m)
-{
-	struct vm_ff *ff = m->ff;
-	if (!ff)
-		return;
-	for (int i = 0; i < VM_FF_MAX; i++)
-		free(ff->name[i]), free(ff->key[i]);
-	free(ff);
-	m->ff = NULL;
 }

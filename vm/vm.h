@@ -227,7 +227,6 @@ void vm_luavm_sync(void);
 #define VM_RT_MAX 3072 /* the runtime area (LV_AREA_SIZE of it LJVM's) */
 void vm_ff_scan(struct vmod *m, lua_State *L);
 void vm_ff_publish(struct vmod *m);
-void vm_ff_free(struct vmod *m);
 /* A Lua function's prototype where position pos will be found in it
  * (else NULL), and that start position (0, or -1), through the verified
  * layout (luavm.c) */
