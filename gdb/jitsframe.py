@@ -12,7 +12,11 @@ caller's frame from the region's row there (CFA = sp or fp + cfa_offset,
 return address at CFA + ra_offset, saved rbp at CFA + fp_offset when the
 row has one, the caller's rsp = CFA); a frame filter names the frame
 "TRACE_n::chunk:line" from the process's jitdump (jit-PID.dump), else
-"TRACE@0xSTART". A pc no function of the region covers is left to gdb.
+"TRACE@0xSTART". A pc no function of the region covers is left to gdb,
+but for code gdb has no symbol for (a stripped luajit): the function (its
+FDE, from the file's .eh_frame_hdr) that starts where the region's runtime
+area names one (docs/ABI.md 1.6) is named so: LuaJIT's builtins written in
+C (string.gsub) and its interpreter (luajit_interpreter).
 
 The region of process P is found as docs/ABI.md section 8 says, each
 candidate's producer_pid checked against P: a path named with
@@ -30,6 +34,7 @@ installed script, build/ in a build tree, else the system's.
 Commands: `jitsframe-region [PATH]` names the region (PATH; "-" forgets
 it) and prints which region and jitdump the current inferior uses.
 """
+import bisect
 import ctypes
 import ctypes.util
 import glob
@@ -191,6 +196,8 @@ class _JsfTarget:
         self.jitdump = None
         self.looked = []  # what was tried: (path, why refused)
         self.file_maps = []  # live: file-backed [lo, hi) ranges
+        self._rt = None  # rt_names()
+        self._maps_cache = None  # `info proc mappings`, live or core
         self._find(named)
 
     # --- the region (docs/ABI.md section 8) ---
@@ -347,6 +354,29 @@ class _JsfTarget:
         n = self.jitdump.name(start) if self.jitdump else None
         return n or "TRACE@0x%x" % start
 
+    # --- names of native code a stripped binary leaves unnamed ---
+    def rt_names(self):
+        """{address: name} from the region's runtime area (docs/ABI.md
+        1.6): LuaJIT's builtins written in C ("LJFF") and the interpreter's
+        one FDE ("LJVM": luajit_interpreter); {} if none."""
+        if self._rt is None:
+            self._rt = _jsf_rt_names(self.path) if self.path else {}
+        return self._rt
+
+    def native_name(self, pc):
+        """The region's name for the function (its FDE) that covers pc in
+        a file gdb has no symbol for, or None."""
+        names = self.rt_names()
+        if not names:
+            return None
+        if self._maps_cache is None:
+            self._maps_cache = _jsf_proc_mappings()
+        for lo, hi, off, path in self._maps_cache:
+            if lo <= pc < hi:
+                start = _jsf_fde_start(path, pc - lo + off)
+                return names.get(pc - (start[1]) if start else -1)
+        return None
+
     def describe(self):
         if not self.view:
             lines = ["no region for process %d%s" % (self.pid, " (core file)" if self.core else "")]
@@ -361,6 +391,129 @@ class _JsfTarget:
         s += "\njitdump %s" % (self.jitdump.path if self.jitdump else
                                 "none: frames are named TRACE@0xSTART")
         return s
+
+
+def _jsf_rt_names(path):
+    """The names of a region's runtime area: each record char[4] tag, u16
+    version, u16 size; LJFF (version 1): u64 base, u16 count, u16 0, then
+    count entries s32 address - base, u8 length, name; LJVM (version 1):
+    the interpreter's code [vm_start, vm_end) at 16 and 24. A name of
+    anything but printable ASCII without ';', or an address named two
+    ways: left out (as unwind/rtnames.c reads it)."""
+    try:
+        with open(path, "rb") as f:
+            h = f.read(4096)
+    except OSError:
+        return {}
+    if len(h) < 4096 or not struct.unpack_from("<I", h, 96)[0] & 1:
+        return {}
+    alen = struct.unpack_from("<I", h, 100)[0]
+    if alen > 3072:
+        return {}
+    a, o, got = h[1024:1024 + alen], 0, {}
+    while alen - o >= 8:
+        tag = a[o:o + 4]
+        ver, sz = struct.unpack_from("<HH", a, o + 4)
+        if sz < 8 or sz > alen - o:
+            break
+        r = a[o:o + sz]
+        if tag == b"LJVM" and ver == 1 and sz >= 32:
+            lo, hi = struct.unpack_from("<QQ", r, 16)
+            if lo < hi:
+                got.setdefault(lo, set()).add("luajit_interpreter")
+        elif tag == b"LJFF" and ver == 1 and sz >= 20:
+            base, cnt = struct.unpack_from("<QH", r, 8)
+            p = 20
+            for _ in range(cnt):
+                if sz - p < 5 or sz - p - 5 < r[p + 4]:
+                    break
+                d, nl = struct.unpack_from("<i", r, p)[0], r[p + 4]
+                nm = r[p + 5:p + 5 + nl]
+                p += 5 + nl
+                if nl and all(0x21 <= c <= 0x7e and c != 0x3b for c in nm):
+                    got.setdefault((base + d) & _JSF_U64, set()).add(nm.decode())
+        o += sz
+    return {k: v.pop() for k, v in got.items() if len(v) == 1}
+
+
+def _jsf_proc_mappings():
+    """[(lo, hi, file offset, path)] of the inferior's file mappings, from
+    `info proc mappings` (a live process or a core file's NT_FILE note)."""
+    out = []
+    try:
+        text = gdb.execute("info proc mappings", to_string=True)
+    except gdb.error:
+        return out
+    for line in text.splitlines():
+        p = line.split()
+        if len(p) >= 5 and p[0].startswith("0x") and p[-1].startswith("/"):
+            try:
+                out.append((int(p[0], 16), int(p[1], 16), int(p[3], 16), p[-1]))
+            except ValueError:
+                continue
+    return out
+
+
+_jsf_elf_cache = {}
+
+
+def _jsf_elf_fdes(path):
+    """(PT_LOAD segments [(p_offset, p_filesz, p_vaddr)], the sorted
+    initial locations of .eh_frame_hdr's table), or None."""
+    if path in _jsf_elf_cache:
+        return _jsf_elf_cache[path]
+    res = None
+    try:
+        with open(path, "rb") as f:
+            d = f.read()
+        if d[:4] == b"\x7fELF" and d[4] == 2 and d[5] == 1:
+            phoff, shoff = struct.unpack_from("<QQ", d, 32)
+            phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", d, 54)
+            loads = []
+            for i in range(phnum):
+                ptype, _, off, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", d, phoff + i * phentsize)
+                if ptype == 1:
+                    loads.append((off, filesz, vaddr))
+            secs = [struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize) for i in range(shnum)]
+            stroff = secs[shstrndx][4]
+            for name, _, _, addr, off, size in secs:
+                end = d.index(b"\0", stroff + name)
+                if d[stroff + name:end] != b".eh_frame_hdr" or size < 12:
+                    continue
+                hdr = d[off:off + size]
+                # version 1; the table: datarel sdata4 (0x3b), count udata4
+                if hdr[0] != 1 or hdr[2] != 0x03 or hdr[3] != 0x3b:
+                    break
+                n = struct.unpack_from("<I", hdr, 8)[0]
+                if 12 + 8 * n > size:
+                    break
+                starts = [addr + struct.unpack_from("<i", hdr, 12 + 8 * i)[0] for i in range(n)]
+                res = (loads, starts)
+                break
+    except (OSError, struct.error, IndexError, ValueError):
+        res = None
+    _jsf_elf_cache[path] = res
+    return res
+
+
+def _jsf_fde_start(path, off):
+    """For file offset off of path: (its vaddr, the vaddr where the FDE
+    covering it starts) as (vaddr, vaddr - start), or None."""
+    e = _jsf_elf_fdes(path)
+    if not e:
+        return None
+    loads, starts = e
+    va = None
+    for p_off, p_filesz, p_vaddr in loads:
+        if p_off <= off < p_off + p_filesz:
+            va = off - p_off + p_vaddr
+            break
+    if va is None:
+        return None
+    k = bisect.bisect_right(starts, va)
+    if k == 0:
+        return None
+    return va, va - starts[k - 1]
 
 
 class _JsfState:
@@ -550,12 +703,20 @@ class _JsfFilter:
                 return _JsfDecorator(dec, None)
             pc = f.pc()
             newer = f.newer()
+            look = pc
             hit = None
             if newer is not None and newer.type() != gdb.SIGTRAMP_FRAME:
-                hit = t.lookup(pc - 1)  # a return address: the call's function
+                look = pc - 1  # a return address: the call's function
+                hit = t.lookup(look)
             if hit is None:
                 hit = t.lookup(pc)
-            return _JsfDecorator(dec, t.name(hit[0]) if hit else None)
+            if hit:
+                return _JsfDecorator(dec, t.name(hit[0]))
+            # code gdb has no symbol for: the region's name for its
+            # function (a builtin, the interpreter), if any
+            if f.name() is None:
+                return _JsfDecorator(dec, t.native_name(look))
+            return _JsfDecorator(dec, None)
         except Exception:
             return dec
 

@@ -20,7 +20,12 @@
 #  (c) a signal arriving in trace code: a breakpoint in its handler, `bt`
 #      goes through the signal frame and the trace to main;
 #  (d) the installed script (make install DESTDIR) loads the installed
-#      libjitsframe.so.1.
+#      libjitsframe.so.1;
+#  (e) a stripped luajit: the frame in string.gsub's C function (a gsub
+#      callback calls the C function) is named string.gsub, its pc in the
+#      FDE readelf says starts at LuaJIT's own address of it; the
+#      interpreter's frames luajit_interpreter; names planted one id off
+#      fail.
 # The ground truth is gdb's own unwinding of the C code and of luajit (the
 # frames below the trace, up to main) and the program's source line.
 # Without gdb, or gdb without Python, it skips visibly; under CI=true it
@@ -221,6 +226,76 @@ if through "$bt" "TRACE_[0-9]+::[^ ]*prog\.lua:$SPIN" && printf '%s\n' "$bt" | g
 	ok "a signal in trace code: handler, <signal handler called>, TRACE_n::prog.lua:$SPIN, ..., main"
 else
 	notok "a signal in trace code: bt reaches main through the signal frame and the trace" "$bt" "$(tail -n 20 "$T/sig.out")"
+fi
+
+# --- (e) builtins and the interpreter named (a stripped luajit) ---
+# A string.gsub callback calls gdbt_stop through the FFI; the program
+# prints LuaJIT's own address of string.gsub's C function
+# (jit.util.funcinfo) and its binary's load base. The frame gdb unwinds to
+# in that C function (its pc within the FDE that readelf says starts
+# there) must be named string.gsub once the script is sourced, and "??"
+# before; the interpreter's frames luajit_interpreter. Names planted one
+# fast-function id off (JITSFRAME_VM_FFNAME_SHIFT) must not pass.
+cat >"$T/gsub.lua" <<'EOF2'
+local ffi = require("ffi")
+ffi.cdef[[void gdbt_stop(int n);]]
+local lib = ffi.load(arg[1])
+for l in io.lines("/proc/self/maps") do
+	local a, off, path = l:match("^(%x+)%-%x+ %S+ (%x+) %S+ %S+%s+(.*)$")
+	if path == arg[2] and tonumber(off, 16) == 0 then print("BASE " .. a) break end
+end
+print(string.format("GSUB %x", require("jit.util").funcinfo(string.gsub).addr))
+io.stdout:flush()
+local n = 0
+local function cb(s) n = n + 1 if n == 300 then lib.gdbt_stop(n) end return s end
+local function via() return (string.gsub(string.rep("a", 400), "%a", cb)) end
+jit.off(via)
+via()
+EOF2
+LJR=$(readlink -f "$LJ")
+# gsub_case NAME [ENV...]: run it under gdb ($T/NAME.out); 0 when the
+# frame in string.gsub's C function, and it alone, is named string.gsub
+gsub_case() {
+	local out=$T/$1.out region=$T/$1.region
+	shift
+	"${GDB[@]}" -ex 'break gdbt_stop' -ex run -ex 'echo ==before\n' -ex bt -ex "source $SCRIPT" \
+		-ex 'echo ==after\n' -ex bt -ex 'echo ==end\n' -ex kill \
+		--args env "$@" "$J" run --quiet --region "$region" -- "$LJR" "$T/gsub.lua" \
+		"$T/libgdbt.so" "$LJR" >"$out" 2>&1
+	local base gsub pc s e before after
+	base=$(sed -n 's/^BASE //p' "$out") gsub=$(sed -n 's/^GSUB //p' "$out")
+	before=$(frames "$out" ==before) after=$(frames "$out" ==after)
+	[ -n "$base" ] && [ -n "$gsub" ] || { echo "no BASE/GSUB line"; return 1; }
+	# the FDE that starts at string.gsub's C function (its file vaddr)
+	read -r s e < <(readelf --debug-dump=frames "$LJR" 2>/dev/null | python3 -c '
+import re, sys
+want = int(sys.argv[1], 16) - int(sys.argv[2], 16)
+for l in sys.stdin:
+    m = re.search(r" FDE .*pc=([0-9a-f]+)\.\.([0-9a-f]+)", l)
+    if m and int(m.group(1), 16) == want:
+        print(int(m.group(1), 16), int(m.group(2), 16))
+        break' "$gsub" "$base")
+	[ -n "${s:-}" ] || { echo "no FDE starts at string.gsub"; return 1; }
+	pc=$(printf '%s\n' "$after" | sed -nE 's/^#[0-9]+ +0x0*([0-9a-f]+) in string\.gsub \(\).*/\1/p')
+	echo "string.gsub frames: $(printf '%s\n' "$pc" | grep -c .); interpreter frames: $(printf '%s\n' "$after" | grep -c ' in luajit_interpreter ()')"
+	[ "$(printf '%s\n' "$pc" | grep -c .)" = 1 ] || return 1
+	pc=$((0x$pc - 1 - 0x$base)) # a return address: the call is before it
+	[ "$pc" -ge "$s" ] && [ "$pc" -lt "$e" ] || { echo "its pc is not in string.gsub's FDE"; return 1; }
+	printf '%s\n' "$after" | grep -q ' in luajit_interpreter ()' || return 1
+	printf '%s\n' "$before" | grep -qE ' in (string\.gsub|luajit_interpreter) ' && { echo "named before the script"; return 1; }
+	return 0
+}
+if msg=$(gsub_case gsub); then
+	ok "stripped luajit: the frame in string.gsub's C function named string.gsub, the interpreter's luajit_interpreter ($msg)"
+else
+	notok "stripped luajit: builtins and the interpreter named" "$msg" "$(frames "$T/gsub.out" ==after)" "$(tail -n 5 "$T/gsub.out")"
+fi
+# planted: the names are there (the interpreter named) but one id off
+if ! msg=$(gsub_case gsub-plant JITSFRAME_VM_FFNAME_SHIFT=1) &&
+	frames "$T/gsub-plant.out" ==after | grep -q ' in luajit_interpreter ()'; then
+	ok "planted (names one id off): string.gsub's frame fails ($msg)"
+else
+	notok "planted (names one id off): string.gsub's frame must fail, the interpreter still named" "$msg" "$(frames "$T/gsub-plant.out" ==after)"
 fi
 
 # --- (d) installed ---
