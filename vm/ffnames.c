@@ -153,14 +153,20 @@ static void walk(struct vm_ff *ff, lua_State *L, int fi, int t, int depth)
 static int scan(lua_State *L)
 {
 	struct vm_ff *ff = lua_touserdata(L, lua_upvalueindex(1));
-	lua_getglobal(L, "require");
-	lua_pushliteral(L, "jit.util");
-	lua_call(L, 1, 1);
-	lua_getfield(L, -1, "funcinfo");
-	int fi = lua_gettop(L);
+	/* jit.util as loaded (the module requires it at start): no call of
+	 * the host's `require`, which may be its own */
 	lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
 	int loaded = lua_gettop(L);
-	if (!lua_istable(L, loaded) || !lua_isfunction(L, fi))
+	if (!lua_istable(L, loaded))
+		return 0;
+	lua_pushliteral(L, "jit.util");
+	lua_rawget(L, loaded);
+	if (!lua_istable(L, -1))
+		return 0;
+	lua_pushliteral(L, "funcinfo");
+	lua_rawget(L, -2);
+	int fi = lua_gettop(L);
+	if (!lua_iscfunction(L, fi))
 		return 0;
 	for (int i = 0; i < ff->nkeys; i++) {
 		if (ff->keydone[i])
@@ -173,7 +179,7 @@ static int scan(lua_State *L)
 			ff->keydone[i] = 1;
 			note(ff, L, fi, lua_gettop(L));
 		}
-		lua_settop(L, loaded);
+		lua_settop(L, fi);
 	}
 	return 0;
 }

@@ -300,14 +300,14 @@ static int l_start(lua_State *L)
 	/* its own region, just made (or already there), is live: locked */
 	if (in_default)
 		prune_default_dir(m, made, rkeep);
-	/* the builtins' names, for readers (before the first trace) */
-	vm_ff_scan(m, L);
 	struct lstate *s = vm_new_state(m, L);
 	if (s->util_ref == LUA_NOREF) {
 		if (vm_require(L, "jit.util"))
 			return fail(L, "jitsframe: no jit.util");
 		s->util_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	}
+	/* the builtins' names, for readers (before the first trace) */
+	vm_ff_scan(m, L);
 	if (alog && (!vaudit_level(&m->audit) ||
 		     strcmp(alog, vaudit_path(&m->audit)))) {
 		char aerr[512];
