@@ -92,8 +92,8 @@ vm_env debian
 export JITSFRAME_VM_FFNAME_SHIFT=1
 out=$("$LJ" tests/lua/ffunique.lua "$J" "$T/plant.region" 2>&1 | head -1)
 case $out in
-"not ok"*) ok "planted (names one id off): the published names fail (${out:0:160})" ;;
-*) notok "planted (names one id off): the published names must fail" "$out" ;;
+"not ok"*"where LuaJIT says"*) ok "planted (names one id off): the published names fail (${out:0:160})" ;;
+*) notok "planted (names one id off): the published names must fail on their names" "$out" ;;
 esac
 # planted CMD MODE: the builtins' stacks under `jitsframe CMD` must fail
 # (on wrong names, not on missing ones)
