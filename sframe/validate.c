@@ -7,8 +7,10 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The section being checked is private memory, possibly unaligned. */
 static uint16_t rd16(const uint8_t *p)
@@ -242,6 +244,39 @@ static int index_matches(const struct sf_snap *s, const uint8_t *fdes,
 	return 1;
 }
 
+/* The runtime area (docs/ABI.md 1.6): within its 3072 bytes, tiled by
+ * records of a tag, a version and a size of at least 8. 0, or -1 with the
+ * reason in msg. */
+static int runtime_check(const char *path, char *msg, size_t msglen)
+{
+	uint8_t h[SF_RHDR_SIZE];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof(h) || !(rd32(h + RH_FEATURES) & RH_F_RUNTIME))
+		return 0; /* (the header was read and checked by sf_load) */
+	uint32_t len = rd32(h + RH_RT_LEN), o = 0;
+	if (len > RH_RT_MAX) {
+		sf_msg(msg, msglen, "runtime area of %u bytes (at most %d)",
+		       len, RH_RT_MAX);
+		return -1;
+	}
+	while (o < len) {
+		uint16_t sz;
+		memcpy(&sz, h + RH_RT_OFF + o + 6, 2);
+		if (len - o < 8 || sz < 8 || sz > len - o) {
+			sf_msg(msg, msglen,
+			       "runtime area: the record at %u (%u bytes) does "
+			       "not fit its %u bytes",
+			       o, len - o < 8 ? len - o : sz, len);
+			return -1;
+		}
+		o += sz;
+	}
+	return 0;
+}
+
 int jsf_validate_region(const char *path, char *msg, size_t msglen)
 {
 	struct sf_rinfo ri;
@@ -252,6 +287,10 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 	if (err) {
 		sf_msg(msg, msglen, "%s", sub);
 		return err == -ENOMEM ? err : -EBADMSG;
+	}
+	if (runtime_check(path, sub, sizeof(sub))) {
+		sf_msg(msg, msglen, "%s", sub);
+		goto bad;
 	}
 	/* The name area (docs/ABI.md 1.4), when the block has one. */
 	if (sf_names_check(s.blk, s.blk_len, sub, sizeof(sub))) {

@@ -414,6 +414,26 @@ int main(void)
 		memcpy(&len, h + 100, 4);
 		CHECK(feat == 1 && len == 10 && !memcmp(h + 1024, b, 10),
 		      "feat %u len %u", feat, len);
+		/* the validator: records of [tag, version, size >= 8] tiling
+		 * the area (docs/ABI.md 1.6); b's bytes are not (their first
+		 * size word: 12,843) */
+		char vm[512];
+		CHECK(jsf_validate_region(p, vm, sizeof(vm)) == -EBADMSG &&
+			  strstr(vm, "runtime area"),
+		      "%s", vm);
+		jsf_region_destroy(r);
+		r = mk("rt3", &o, &err);
+		uint8_t rec[24] = {'A', 'B', 'C', 'D', 1, 0, 16, 0};
+		memcpy(rec + 16, "EFGH\1\0\10\0", 8); /* a second, of 8 */
+		CHECK_EQ(jsf_region_append_runtime(r, rec, 16), 0);
+		CHECK_EQ(jsf_region_append_runtime(r, rec + 16, 8), 0);
+		snprintf(p, sizeof(p), "%s/rt3", dir);
+		CHECK(jsf_validate_region(p, vm, sizeof(vm)) == 0, "%s", vm);
+		rec[6] = 4; /* a size under 8: the area does not decode */
+		CHECK_EQ(jsf_region_append_runtime(r, rec, 16), 0);
+		CHECK(jsf_validate_region(p, vm, sizeof(vm)) == -EBADMSG &&
+			  strstr(vm, "the record at 24"),
+		      "%s", vm);
 		jsf_region_destroy(r);
 	}
 
