@@ -53,8 +53,7 @@ struct vm_ff {
 	uint32_t pub_len;
 };
 
-/* The library of a builtin's name: up to its last dot ("io.method" of
- * "io.method.read"), "_G" for the base library's ("pcall"). */
+/* the records' fields, in the host's order (x86-64: little-endian) */
 static void st16(uint8_t *p, uint16_t v)
 {
 	memcpy(p, &v, 2);
@@ -68,6 +67,8 @@ static void st64(uint8_t *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
+/* The library of a builtin's name: up to its last dot ("io.method" of
+ * "io.method.read"), "_G" for the base library's ("pcall"). */
 static size_t group_len(const char *s)
 {
 	const char *d = strrchr(s, '.');
