@@ -25,7 +25,7 @@
  * lj_lib_postreg makes with its own C function). What a reader then names
  * is exactly the C function at that address.
  */
-#include "vm.h"
+#include "vm.h" /* (audit's face: alog_st16/32/64, little-endian) */
 
 #include <lauxlib.h>
 #include <stdlib.h>
@@ -45,27 +45,13 @@ struct vm_ff {
 	int nkeys;
 	char *key[VM_FF_MAX]; /* package.loaded keys still to look at */
 	uint8_t keydone[VM_FF_MAX];
-	uint32_t stops, next, errors;
+	uint32_t stops, next;
 	int shift;		/* JSF_ENV_VM_FFNAME_SHIFT: tests only */
 	uint8_t rec[VM_RT_MAX]; /* every LJFF record made, for each region */
 	uint32_t reclen;
 	unsigned pub_epoch; /* m->epoch whose region has them all */
 	uint32_t pub_len;
 };
-
-/* the records' fields, in the host's order (x86-64: little-endian) */
-static void st16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
-static void st32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-static void st64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
 
 /* The library of a builtin's name: up to its last dot ("io.method" of
  * "io.method.read"), "_G" for the base library's ("pcall"). */
@@ -267,7 +253,7 @@ static void make_record(struct vm_ff *ff)
 		}
 		if (len + 5 + nl > room)
 			break; /* the area is full: the rest unnamed */
-		st32(b + len, (uint32_t)(int32_t)d);
+		alog_st32(b + len, (uint32_t)(int32_t)d);
 		b[len + 4] = (uint8_t)nl;
 		for (size_t i = 0; i < nl; i++) /* (no NUL) */
 			b[len + 5 + i] = (uint8_t)nm[i];
@@ -279,11 +265,11 @@ static void make_record(struct vm_ff *ff)
 		return;
 	static const uint8_t tag[4] = {'L', 'J', 'F', 'F'}; /* no NUL */
 	memcpy(b, tag, sizeof(tag));
-	st16(b + 4, 1);
-	st16(b + 6, (uint16_t)len);
-	st64(b + 8, base);
-	st16(b + 16, (uint16_t)cnt);
-	st16(b + 18, 0);
+	alog_st16(b + 4, 1);
+	alog_st16(b + 6, (uint16_t)len);
+	alog_st64(b + 8, base);
+	alog_st16(b + 16, (uint16_t)cnt);
+	alog_st16(b + 18, 0);
 	ff->reclen += len;
 }
 
@@ -336,8 +322,8 @@ void vm_ff_scan(struct vmod *m, lua_State *L)
 		int top = lua_gettop(L);
 		lua_pushlightuserdata(L, ff);
 		lua_pushcclosure(L, scan, 1);
-		if (lua_pcall(L, 0, 0, 0)) /* (out of memory: what it found) */
-			ff->errors++;
+		(void)lua_pcall(L, 0, 0,
+				0); /* (out of memory: what it found) */
 		lua_settop(L, top);
 		pthread_mutex_lock(&m->mu);
 		make_record(ff);
