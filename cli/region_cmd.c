@@ -302,13 +302,8 @@ static int open_view(const char *path, struct jsf_view **v)
 
 static int dump_builtins(const char *path, const struct ropts *o)
 {
-	uint8_t h[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
-	if (fd >= 0)
-		close(fd);
 	struct uw_runtime rt;
-	if (n != (ssize_t)sizeof(h) || uw_runtime_parse(h, sizeof(h), &rt)) {
+	if (uw_runtime_read(path, &rt)) {
 		fprintf(stderr, "jitsframe: %s: unreadable runtime area\n",
 			path);
 		return EX_FAIL;

@@ -11,8 +11,10 @@
  */
 #include "unwind.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* n bytes (2, 4, 8) at p, little-endian (the producer's, x86-64) */
 static uint64_t ld(const uint8_t *p, unsigned n)
@@ -141,4 +143,18 @@ const char *uw_runtime_name(const struct uw_runtime *rt, uint64_t start)
 			hi = m;
 	}
 	return lo < rt->nn && rt->n[lo].addr == start ? rt->n[lo].name : NULL;
+}
+
+int uw_runtime_read(const char *path, struct uw_runtime *rt)
+{
+	uint8_t h[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof(h)) {
+		memset(rt, 0, sizeof(*rt));
+		return -1;
+	}
+	return uw_runtime_parse(h, sizeof(h), rt);
 }

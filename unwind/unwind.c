@@ -18,11 +18,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 /* ---------------------------------------------------------------- traces */
 
@@ -46,15 +44,8 @@ struct treg {
 /* The region's runtime area (its header page) read again. */
 static void read_runtime(struct treg *g)
 {
-	uint8_t h[4096];
-	int fd = g->path ? open(g->path, O_RDONLY | O_CLOEXEC) : -1;
-	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
-	if (fd >= 0)
-		close(fd);
-	if (n != (ssize_t)sizeof(h))
-		return;
 	struct uw_runtime rt;
-	if (uw_runtime_parse(h, sizeof(h), &rt) == 0) {
+	if (g->path && uw_runtime_read(g->path, &rt) == 0) {
 		uw_runtime_free(&g->rt);
 		g->rt = rt;
 		g->rt_gen++;
@@ -709,11 +700,6 @@ static bool rd(const struct pd_sample *s, uint64_t sp0, uint64_t a, uint64_t *v,
 /* "Go on": no stop reason (yet). */
 #define UW_GO STOP__N
 
-/* The frame at pc (look: the address whose row applies, pc - 1 in
- * callers), and its row: from the region for trace code (pc in no
- * file-backed mapping), else from the mapping's ELF object. Returns
- * UW_GO, or why there is no row: STOP_NO_MAPPING (then f is not a
- * frame), STOP_NO_TRACE, STOP_NO_ELF. */
 /* A frame the binary's symbols leave unnamed ("[file+0x...]"): the name
  * its process's region gives the function (its FDE's start), if any. The
  * memo keeps the binary's own answer: the region's is per process. */
@@ -748,6 +734,11 @@ static void rt_name(struct uwstate *u, uint32_t pid, uint64_t ts,
 	}
 }
 
+/* The frame at pc (look: the address whose row applies, pc - 1 in
+ * callers), and its row: from the region for trace code (pc in no
+ * file-backed mapping), else from the mapping's ELF object. Returns
+ * UW_GO, or why there is no row: STOP_NO_MAPPING (then f is not a
+ * frame), STOP_NO_TRACE, STOP_NO_ELF. */
 static enum stop_reason frame_at(struct uwstate *u, struct proc *p,
 				 uint32_t pid, uint64_t pc, uint64_t look,
 				 uint64_t ts, struct uframe *f,

@@ -112,6 +112,9 @@ struct uw_runtime {
 /* hdr: a region file's first len (4096) bytes. 0 (rt may hold nothing),
  * -1 (a bad area length, or out of memory: nothing). */
 int uw_runtime_parse(const uint8_t *hdr, size_t len, struct uw_runtime *rt);
+/* The same from the region file at path: -1 also when its header page
+ * cannot be read. */
+int uw_runtime_read(const char *path, struct uw_runtime *rt);
 void uw_runtime_free(struct uw_runtime *rt);
 /* The name of the function that starts at start, or NULL. */
 const char *uw_runtime_name(const struct uw_runtime *rt, uint64_t start);
