@@ -1357,28 +1357,12 @@ int jsf_region_add_mapped(struct jsf_region *r, uint64_t start, uint32_t size,
 	return err;
 }
 
-int jsf_region_set_runtime(struct jsf_region *r, const void *data, uint32_t len)
-{
-	if (!r || !data || !len || len > RH_RT_MAX)
-		return -EINVAL;
-	pthread_mutex_lock(&r->mu);
-	uint8_t *h = r->base;
-	int err = 0;
-	if (LD32(h + RH_FEATURES) & RH_F_RUNTIME) {
-		err = -EEXIST;
-	} else {
-		/* the area, its length, then the bit (release): a reader that
-		 * sees the bit sees the area whole */
-		copy_out(h + RH_RT_OFF, (const uint8_t *)data, len);
-		ST32(h + RH_RT_LEN, len);
-		ST32(h + RH_FEATURES, RH_F_RUNTIME);
-	}
-	pthread_mutex_unlock(&r->mu);
-	return err;
-}
-
-int jsf_region_append_runtime(struct jsf_region *r, const void *data,
-			      uint32_t len)
+/* The runtime area grows by len bytes (docs/ABI.md 1.6): the bytes, then
+ * the length (release), so that a reader that reads the length sees every
+ * byte before it; the header's bit the first time. first: only if there is
+ * no area yet (-EEXIST otherwise). */
+static int runtime_write(struct jsf_region *r, const void *data, uint32_t len,
+			 bool first)
 {
 	if (!r || !data || !len || len > RH_RT_MAX)
 		return -EINVAL;
@@ -1387,11 +1371,11 @@ int jsf_region_append_runtime(struct jsf_region *r, const void *data,
 	uint32_t have =
 	    (LD32(h + RH_FEATURES) & RH_F_RUNTIME) ? LD32(h + RH_RT_LEN) : 0;
 	int err = 0;
-	if (len > RH_RT_MAX - have) {
+	if (first && have) {
+		err = -EEXIST;
+	} else if (len > RH_RT_MAX - have) {
 		err = -ENOSPC;
 	} else {
-		/* the bytes, then the length (release): a reader that reads
-		 * the length sees every byte before it; the bit last, once */
 		copy_out(h + RH_RT_OFF + have, (const uint8_t *)data, len);
 		ST32(h + RH_RT_LEN, have + len);
 		if (!have)
@@ -1399,6 +1383,17 @@ int jsf_region_append_runtime(struct jsf_region *r, const void *data,
 	}
 	pthread_mutex_unlock(&r->mu);
 	return err;
+}
+
+int jsf_region_set_runtime(struct jsf_region *r, const void *data, uint32_t len)
+{
+	return runtime_write(r, data, len, true);
+}
+
+int jsf_region_append_runtime(struct jsf_region *r, const void *data,
+			      uint32_t len)
+{
+	return runtime_write(r, data, len, false);
 }
 
 int jsf_region_remove(struct jsf_region *r, uint64_t start, uint64_t now_ns)
