@@ -31,15 +31,21 @@ need_perf() {
 	command -v perf >/dev/null ||
 		skip_all_ci "perf not installed (scripts/install-deps installs linux-perf)"
 }
-# need_bpf: root, BTF and a `jitsframe profile` that samples here (a
-# one-second probe in $T/probe; $J is the CLI), else skip_all_ci
-need_bpf() {
-	[ "$(id -u)" = 0 ] || skip_all_ci "not root (profile needs root, or CAP_BPF and CAP_PERFMON)"
-	[ -r /sys/kernel/btf/vmlinux ] || skip_all_ci "no BTF (/sys/kernel/btf/vmlinux)"
+# bpf_missing: why `jitsframe profile` cannot sample here (root, BTF, a
+# one-second probe in $T/probe; $J is the CLI), nothing when it can
+bpf_missing() {
+	[ "$(id -u)" = 0 ] || { echo "not root (profile needs root, or CAP_BPF and CAP_PERFMON)"; return; }
+	[ -r /sys/kernel/btf/vmlinux ] || { echo "no BTF (/sys/kernel/btf/vmlinux)"; return; }
 	local rc=0
 	"$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1 || rc=$?
-	[ $rc -eq 4 ] && skip_all_ci "cannot sample here: $(head -1 "$T/probe.out")"
-	[ $rc -eq 0 ] || skip_all_ci "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
+	[ $rc -eq 4 ] && { echo "cannot sample here: $(head -1 "$T/probe.out")"; return; }
+	[ $rc -eq 0 ] || echo "profile does not run here (exit $rc): $(head -1 "$T/probe.out")"
+}
+# need_bpf: bpf_missing says nothing, else skip_all_ci
+need_bpf() {
+	local why
+	why=$(bpf_missing)
+	[ -z "$why" ] || skip_all_ci "$why"
 }
 # check NAME COMMAND...: one case, ok when COMMAND succeeds (its output,
 # if any, in parentheses), else not ok with the first 12 lines of it

@@ -33,12 +33,8 @@ J=$PWD/${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_builtins-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export LUA_CPATH="$PWD/build/lua/?.so;;"
-bpf=1 why=
-if [ "$(id -u)" != 0 ]; then bpf=0 why="not root"
-elif [ ! -r /sys/kernel/btf/vmlinux ]; then bpf=0 why="no BTF"
-elif ! "$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1; then
-	bpf=0 why="profile cannot sample here: $(head -1 "$T/probe.out")"
-fi
+why=$(bpf_missing) bpf=1
+[ -z "$why" ] || bpf=0
 perf=1
 command -v perf >/dev/null || perf=0
 cannot() { # a case that cannot run here: a skip, or under CI=true a failure
