@@ -82,16 +82,7 @@ else
 fi
 
 # ---- profile (the sampler path)
-why=""
-if [ "$(id -u)" != 0 ]; then
-	why="not root (profile needs root, or CAP_BPF and CAP_PERFMON)"
-elif [ ! -r /sys/kernel/btf/vmlinux ]; then
-	why="no BTF (/sys/kernel/btf/vmlinux)"
-else
-	"$J" profile -o "$T/probe" -d 1 -- sleep 0.2 >"$T/probe.out" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || why="cannot sample here (exit $rc): $(head -1 "$T/probe.out")"
-fi
+why=$(bpf_missing)
 if [ -n "$why" ]; then
 	if [ "${CI:-}" = true ]; then
 		notok "profile: $why (CI=true: BPF sampling must be available)"
