@@ -373,8 +373,8 @@ class _JsfTarget:
             self._maps_cache = _jsf_proc_mappings()
         for lo, hi, off, path in self._maps_cache:
             if lo <= pc < hi:
-                start = _jsf_fde_start(path, pc - lo + off)
-                return names.get(pc - (start[1]) if start else -1)
+                into = _jsf_fde_offset(path, pc - lo + off)
+                return names.get(pc - into) if into is not None else None
         return None
 
     def describe(self):
@@ -496,9 +496,9 @@ def _jsf_elf_fdes(path):
     return res
 
 
-def _jsf_fde_start(path, off):
-    """For file offset off of path: (its vaddr, the vaddr where the FDE
-    covering it starts) as (vaddr, vaddr - start), or None."""
+def _jsf_fde_offset(path, off):
+    """For file offset off of path: how far it lies into the function (the
+    FDE) that covers it, or None."""
     e = _jsf_elf_fdes(path)
     if not e:
         return None
@@ -511,9 +511,7 @@ def _jsf_fde_start(path, off):
     if va is None:
         return None
     k = bisect.bisect_right(starts, va)
-    if k == 0:
-        return None
-    return va, va - starts[k - 1]
+    return va - starts[k - 1] if k else None
 
 
 class _JsfState:
