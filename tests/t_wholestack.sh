@@ -22,18 +22,14 @@ J=$PWD/${JSF_CLI:-build/jitsframe}
 T=$(mktemp -d /tmp/jsf-t_wholestack-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 need_bpf
-# judge DIR WHAT: DIR's whole stacks against the workload's FN lines:
-# >= 99% passes; 90-99% (a loaded machine) is a known open failure (issue
-# 13), shown as TODO; below 90% fails
+# judge DIR WHAT: DIR's whole stacks against the workload's FN lines,
+# >= 99% of the samples
 judge() {
 	local d=$1 what=$2 out
 	if out=$(python3 tests/wholestack_check.py "$d/stacks.folded" "$d.fn" 0.99); then
 		ok "$what: whole stacks: $(echo "$out" | head -1)"
-	elif out=$(python3 tests/wholestack_check.py "$d/stacks.folded" "$d.fn" 0.90); then
-		n=$((n + 1))
-		echo "not ok $n - $what: whole stacks in >= 99% of the samples: $(echo "$out" | head -2 | tr '\n' ' ') # TODO issue 13: transitions without a readable caller chain"
 	else
-		notok "$what: whole stacks in >= 90% (target 99%) of the samples" "$out" "$(tail -1 "$d.err")"
+		notok "$what: whole stacks in >= 99% of the samples" "$out" "$(tail -1 "$d.err")"
 	fi
 }
 vms=("${LUAJIT:-luajit}")
