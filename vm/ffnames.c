@@ -45,7 +45,7 @@ struct vm_ff {
 	int nkeys;
 	char *key[VM_FF_MAX]; /* package.loaded keys still to look at */
 	uint8_t keydone[VM_FF_MAX];
-	uint32_t stops, next;
+	int found, found_rec; /* addresses found; as of the last record */
 	int shift;		/* JSF_ENV_VM_FFNAME_SHIFT: tests only */
 	uint8_t rec[VM_RT_MAX]; /* every LJFF record made, for each region */
 	uint32_t reclen;
@@ -98,6 +98,7 @@ static void note(struct vm_ff *ff, lua_State *L, int fi, int idx)
 	if (id < 2 || id >= ff->n || !a || ff->addr[id])
 		return;
 	ff->addr[id] = a;
+	ff->found++;
 	/* the iterators a builtin returns, which no table holds */
 	const char *nm = ff->name[id];
 	if (!strcmp(nm, "ipairs") || !strcmp(nm, "string.gmatch") ||
@@ -195,17 +196,21 @@ static int load_names(struct vm_ff *ff, lua_State *L)
 		if (s && id >= 2 && (ff->name[id] = strdup(s))) {
 			size_t g = group_len(s);
 			add_key(ff, g ? s : "_G", g ? g : 2);
-			add_key(ff, s, strlen(s));
 			if (g == 6 &&
 			    !memcmp(s, "buffer", 6)) /* string.buffer's */
 				add_key(ff, "string.buffer", 13);
 			/* require("table.new"): lj_lib_postreg gives it its
-			 * own C function; it shares no other's */
+			 * own C function; it shares no other's. Its name is
+			 * a key of package.loaded once required; no other
+			 * builtin's is (looking them all up again at every
+			 * look cost ~200 lua_getfield) */
 			if (lua_istable(L, pre)) {
 				lua_getfield(L, pre, s);
 				ff->own[id] = lua_isfunction(L, -1);
 				lua_pop(L, 1);
 			}
+			if (ff->own[id])
+				add_key(ff, s, strlen(s));
 		}
 		lua_pop(L, 1);
 		if (s)
@@ -285,21 +290,18 @@ static void ff_free(struct vm_ff *ff)
  * under m->mu, the record and its publication. */
 void vm_ff_scan(struct vmod *m, lua_State *L)
 {
-	if (__atomic_load_n(&m->ff_state, __ATOMIC_RELAXED) < 0)
+	if (__atomic_load_n(&m->ff_state, __ATOMIC_RELAXED) < 0 ||
+	    __atomic_exchange_n(&m->ff_busy, 1, __ATOMIC_ACQUIRE))
 		return;
-	struct vm_ff *ff = __atomic_load_n(&m->ff, __ATOMIC_ACQUIRE);
-	if (ff && __atomic_add_fetch(&ff->stops, 1, __ATOMIC_RELAXED) <
-		      __atomic_load_n(&ff->next, __ATOMIC_RELAXED))
-		return;
-	if (__atomic_exchange_n(&m->ff_busy, 1, __ATOMIC_ACQUIRE))
-		return;
-	ff = m->ff;
+	struct vm_ff *ff = m->ff;
 	if (!ff) {
 		if (!(ff = calloc(1, sizeof(*ff))) || load_names(ff, L)) {
 			if (ff)
 				vm_log(m, "builtins not named: no jit.vmdef");
 			ff_free(ff);
 			__atomic_store_n(&m->ff_state, -1, __ATOMIC_RELAXED);
+			__atomic_store_n(&m->ff_next, UINT32_MAX,
+					 __ATOMIC_RELAXED);
 			__atomic_store_n(&m->ff_busy, 0, __ATOMIC_RELEASE);
 			return;
 		}
@@ -309,8 +311,8 @@ void vm_ff_scan(struct vmod *m, lua_State *L)
 	/* again at the 64th stop, the 128th, the 256th...: a library loaded
 	 * later is named some time after (within as many stops again as
 	 * had passed), at a cost that vanishes per stop */
-	uint32_t now = __atomic_load_n(&ff->stops, __ATOMIC_RELAXED);
-	__atomic_store_n(&ff->next,
+	uint32_t now = __atomic_load_n(&m->ff_stops, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ff_next,
 			 now < VM_FF_FIRST / 2	? VM_FF_FIRST
 			 : now > UINT32_MAX / 2 ? UINT32_MAX
 						: 2 * now,
@@ -325,6 +327,9 @@ void vm_ff_scan(struct vmod *m, lua_State *L)
 		(void)lua_pcall(L, 0, 0,
 				0); /* (out of memory: what it found) */
 		lua_settop(L, top);
+	}
+	if (ff->found != ff->found_rec) { /* (make_record: O(ids^2)) */
+		ff->found_rec = ff->found;
 		pthread_mutex_lock(&m->mu);
 		make_record(ff);
 		vm_ff_publish(m);

@@ -468,8 +468,20 @@ VM_HOT static void handle(lua_State *L, struct lstate *s)
 	int stop = n == 4 && !memcmp(what, "stop", 4);
 	int flush = n == 5 && !memcmp(what, "flush", 5);
 	int start = n == 5 && !memcmp(what, "start", 5);
-	if (stop) /* (at the 64th, 128th...: libraries loaded since) */
-		vm_ff_scan(m, L);
+	if (stop) {
+		/* the trace's slot, cold after a compile: its lines fetched
+		 * while the mutex and the rest are fetched too */
+		lua_Integer tr = lua_tointeger(L, 2);
+		if (tr > 0 && (uint64_t)tr < s->cap)
+			for (size_t o = 0; o < sizeof(struct tinfo); o += 64)
+				__builtin_prefetch((char *)&s->t[tr] + o, 1);
+		/* at the 64th, 128th...: libraries loaded since (a count
+		 * lost to a race is harmless: no locked add) */
+		uint32_t k = __atomic_load_n(&m->ff_stops, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->ff_stops, k + 1, __ATOMIC_RELAXED);
+		if (k + 1 >= __atomic_load_n(&m->ff_next, __ATOMIC_RELAXED))
+			vm_ff_scan(m, L);
+	}
 	pthread_mutex_lock(&m->mu);
 	if (!stop && !flush && !start) {
 		/* abort: for the auditlog only */

@@ -72,6 +72,9 @@ struct vmod {
 	int replace; /* replace an existing file at an explicit path */
 	int want_perfmap;
 	int no_mlock; /* start{mlock = false}: JSF_REGION_NO_MLOCK */
+	/* ffnames.c: trace stops seen, and the one at which to look for
+	 * builtins again (here, beside what each stop touches anyway) */
+	uint32_t ff_stops, ff_next;
 	uint64_t traces, published, skipped, removed;
 	uint32_t nlive; /* rows live in the current region, all states */
 	/* a stopped trace's facts (machine code, loop offset, parent) from
