@@ -81,6 +81,11 @@ static inline bool sf_dir_ours(const struct stat *st)
 #define RH_RT_OFF 1024	    /* the runtime area (docs/ABI.md 1.6) */
 #define RH_RT_MAX 3072
 #define RH_F_RUNTIME 1u
+#define RH_RTX_CAP 104	    /* u32: bytes reserved after the header page */
+#define RH_RTX_LEN 108	    /* u32, atomic: bytes of them in use */
+#define RH_F_RTX 2u	    /* the runtime extension (docs/ABI.md 1.7) */
+#define RH_RTX_OFF SF_RHDR_SIZE /* where it lies in the file */
+#define RH_RTX_MAX (1u << 20)	/* largest extension a producer may ask */
 
 /* Section block header at sec_off. The SFrame section follows at +64. */
 #define SB_MAGIC 0    /* char[8] */
@@ -386,6 +391,9 @@ struct sf_resid {
  * be NULL). 0, or -errno when its pages cannot be made (the file system
  * is full): nothing may then be stored there (SIGBUS). */
 int sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len, bool *locked);
+/* The same, never locked: pages only the producer's readers in user space
+ * read (the runtime extension). */
+int sf_res_fill(struct sf_resid *rs, void *addr, uint64_t len);
 /* Unlock a range of which sf_res_hold locked `locked` bytes (0: none). */
 void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len,
 		    uint64_t locked);

@@ -39,7 +39,7 @@ extern "C" {
 /* The library's version (libjitsframe.so.MAJOR.MINOR.PATCH, soname
  * libjitsframe.so.MAJOR); the CLI and the Lua module carry the same. */
 #define JSF_VERSION_MAJOR 1
-#define JSF_VERSION_MINOR 7
+#define JSF_VERSION_MINOR 8
 #define JSF_VERSION_PATCH 0
 #define JSF_STR_(x) #x
 #define JSF_STR(x) JSF_STR_(x)
@@ -156,6 +156,13 @@ struct jsf_region_opts {
 	uint32_t producer_pid;
 	uint32_t __pad2;
 	uint64_t create_ns;
+	/* (1.8) Bytes of runtime extension to reserve after the header page
+	 * (docs/ABI.md 1.7; rounded up to 4 KiB, at most 1 MiB and a quarter
+	 * of max_size): where jsf_region_append_runtime puts what the header
+	 * page's 3072 bytes cannot hold. A hole in the file until written.
+	 * 0: none. */
+	uint32_t runtime_ext;
+	uint32_t __pad3;
 };
 
 /*
@@ -242,8 +249,11 @@ JSF_API int jsf_region_set_runtime(struct jsf_region *r, const void *data,
  * (docs/ABI.md 1.6): after what is there (the first call, or
  * jsf_region_set_runtime, begins it), the bytes first, then the area's
  * length (release), so that a reader sees whole appends only; what is
- * there never changes. -ENOSPC when the area would pass 3072 bytes
- * (nothing written); -EINVAL for no data.
+ * there never changes. Since 1.8, an append the header page's 3072 bytes
+ * cannot hold goes whole to the runtime extension (docs/ABI.md 1.7) of a
+ * region created with jsf_region_opts.runtime_ext. -ENOSPC when neither
+ * has room (nothing written); -EINVAL for no data, or more than the
+ * larger of the two can ever hold.
  */
 JSF_API int jsf_region_append_runtime(struct jsf_region *r, const void *data,
 				      uint32_t len);

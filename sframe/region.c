@@ -62,6 +62,10 @@ struct jsf_region {
 	uint8_t *base; /* mapping of max_size bytes */
 	uint64_t max_size, file_size;
 	uint32_t arch, history_max, initial;
+	/* the runtime extension's bytes after the header page (docs/ABI.md
+	 * 1.7): blocks go at blk_lo = 4096 + them, never below */
+	uint32_t rtx_cap;
+	uint64_t blk_lo;
 	/* current section block */
 	uint64_t sec_off, sec_total;
 	uint8_t *sf;   /* SFrame header */
@@ -485,7 +489,7 @@ static int mig_alloc(struct jsf_region *r)
 					SF_NAMES_FIRST + 1024,
 				    &nlay);
 			}
-			off = SF_RHDR_SIZE;
+			off = r->blk_lo;
 			if (off + total > r->sec_off)
 				off = round_up(r->sec_off + r->sec_total, 4096);
 			if (off + total <= r->max_size)
@@ -857,7 +861,7 @@ static int rebuild(struct jsf_region *r, uint32_t need_fre, bool force_drop)
 		uint64_t fre_cap =
 		    round_up(2 * (fre_bytes + need_fre) + 1024, 64);
 		uint32_t log_off = 0;
-		uint64_t total = 0, off = SF_RHDR_SIZE;
+		uint64_t total = 0, off = r->blk_lo;
 		bool fits = fde_cap <= 0x7ffffff && log_cap <= 0x7ffffff &&
 			    fre_cap <= 0x7fffffff;
 		struct sf_nlay nlay;
@@ -1061,6 +1065,16 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 			      (unsigned long long)r->max_size);
 		goto fail;
 	}
+	if (o.runtime_ext > RH_RTX_MAX ||
+	    round_up(o.runtime_ext, 4096) * 4 > r->max_size) {
+		err = sf_fail(-EINVAL,
+			      "jsf_region_opts.runtime_ext %u: more than 1 "
+			      "MiB or a quarter of max_size",
+			      o.runtime_ext);
+		goto fail;
+	}
+	r->rtx_cap = (uint32_t)round_up(o.runtime_ext, 4096);
+	r->blk_lo = SF_RHDR_SIZE + (uint64_t)r->rtx_cap;
 	if (path) {
 		mode_t mode = o.mode ? o.mode : 0600;
 		if (o.flags & JSF_REGION_REPLACE)
@@ -1116,7 +1130,7 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	err = sf_res_hold(&r->res, r->base, SF_RHDR_SIZE, NULL);
 	if (err)
 		goto fail;
-	err = ensure_file(r, SF_RHDR_SIZE);
+	err = ensure_file(r, r->blk_lo); /* (the extension: a hole) */
 	if (err)
 		goto fail;
 	struct timespec rt;
@@ -1132,9 +1146,13 @@ int jsf_region_create(struct jsf_region **out, const char *path,
 	     (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
 	ST32(h + RH_PID, o.producer_pid ? o.producer_pid : (uint32_t)getpid());
 	ST32(h + RH_STATE, SF_STATE_LIVE);
+	if (r->rtx_cap) { /* before the magic: no reader sees it change */
+		ST32(h + RH_RTX_CAP, r->rtx_cap);
+		ST32(h + RH_FEATURES, RH_F_RTX);
+	}
 	/* First section: placed right after the header (sec_off/total 0 make
 	 * rebuild() put it there). */
-	r->sec_off = SF_RHDR_SIZE + ((uint64_t)1 << 62);
+	r->sec_off = r->blk_lo + ((uint64_t)1 << 62);
 	/* JSF_REGION_NAMED: a name area, and room for initial_funcs names
 	 * (48 bytes each: "TRACE_n::chunk:line") and rows (16 bytes);
 	 * JSF_REGION_MAPPED: with source maps (36 bytes more each: a
@@ -1360,26 +1378,40 @@ int jsf_region_add_mapped(struct jsf_region *r, uint64_t start, uint32_t size,
 /* The runtime area grows by len bytes (docs/ABI.md 1.6): the bytes, then
  * the length (release), so that a reader that reads the length sees every
  * byte before it; the header's bit the first time. first: only if there is
- * no area yet (-EEXIST otherwise). */
+ * no area yet (-EEXIST otherwise), and in the header page. An append that
+ * the header page's area cannot hold goes to the runtime extension
+ * (docs/ABI.md 1.7), when the region has one: its pages made first (a
+ * full file system: -ENOSPC, not SIGBUS), the bytes, then its length. */
 static int runtime_write(struct jsf_region *r, const void *data, uint32_t len,
 			 bool first)
 {
-	if (!r || !data || !len || len > RH_RT_MAX)
+	if (!r || !data || !len ||
+	    len > (first || RH_RT_MAX > r->rtx_cap ? RH_RT_MAX : r->rtx_cap))
 		return -EINVAL;
 	pthread_mutex_lock(&r->mu);
 	uint8_t *h = r->base;
-	uint32_t have =
-	    (LD32(h + RH_FEATURES) & RH_F_RUNTIME) ? LD32(h + RH_RT_LEN) : 0;
+	uint32_t feat = LD32(h + RH_FEATURES);
+	uint32_t have = (feat & RH_F_RUNTIME) ? LD32(h + RH_RT_LEN) : 0;
+	uint32_t xhave = LD32(h + RH_RTX_LEN);
 	int err = 0;
 	if (first && have) {
 		err = -EEXIST;
-	} else if (len > RH_RT_MAX - have) {
-		err = -ENOSPC;
-	} else {
+	} else if (len <= RH_RT_MAX - have) {
 		copy_out(h + RH_RT_OFF + have, (const uint8_t *)data, len);
 		ST32(h + RH_RT_LEN, have + len);
 		if (!have)
-			ST32(h + RH_FEATURES, RH_F_RUNTIME);
+			ST32(h + RH_FEATURES, feat | RH_F_RUNTIME);
+	} else if (first || len > r->rtx_cap - xhave) {
+		err = -ENOSPC;
+	} else {
+		uint8_t *x = h + RH_RTX_OFF;
+		uint64_t p0 = xhave / 4096 * 4096;
+		err = sf_res_fill(&r->res, x + p0,
+				  round_up((uint64_t)xhave + len, 4096) - p0);
+		if (!err) {
+			copy_out(x + xhave, (const uint8_t *)data, len);
+			ST32(h + RH_RTX_LEN, xhave + len);
+		}
 	}
 	pthread_mutex_unlock(&r->mu);
 	return err;

@@ -79,6 +79,11 @@ int sf_res_hold(struct sf_resid *rs, void *addr, uint64_t len, bool *locked)
 	return err;
 }
 
+int sf_res_fill(struct sf_resid *rs, void *addr, uint64_t len)
+{
+	return populate(rs, addr, len);
+}
+
 void sf_res_release(struct sf_resid *rs, void *addr, uint64_t len,
 		    uint64_t locked)
 {

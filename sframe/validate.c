@@ -244,37 +244,77 @@ static int index_matches(const struct sf_snap *s, const uint8_t *fdes,
 	return 1;
 }
 
-/* The runtime area (docs/ABI.md 1.6): within its 3072 bytes, tiled by
- * records of a tag, a version and a size of at least 8. 0, or -1 with the
- * reason in msg. */
-static int runtime_check(const char *path, char *msg, size_t msglen)
+/* Records of a tag, a version and a size of at least 8 tiling len bytes
+ * at a (what: the area's name for the message). 0 or -1. */
+static int records_check(const uint8_t *a, uint32_t len, const char *what,
+			 char *msg, size_t msglen)
 {
-	uint8_t h[SF_RHDR_SIZE];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
-	if (fd >= 0)
-		close(fd);
-	if (n != (ssize_t)sizeof(h) || !(rd32(h + RH_FEATURES) & RH_F_RUNTIME))
-		return 0; /* (the header was read and checked by sf_load) */
-	uint32_t len = rd32(h + RH_RT_LEN), o = 0;
-	if (len > RH_RT_MAX) {
-		sf_msg(msg, msglen, "runtime area of %u bytes (at most %d)",
-		       len, RH_RT_MAX);
-		return -1;
-	}
+	uint32_t o = 0;
 	while (o < len) {
-		uint16_t sz;
-		memcpy(&sz, h + RH_RT_OFF + o + 6, 2);
+		uint16_t sz = 0;
+		if (len - o >= 8)
+			memcpy(&sz, a + o + 6, 2);
 		if (len - o < 8 || sz < 8 || sz > len - o) {
 			sf_msg(msg, msglen,
-			       "runtime area: the record at %u (%u bytes) does "
-			       "not fit its %u bytes",
-			       o, len - o < 8 ? len - o : sz, len);
+			       "%s: the record at %u (%u bytes) does not fit "
+			       "its %u bytes",
+			       what, o, len - o < 8 ? len - o : sz, len);
 			return -1;
 		}
 		o += sz;
 	}
 	return 0;
+}
+
+/* The runtime area (docs/ABI.md 1.6): within its 3072 bytes, tiled by
+ * records; the runtime extension (1.7): a whole number of pages, at most
+ * 1 MiB, below the first block, in use no more than it has, tiled the
+ * same. 0, or -1 with the reason in msg. */
+static int runtime_check(const char *path, uint64_t sec_off, char *msg,
+			 size_t msglen)
+{
+	uint8_t h[SF_RHDR_SIZE];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
+	int rc = 0;
+	if (n != (ssize_t)sizeof(h))
+		goto out; /* (the header was read and checked by sf_load) */
+	uint32_t feat = rd32(h + RH_FEATURES);
+	uint32_t len = rd32(h + RH_RT_LEN);
+	if ((feat & RH_F_RUNTIME) && len > RH_RT_MAX) {
+		sf_msg(msg, msglen, "runtime area of %u bytes (at most %d)",
+		       len, RH_RT_MAX);
+		rc = -1;
+	} else if (feat & RH_F_RUNTIME) {
+		rc = records_check(h + RH_RT_OFF, len, "runtime area", msg,
+				   msglen);
+	}
+	if (rc || !(feat & RH_F_RTX))
+		goto out;
+	uint32_t cap = rd32(h + RH_RTX_CAP), xl = rd32(h + RH_RTX_LEN);
+	if (cap % 4096 || cap > RH_RTX_MAX || xl > cap ||
+	    sec_off < (uint64_t)RH_RTX_OFF + cap) {
+		sf_msg(msg, msglen,
+		       "runtime extension of %u bytes, %u in use, the block "
+		       "at %llu (a whole number of pages up to 1 MiB, below "
+		       "the block)",
+		       cap, xl, (unsigned long long)sec_off);
+		rc = -1;
+		goto out;
+	}
+	uint8_t *x = xl ? malloc(xl) : NULL;
+	if (xl && (!x || pread(fd, x, xl, RH_RTX_OFF) != (ssize_t)xl)) {
+		sf_msg(msg, msglen, "runtime extension: cannot read %u bytes",
+		       xl);
+		rc = -1;
+	} else {
+		rc = records_check(x, xl, "runtime extension", msg, msglen);
+	}
+	free(x);
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 int jsf_validate_region(const char *path, char *msg, size_t msglen)
@@ -288,7 +328,7 @@ int jsf_validate_region(const char *path, char *msg, size_t msglen)
 		sf_msg(msg, msglen, "%s", sub);
 		return err == -ENOMEM ? err : -EBADMSG;
 	}
-	if (runtime_check(path, sub, sizeof(sub))) {
+	if (runtime_check(path, ri.sec_off, sub, sizeof(sub))) {
 		sf_msg(msg, msglen, "%s", sub);
 		goto bad;
 	}

@@ -10,6 +10,7 @@
 #include "jitsframe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sframe-api.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -434,6 +435,102 @@ int main(void)
 		CHECK(jsf_validate_region(p, vm, sizeof(vm)) == -EBADMSG &&
 			  strstr(vm, "the record at 24"),
 		      "%s", vm);
+		jsf_region_destroy(r);
+	}
+
+	CASE("1.8: a runtime extension (runtime_ext, docs/ABI.md 1.7): an "
+	     "append the header page cannot hold goes whole after the page, "
+	     "its length after its bytes; blocks never overlap it, through "
+	     "rebuilds; the validator checks it; sizes past 1 MiB or a "
+	     "quarter of max_size refused")
+	{
+		struct jsf_region_opts o = {.sz = sizeof(o),
+					    .runtime_ext = 5000};
+		struct jsf_region *r = mk("rtx", &o, &err);
+		CHECK_EQ(err, 0);
+		static uint8_t a[3000], b[5000], c[3200];
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = (uint8_t)(i * 13 + 5);
+		/* records of [tag, version, size]: the validator's framing */
+		memcpy(a, "AAAA\1\0", 6), a[6] = 3000 & 255, a[7] = 3000 >> 8;
+		memcpy(c, "CCCC\1\0", 6), c[6] = 3200 & 255, c[7] = 3200 >> 8;
+		CHECK_EQ(jsf_region_append_runtime(r, a, sizeof(a)), 0);
+		CHECK_EQ(jsf_region_append_runtime(r, c, sizeof(c)), 0);
+		/* the extension: 5000 rounded up to 8192, 6400 used */
+		CHECK_EQ(jsf_region_append_runtime(r, c, sizeof(c)), 0);
+		CHECK_EQ(jsf_region_append_runtime(r, c, 1793), -ENOSPC);
+		CHECK_EQ(jsf_region_append_runtime(r, b, 8193), -EINVAL);
+		CHECK_EQ(jsf_region_set_runtime(r, c, 1), -EEXIST);
+		/* rebuilds: thousands of functions, each add */
+		for (uint64_t i = 0; i < 6000; i++)
+			CHECK(jsf_region_add(r, 0x100000 + 64 * i, 16, &sp8, 1,
+					     0) == 0,
+			      "add %llu", (unsigned long long)i);
+		char p[128];
+		snprintf(p, sizeof(p), "%s/rtx", dir);
+		static uint8_t h[4096 + 8192];
+		FILE *f = fopen(p, "rb");
+		CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h), "read %s",
+		      p);
+		if (f)
+			fclose(f);
+		uint32_t feat, len, cap, xl;
+		uint64_t sec;
+		memcpy(&feat, h + 96, 4);
+		memcpy(&len, h + 100, 4);
+		memcpy(&cap, h + 104, 4);
+		memcpy(&xl, h + 108, 4);
+		memcpy(&sec, h + 80, 8);
+		CHECK(feat == 3 && len == 3000 && cap == 8192 && xl == 6400,
+		      "feat %u len %u cap %u xlen %u", feat, len, cap, xl);
+		CHECK(sec >= 4096 + 8192, "the block at %llu",
+		      (unsigned long long)sec);
+		CHECK(!memcmp(h + 1024, a, 3000) && !memcmp(h + 4096, c, 3200) &&
+			  !memcmp(h + 4096 + 3200, c, 3200),
+		      "the page's area and the extension, as appended, after "
+		      "the rebuilds");
+		char vm[512];
+		CHECK(jsf_validate_region(p, vm, sizeof(vm)) == 0, "%s", vm);
+		struct jsf_view *v;
+		CHECK_EQ(jsf_view_open(&v, p), 0);
+		struct jsf_view_info vi = {.sz = sizeof(vi)};
+		CHECK(jsf_view_info(v, &vi) == 0 && vi.live_funcs == 6000,
+		      "%llu live", (unsigned long long)vi.live_funcs);
+		jsf_view_close(v);
+		jsf_region_destroy(r);
+		/* a damaged extension: a record past its length */
+		int fd = open(p, O_RDWR);
+		uint16_t bad = 3300;
+		CHECK(fd >= 0 && pwrite(fd, &bad, 2, 4096 + 3200 + 6) == 2,
+		      "damage %s", p);
+		close(fd);
+		CHECK(jsf_validate_region(p, vm, sizeof(vm)) == -EBADMSG &&
+			  strstr(vm, "runtime extension"),
+		      "%s", vm);
+		o.runtime_ext = (1u << 20) + 1;
+		r = mk("rtx2", &o, &err);
+		CHECK_EQ(err, -EINVAL);
+		o.runtime_ext = 4096, o.max_size = 64 * 1024;
+		r = mk("rtx3", &o, &err);
+		CHECK_EQ(err, 0);
+		jsf_region_destroy(r);
+		o.runtime_ext = 16385;
+		r = mk("rtx4", &o, &err);
+		CHECK_EQ(err, -EINVAL);
+		/* without one: unchanged, the block right after the page */
+		o.runtime_ext = 0, o.max_size = 0;
+		r = mk("rtx5", &o, &err);
+		CHECK_EQ(jsf_region_append_runtime(r, c, 3072), 0);
+		CHECK_EQ(jsf_region_append_runtime(r, c, 1), -ENOSPC);
+		snprintf(p, sizeof(p), "%s/rtx5", dir);
+		f = fopen(p, "rb");
+		CHECK(f && fread(h, 1, 4096, f) == 4096, "read %s", p);
+		if (f)
+			fclose(f);
+		memcpy(&feat, h + 96, 4);
+		memcpy(&sec, h + 80, 8);
+		CHECK(feat == 1 && sec == 4096, "feat %u, block at %llu", feat,
+		      (unsigned long long)sec);
 		jsf_region_destroy(r);
 	}
 

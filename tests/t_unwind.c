@@ -888,6 +888,101 @@ int main(void)
 		CHECK_EQ(uw_runtime_parse(h, sizeof(h), &rt), -1);
 	}
 
+	CASE("the runtime extension (docs/ABI.md 1.7): LJCF names after the "
+	     "header page, with the page's LJFF names; a length past its "
+	     "capacity or the bytes given refused")
+	{
+		static uint8_t h[4096 + 4096];
+		memset(h, 0, sizeof(h));
+		/* header area: LJFF, base 0x400000, +0x10 "string.rep" and
+		 * +0x20 "shared" */
+		uint8_t *r = h + 1024;
+		uint16_t v1 = 1;
+		uint32_t p = 20;
+		static const char *ff[] = {"string.rep", "shared"};
+		for (int32_t i = 0; i < 2; i++) {
+			int32_t d = 0x10 * (i + 1);
+			memcpy(r + p, &d, 4);
+			r[p + 4] = (uint8_t)strlen(ff[i]);
+			memcpy(r + p + 5, ff[i], strlen(ff[i]));
+			p += 5 + (uint32_t)strlen(ff[i]);
+		}
+		uint16_t psz = (uint16_t)p, cnt = 2;
+		uint64_t base = 0x400000;
+		memcpy(r, "LJFF", 4);
+		memcpy(r + 4, &v1, 2);
+		memcpy(r + 6, &psz, 2);
+		memcpy(r + 8, &base, 8);
+		memcpy(r + 16, &cnt, 2);
+		uint32_t alen = p;
+		/* extension: LJCF, base 0x7f0000001000; +0 "cmod.spin",
+		 * and 0x400020 again as "other" (two names: neither) */
+		r = h + 4096;
+		p = 20;
+		uint64_t xb = 0x7f0000001000ull;
+		int32_t d0 = 0;
+		memcpy(r + p, &d0, 4);
+		r[p + 4] = 9;
+		memcpy(r + p + 5, "cmod.spin", 9);
+		p += 14;
+		psz = (uint16_t)p;
+		memcpy(r, "LJCF", 4);
+		memcpy(r + 4, &v1, 2);
+		memcpy(r + 6, &psz, 2);
+		memcpy(r + 8, &xb, 8);
+		cnt = 1;
+		memcpy(r + 16, &cnt, 2);
+		/* 0x400020 is not within an s32 of it: a record of its own */
+		uint32_t x = psz;
+		uint8_t *r2 = h + 4096 + x;
+		memcpy(r2, "LJCF", 4);
+		memcpy(r2 + 4, &v1, 2);
+		uint16_t sz2 = 20 + 5 + 5;
+		memcpy(r2 + 6, &sz2, 2);
+		memcpy(r2 + 8, &base, 8);
+		memcpy(r2 + 16, &cnt, 2);
+		int32_t d2 = 0x20;
+		memcpy(r2 + 20, &d2, 4);
+		r2[24] = 5;
+		memcpy(r2 + 25, "other", 5);
+		x += sz2;
+		uint32_t feat = 3, cap = 4096;
+		memcpy(h + 96, &feat, 4);
+		memcpy(h + 100, &alen, 4);
+		memcpy(h + 104, &cap, 4);
+		memcpy(h + 108, &x, 4);
+		struct uw_runtime rt;
+		CHECK_EQ(uw_runtime_parse(h, 4096 + x, &rt), 0);
+		const char *a = uw_runtime_name(&rt, 0x400010),
+			   *c = uw_runtime_name(&rt, xb);
+		CHECK(a && !strcmp(a, "string.rep"), "LJFF in the page: %s",
+		      a ? a : "(none)");
+		CHECK(c && !strcmp(c, "cmod.spin"), "LJCF in the extension: %s",
+		      c ? c : "(none)");
+		CHECK(!uw_runtime_name(&rt, 0x400020),
+		      "named in the page and the extension two ways: neither");
+		int kinds = 0;
+		for (size_t i = 0; i < rt.nn; i++)
+			kinds |= 1 << rt.n[i].kind;
+		CHECK(rt.nn == 2 && kinds == (1 << UW_RT_BUILTIN |
+					      1 << UW_RT_CFUNC),
+		      "two names, one of each kind (%zu)", rt.nn);
+		uw_runtime_free(&rt);
+		/* without bit 1 the extension is not read */
+		feat = 1;
+		memcpy(h + 96, &feat, 4);
+		CHECK(uw_runtime_parse(h, 4096 + x, &rt) == 0 && rt.nn == 2 &&
+			  !uw_runtime_name(&rt, xb),
+		      "no bit: the page's names only");
+		uw_runtime_free(&rt);
+		feat = 3;
+		memcpy(h + 96, &feat, 4);
+		CHECK_EQ(uw_runtime_parse(h, 4096 + x - 1, &rt), -1);
+		cap = x - 1;
+		memcpy(h + 104, &cap, 4);
+		CHECK_EQ(uw_runtime_parse(h, 4096 + x, &rt), -1);
+	}
+
 	CASE("the objects build (cc: .eh_frame, .debug_frame, --gsframe)")
 	{
 		CHECK(build("eh", "", path_eh, &o_eh), "eh_frame object");

@@ -99,9 +99,11 @@ void traces_refresh_runtime(struct traces *t);
  * UW_INTERP_NAME. A native frame whose function (its FDE) starts at such an
  * address gets the name where the binary's symbols give none. */
 #define UW_INTERP_NAME "luajit_interpreter"
+enum { UW_RT_BUILTIN, UW_RT_CFUNC }; /* an LJFF name, an LJCF name */
 struct uw_rtname {
 	uint64_t addr;
 	const char *name;
+	int kind; /* UW_RT_* */
 };
 struct uw_runtime {
 	uint64_t vm_start, vm_end; /* 0: none */
@@ -109,8 +111,9 @@ struct uw_runtime {
 	size_t nn;
 	char *blob;
 };
-/* hdr: a region file's first len (4096) bytes. 0 (rt may hold nothing),
- * -1 (a bad area length, or out of memory: nothing). */
+/* hdr: a region file's first len bytes (4096; more to reach the runtime
+ * extension's bytes in use, docs/ABI.md 1.7). 0 (rt may hold nothing), -1
+ * (a bad area length, or out of memory: nothing). */
 int uw_runtime_parse(const uint8_t *hdr, size_t len, struct uw_runtime *rt);
 /* The same from the region file at path: -1 also when its header page
  * cannot be read. */
