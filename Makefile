@@ -232,6 +232,15 @@ $(B)/tests/elfrows_dump: $(B)/rel/tests/elfrows_dump.o $(call closure,rel,unwind
 $(B)/tests/mkregion: $(B)/rel/tests/mkregion.o $(B)/rel/libjitsframe.a
 	@mkdir -p $(dir $@)
 	$(CC) $^ -o $@ -lpthread
+# tests/t_cfnames.sh's Lua C module: as built (nm's ground truth) and
+# stripped (what the test loads); cmodfn.so is the same file
+$(B)/tests/cmod-full/cmod.so: tests/cmod.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(LUAJIT_CFLAGS) -O2 -g -fPIC -shared -fvisibility=hidden $< -o $@
+$(B)/tests/cmod/cmod.so: $(B)/tests/cmod-full/cmod.so
+	@mkdir -p $(dir $@)
+	strip --strip-unneeded -o $@ $<
+	ln -sf cmod.so $(dir $@)cmodfn.so
 $(B)/tests/lib%.so: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) -O2 -g -fPIC -shared $< -o $@ -ldl
@@ -265,7 +274,7 @@ check-build: all $(addprefix $(B)/rel/tests/,$(TESTS)) \
        $(B)/tsan/tests/t_profile \
        $(B)/rel/tests/t_states $(B)/asan/jitsframe \
        $(VMTEST_LIBS) $(B)/tests/x86len_walk $(B)/tests/elfrows_dump \
-       $(B)/tests/mkregion \
+       $(B)/tests/mkregion $(B)/tests/cmod/cmod.so \
        $(addprefix $(B)/fuzz/,$(FUZZERS))
 
 # The main job: profile a bundled LuaJIT workload through its traces.

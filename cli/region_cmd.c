@@ -327,15 +327,26 @@ static int dump_builtins(const char *path, const struct ropts *o)
 		printf("interpreter 0x%" PRIx64 "-0x%" PRIx64 " %s\n",
 		       rt.vm_start, rt.vm_end, UW_INTERP_NAME);
 	}
-	for (size_t i = 0; i < rt.nn; i++) {
-		if (o->json) {
-			printf("%s{\"addr\":%" PRIu64 ",\"name\":",
-			       i ? "," : "", rt.n[i].addr);
-			json_str(stdout, rt.n[i].name);
-			putchar('}');
-		} else {
-			printf("builtin 0x%" PRIx64 " %s\n", rt.n[i].addr,
-			       rt.n[i].name);
+	/* LuaJIT's builtins (LJFF), then the modules' C functions (LJCF) */
+	for (int kind = UW_RT_BUILTIN; kind <= UW_RT_CFUNC; kind++) {
+		if (o->json && kind == UW_RT_CFUNC)
+			printf("],\"cfunctions\":[");
+		int first = 1;
+		for (size_t i = 0; i < rt.nn; i++) {
+			if (rt.n[i].kind != kind)
+				continue;
+			if (o->json) {
+				printf("%s{\"addr\":%" PRIu64 ",\"name\":",
+				       first ? "" : ",", rt.n[i].addr);
+				json_str(stdout, rt.n[i].name);
+				putchar('}');
+			} else {
+				printf("%s 0x%" PRIx64 " %s\n",
+				       kind == UW_RT_CFUNC ? "cfunction"
+							   : "builtin",
+				       rt.n[i].addr, rt.n[i].name);
+			}
+			first = 0;
 		}
 	}
 	if (o->json)

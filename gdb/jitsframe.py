@@ -357,8 +357,9 @@ class _JsfTarget:
     # --- names of native code a stripped binary leaves unnamed ---
     def rt_names(self):
         """{address: name} from the region's runtime area (docs/ABI.md
-        1.6): LuaJIT's builtins written in C ("LJFF") and the interpreter's
-        one FDE ("LJVM": luajit_interpreter); {} if none."""
+        1.6, 1.7): LuaJIT's builtins written in C ("LJFF"), the C functions
+        of Lua modules ("LJCF") and the interpreter's one FDE ("LJVM":
+        luajit_interpreter); {} if none."""
         if self._rt is None:
             self._rt = _jsf_rt_names(self.path) if self.path else {}
         return self._rt
@@ -394,23 +395,36 @@ class _JsfTarget:
 
 
 def _jsf_rt_names(path):
-    """The names of a region's runtime area: each record char[4] tag, u16
-    version, u16 size; LJFF (version 1): u64 base, u16 count, u16 0, then
-    count entries s32 address - base, u8 length, name; LJVM (version 1):
-    the interpreter's code [vm_start, vm_end) at 16 and 24. A name of
-    anything but printable ASCII without ';', or an address named two
-    ways: left out (as unwind/rtnames.c reads it)."""
+    """The names of a region's runtime area and extension (docs/ABI.md
+    1.6, 1.7): each record char[4] tag, u16 version, u16 size; LJFF and
+    LJCF (version 1: LuaJIT's builtins, the C functions of Lua modules):
+    u64 base, u16 count, u16 0, then count entries s32 address - base, u8
+    length, name; LJVM (version 1): the interpreter's code [vm_start,
+    vm_end) at 16 and 24. A name of anything but printable ASCII without
+    ';', or an address named two ways: left out (as unwind/rtnames.c reads
+    it)."""
     try:
         with open(path, "rb") as f:
             h = f.read(4096)
+            feat = struct.unpack_from("<I", h, 96)[0] if len(h) == 4096 else 0
+            xlen = struct.unpack_from("<I", h, 108)[0] if feat & 2 else 0
+            x = f.read(xlen) if xlen <= (1 << 20) else b""
     except OSError:
         return {}
-    if len(h) < 4096 or not struct.unpack_from("<I", h, 96)[0] & 1:
+    if len(h) < 4096:
         return {}
-    alen = struct.unpack_from("<I", h, 100)[0]
+    alen = struct.unpack_from("<I", h, 100)[0] if feat & 1 else 0
     if alen > 3072:
         return {}
-    a, o, got = h[1024:1024 + alen], 0, {}
+    got = {}
+    for a in (h[1024:1024 + alen], x if len(x) == xlen else b""):
+        _jsf_rt_area(a, got)
+    return {k: v.pop() for k, v in got.items() if len(v) == 1}
+
+
+def _jsf_rt_area(a, got):
+    """One area's records into got ({address: {names}})."""
+    o, alen = 0, len(a)
     while alen - o >= 8:
         tag = a[o:o + 4]
         ver, sz = struct.unpack_from("<HH", a, o + 4)
@@ -421,7 +435,7 @@ def _jsf_rt_names(path):
             lo, hi = struct.unpack_from("<QQ", r, 16)
             if lo < hi:
                 got.setdefault(lo, set()).add("luajit_interpreter")
-        elif tag == b"LJFF" and ver == 1 and sz >= 20:
+        elif tag in (b"LJFF", b"LJCF") and ver == 1 and sz >= 20:
             base, cnt = struct.unpack_from("<QH", r, 8)
             p = 20
             for _ in range(cnt):
@@ -433,7 +447,6 @@ def _jsf_rt_names(path):
                 if nl and all(0x21 <= c <= 0x7e and c != 0x3b for c in nm):
                     got.setdefault((base + d) & _JSF_U64, set()).add(nm.decode())
         o += sz
-    return {k: v.pop() for k, v in got.items() if len(v) == 1}
 
 
 def _jsf_proc_mappings():

@@ -4,7 +4,10 @@ against the known structure of tests/lua/builtins.lua (its own output:
 CALL <builtin> <caller's line>, CB <builtin> <callback's line>, FF <name>
 for every builtin of the VM).
 
-usage: builtins_check.py mixed|perf STACKS.folded SCRIPT_OUTPUT
+usage: builtins_check.py mixed|perf STACKS.folded SCRIPT_OUTPUT [CHUNK]
+(CHUNK: the workload's file name, default builtins.lua; tests/t_cfnames.sh
+gives tests/lua/cfuncs.lua's, its output of the same form for C functions
+of modules)
 
 mixed (jitsframe profile: Lua frames from the VM's stack):
   wrong   every frame named as a builtin has as its nearest Lua frame
@@ -37,8 +40,9 @@ for line in open(out):
     elif len(p) == 2 and p[0] == "FF":
         ff.add(p[1])
 expect = set(call.values())
-lua_re = re.compile(r"^(.*builtins\.lua):(\d+)_\[l\]$")
-trace_re = re.compile(r"^TRACE_\d+::(.*builtins\.lua):(\d+)_\[j\]$")
+chunk = re.escape(sys.argv[4] if len(sys.argv) > 4 else "builtins.lua")
+lua_re = re.compile(r"^(.*" + chunk + r"):(\d+)_\[l\]$")
+trace_re = re.compile(r"^TRACE_\d+::(.*" + chunk + r"):(\d+)_\[j\]$")
 
 
 def lua_line(fr):

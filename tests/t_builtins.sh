@@ -11,7 +11,7 @@
 #     published address is exactly one builtin's and the name LuaJIT's own
 #     for it (none of the builtins sharing a C handler, math.abs/floor/ceil
 #     say, is named); a library loaded after start() (table.new) is named
-#     after 64 more trace stops.
+#     at a later look (the 1st, 2nd, 4th, 8th... trace event).
 #  2. `jitsframe profile` (root, BPF) of tests/lua/builtins.lua, whose five
 #     jit.off functions each spend their time in one builtin (two of which
 #     call back into Lua): every frame named as a builtin sits under the

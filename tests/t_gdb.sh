@@ -25,6 +25,10 @@
 #      callback calls the C function) is named string.gsub, its pc in the
 #      FDE readelf says starts at LuaJIT's own address of it; the
 #      interpreter's frames luajit_interpreter; names planted one id off
+#      fail;
+#  (f) a stripped Lua C module (tests/cmod.c): the frame in cmod.call's C
+#      function (it calls back into Lua) is named cmod.call, its pc within
+#      cmod_call as nm gives it in the unstripped build; planted names
 #      fail.
 # The ground truth is gdb's own unwinding of the C code and of luajit (the
 # frames below the trace, up to main) and the program's source line.
@@ -296,6 +300,63 @@ if ! msg=$(gsub_case gsub-plant JITSFRAME_VM_FFNAME_SHIFT=1) &&
 	ok "planted (names one id off): string.gsub's frame fails ($msg)"
 else
 	notok "planted (names one id off): string.gsub's frame must fail, the interpreter still named" "$msg" "$(frames "$T/gsub-plant.out" ==after)"
+fi
+
+# --- (f) a C function of a stripped Lua module named ---
+# tests/cmod.c stripped (build/tests/cmod): cmod.call(f) calls f, which
+# calls gdbt_stop through the FFI. The frame in cmod.call's C function
+# must be named cmod.call once the script is sourced (the region's LJCF
+# names), its pc within cmod_call as nm gives it in the unstripped build
+# (address and size) where the program saw cmod.so mapped; no name
+# before. Names planted one address off must not pass.
+CM=$PWD/build/tests/cmod
+if [ -e "$CM/cmod.so" ] && nm -S "$PWD/build/tests/cmod-full/cmod.so" >"$T/cmod.nm" 2>/dev/null; then
+	cat >"$T/ccall.lua" <<'EOF2'
+local ffi = require("ffi")
+ffi.cdef[[void gdbt_stop(int n);]]
+local lib = ffi.load(arg[1])
+local cmod = require("cmod")
+for l in io.lines("/proc/self/maps") do
+	local a, off, path = l:match("^(%x+)%-%x+ %S+ (%x+) %S+ %S+%s+(.*)$")
+	if path and path:match("/cmod/cmod%.so$") and tonumber(off, 16) == 0 then print("BASE " .. a) break end
+end
+io.stdout:flush()
+local function via() local r = cmod.call(function() lib.gdbt_stop(7) return 1 end) return r end
+for _ = 1, 200 do local s = 0 for i = 1, 100 do s = s + i end end -- (trace events: a look)
+via()
+EOF2
+	ccall_case() {
+		local out=$T/$1.out region=$T/$1.region
+		shift
+		"${GDB[@]}" -ex 'break gdbt_stop' -ex run -ex 'echo ==before\n' -ex bt -ex "source $SCRIPT" \
+			-ex 'echo ==after\n' -ex bt -ex 'echo ==end\n' -ex kill \
+			--args env LUA_CPATH="$CM/?.so;;" "$@" "$J" run --quiet --region "$region" -- \
+			"$LJ" "$T/ccall.lua" "$T/libgdbt.so" >"$out" 2>&1
+		local base s z pc after before
+		base=$(sed -n 's/^BASE //p' "$out")
+		read -r s z < <(awk '$4 == "cmod_call" {print $1, $2}' "$T/cmod.nm")
+		after=$(frames "$out" ==after) before=$(frames "$out" ==before)
+		[ -n "$base" ] && [ -n "${s:-}" ] || { echo "no BASE line or no cmod_call in nm"; return 1; }
+		pc=$(printf '%s\n' "$after" | sed -nE 's/^#[0-9]+ +0x0*([0-9a-f]+) in cmod\.call \(\).*/\1/p')
+		echo "cmod.call frames: $(printf '%s\n' "$pc" | grep -c .)"
+		[ "$(printf '%s\n' "$pc" | grep -c .)" = 1 ] || return 1
+		pc=$((0x$pc - 1 - 0x$base))
+		[ "$pc" -ge $((0x$s)) ] && [ "$pc" -lt $((0x$s + 0x$z)) ] || { echo "its pc is not in cmod_call (nm)"; return 1; }
+		printf '%s\n' "$before" | grep -q ' in cmod\.call ' && { echo "named before the script"; return 1; }
+		return 0
+	}
+	if msg=$(ccall_case ccall); then
+		ok "a stripped Lua C module: the frame in cmod.call's C function named cmod.call, its pc within cmod_call as nm says ($msg)"
+	else
+		notok "a stripped Lua C module: cmod.call's frame named" "$msg" "$(frames "$T/ccall.out" ==after)" "$(tail -n 5 "$T/ccall.out")"
+	fi
+	if ! msg=$(ccall_case ccall-plant JITSFRAME_VM_FFNAME_SHIFT=1); then
+		ok "planted (names one address off): cmod.call's frame fails ($msg)"
+	else
+		notok "planted (names one address off): cmod.call's frame must fail" "$msg" "$(frames "$T/ccall-plant.out" ==after)"
+	fi
+else
+	notok "tests/cmod.c built and stripped (build/tests/cmod: make check-build)"
 fi
 
 # --- (d) installed ---

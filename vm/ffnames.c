@@ -12,8 +12,9 @@
  * package.loaded holds (the libraries, their userdata's metatables: io's
  * file methods, ffi.C's), and the three iterators the builtins return
  * (ipairs', string.gmatch's, coroutine.wrap's). Libraries loaded later
- * (ffi, table.new, string.buffer) are looked for again at the 64th trace
- * stop, the 128th, the 256th... while one is missing.
+ * (ffi, table.new, string.buffer) are looked for again at the 1st trace
+ * event, the 2nd, the 4th, the 8th... (with modules' C functions,
+ * cfnames.c).
  *
  * An address is named only when no other builtin can be at it. LuaJIT
  * gives a fast function with no C fallback of its own the handler of the
@@ -34,7 +35,7 @@
 #include "jsfenv.h"
 
 #define VM_FF_MAX 512  /* fast-function ids (LuaJIT 2.1: some 230) */
-#define VM_FF_FIRST 64 /* the first look again, in trace stops */
+#define VM_FF_FIRST 1 /* the first look again, in trace events */
 
 struct vm_ff {
 	int n;		       /* ids 0..n-1 in ffnames */
@@ -46,6 +47,8 @@ struct vm_ff {
 	char *key[VM_FF_MAX]; /* package.loaded keys still to look at */
 	uint8_t keydone[VM_FF_MAX];
 	int found, found_rec; /* addresses found; as of the last record */
+	struct vm_cf *cf;     /* the C functions of modules (cfnames.c) */
+	int cf_rec;	      /* of them, found as of the last record */
 	int shift;		/* JSF_ENV_VM_FFNAME_SHIFT: tests only */
 	uint8_t rec[VM_RT_MAX]; /* every LJFF record made, for each region */
 	uint32_t reclen;
@@ -169,6 +172,8 @@ static int scan(lua_State *L)
 		}
 		lua_settop(L, fi);
 	}
+	if (ff->cf)
+		vm_cf_walk(ff->cf, L, loaded, fi);
 	return 0;
 }
 
@@ -282,6 +287,8 @@ static void ff_free(struct vm_ff *ff)
 {
 	for (int i = 0; ff && i < VM_FF_MAX; i++)
 		free(ff->name[i]), free(ff->key[i]);
+	if (ff)
+		vm_cf_free(ff->cf);
 	free(ff);
 }
 
@@ -306,21 +313,22 @@ void vm_ff_scan(struct vmod *m, lua_State *L)
 			return;
 		}
 		ff->shift = getenv(JSF_ENV_VM_FFNAME_SHIFT) != NULL;
+		ff->cf = vm_cf_new(); /* (none: builtins alone) */
 		__atomic_store_n(&m->ff, ff, __ATOMIC_RELEASE);
 	}
-	/* again at the 64th stop, the 128th, the 256th...: a library loaded
-	 * later is named some time after (within as many stops again as
-	 * had passed), at a cost that vanishes per stop */
-	uint32_t now = __atomic_load_n(&m->ff_stops, __ATOMIC_RELAXED);
+	/* again at the 1st trace event, the 2nd, 4th, 8th...: a module
+	 * loaded later is named some time after (within as many events
+	 * again as had passed), at a cost that vanishes per event */
+	uint32_t now = __atomic_load_n(&m->ff_events, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->ff_next,
-			 now < VM_FF_FIRST / 2	? VM_FF_FIRST
+			 now < VM_FF_FIRST	? VM_FF_FIRST
 			 : now > UINT32_MAX / 2 ? UINT32_MAX
 						: 2 * now,
 			 __ATOMIC_RELAXED);
 	int open = 0;
 	for (int i = 0; i < ff->nkeys; i++)
 		open |= !ff->keydone[i];
-	if (open) {
+	if (open || ff->cf) { /* (modules: any time) */
 		int top = lua_gettop(L);
 		lua_pushlightuserdata(L, ff);
 		lua_pushcclosure(L, scan, 1);
@@ -328,10 +336,15 @@ void vm_ff_scan(struct vmod *m, lua_State *L)
 				0); /* (out of memory: what it found) */
 		lua_settop(L, top);
 	}
-	if (ff->found != ff->found_rec) { /* (make_record: O(ids^2)) */
+	int cfn = vm_cf_count(ff->cf);
+	if (ff->found != ff->found_rec || cfn != ff->cf_rec) {
+		/* (make_record: O(ids^2)) */
 		ff->found_rec = ff->found;
+		ff->cf_rec = cfn;
 		pthread_mutex_lock(&m->mu);
 		make_record(ff);
+		if (ff->cf)
+			vm_cf_record(m, ff->cf, ff->shift);
 		vm_ff_publish(m);
 		pthread_mutex_unlock(&m->mu);
 	}
@@ -348,12 +361,15 @@ void vm_ff_publish(struct vmod *m)
 		ff->pub_epoch = m->epoch;
 		ff->pub_len = 0;
 	}
-	if (ff->pub_len == ff->reclen)
-		return;
-	int err = jsf_region_append_runtime(m->region, ff->rec + ff->pub_len,
-					    ff->reclen - ff->pub_len);
-	if (err)
-		vm_log(m, "cannot publish the builtins' names: %s",
-		       jsf_strerror(err));
-	ff->pub_len = ff->reclen; /* (once, even when refused) */
+	if (ff->pub_len != ff->reclen) {
+		int err = jsf_region_append_runtime(
+		    m->region, ff->rec + ff->pub_len, ff->reclen - ff->pub_len);
+		if (err)
+			vm_log(m, "cannot publish the builtins' names: %s",
+			       jsf_strerror(err));
+		ff->pub_len = ff->reclen; /* (once, even when refused) */
+	}
+	/* then the modules' C functions (their own epoch and length): the
+	 * builtins' first, in the header page while it has room */
+	vm_cf_publish(m, ff->cf);
 }

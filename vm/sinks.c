@@ -47,6 +47,7 @@ static int region_fallback(struct vmod *m, int why)
 	char want[sizeof(m->path)];
 	struct jsf_region_opts o = {
 	    .sz = sizeof(o),
+	    .runtime_ext = VM_RTX,
 	    .flags = JSF_REGION_REPLACE | JSF_REGION_MAPPED |
 		     (m->no_mlock ? (uint32_t)JSF_REGION_NO_MLOCK : 0)};
 	snprintf(want, sizeof(want), "%s", m->path);
@@ -100,7 +101,7 @@ static void open_jitdump(struct vmod *m)
 static int open_region(struct vmod *m)
 {
 	int err;
-	struct jsf_region_opts o = {.sz = sizeof(o)};
+	struct jsf_region_opts o = {.sz = sizeof(o), .runtime_ext = VM_RTX};
 	if (m->base_path[0]) {
 		if (m->pid && m->pid != getpid()) /* a forked child: own file */
 			snprintf(m->path, sizeof(m->path), "%s-%d",

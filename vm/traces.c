@@ -475,13 +475,13 @@ VM_HOT static void handle(lua_State *L, struct lstate *s)
 		if (tr > 0 && (uint64_t)tr < s->cap)
 			for (size_t o = 0; o < sizeof(struct tinfo); o += 64)
 				__builtin_prefetch((char *)&s->t[tr] + o, 1);
-		/* at the 64th, 128th...: libraries loaded since (a count
-		 * lost to a race is harmless: no locked add) */
-		uint32_t k = __atomic_load_n(&m->ff_stops, __ATOMIC_RELAXED);
-		__atomic_store_n(&m->ff_stops, k + 1, __ATOMIC_RELAXED);
-		if (k + 1 >= __atomic_load_n(&m->ff_next, __ATOMIC_RELAXED))
-			vm_ff_scan(m, L);
 	}
+	/* at the 1st event, the 2nd, 4th, 8th...: modules and libraries
+	 * loaded since (a count lost to a race is harmless: no locked add) */
+	uint32_t k = __atomic_load_n(&m->ff_events, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ff_events, k + 1, __ATOMIC_RELAXED);
+	if (k + 1 >= __atomic_load_n(&m->ff_next, __ATOMIC_RELAXED))
+		vm_ff_scan(m, L);
 	pthread_mutex_lock(&m->mu);
 	if (!stop && !flush && !start) {
 		/* abort: for the auditlog only */

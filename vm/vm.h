@@ -72,9 +72,10 @@ struct vmod {
 	int replace; /* replace an existing file at an explicit path */
 	int want_perfmap;
 	int no_mlock; /* start{mlock = false}: JSF_REGION_NO_MLOCK */
-	/* ffnames.c: trace stops seen, and the one at which to look for
-	 * builtins again (here, beside what each stop touches anyway) */
-	uint32_t ff_stops, ff_next;
+	/* ffnames.c: trace events seen, and the one at which to look for
+	 * builtins and modules again (here, beside what each event touches
+	 * anyway) */
+	uint32_t ff_events, ff_next;
 	uint64_t traces, published, skipped, removed;
 	uint32_t nlive; /* rows live in the current region, all states */
 	/* a stopped trace's facts (machine code, loop offset, parent) from
@@ -223,12 +224,24 @@ void vm_luavm_publish(struct vmod *m);
  * (JSF_ENV_PROFILE_SYNC); once per process */
 void vm_luavm_sync(void);
 /* ffnames.c: the builtins' names in the runtime area ("LJFF", docs/ABI.md
- * 1.6). scan: at start() and at the 64th, 128th, 256th... trace stop
- * while a library is missing; without m->mu (it runs Lua), taking it to
+ * 1.6). scan: at start() and at the 1st, 2nd, 4th, 8th... trace event; without m->mu (it runs Lua), taking it to
  * publish. publish: m->mu held, after vm_luavm_publish (a new region gets them
  * all). */
 #define VM_RT_MAX 3072 /* the runtime area (LV_AREA_SIZE of it LJVM's) */
+#define VM_RTX (64 * 1024) /* the runtime extension each region reserves */
 void vm_ff_scan(struct vmod *m, lua_State *L);
+/* cfnames.c: the C functions of Lua modules ("LJCF", docs/ABI.md 1.6),
+ * looked for with the builtins (ffnames.c's scan and schedule). walk: in
+ * the scan's protected call, loaded package.loaded's index, fi
+ * jit.util.funcinfo's; record (new names into records) and publish (what
+ * the current region lacks): m->mu held. */
+struct vm_cf;
+struct vm_cf *vm_cf_new(void);
+void vm_cf_free(struct vm_cf *cf);
+int vm_cf_count(const struct vm_cf *cf);
+void vm_cf_walk(struct vm_cf *cf, lua_State *L, int loaded, int fi);
+void vm_cf_record(struct vmod *m, struct vm_cf *cf, int shift);
+void vm_cf_publish(struct vmod *m, struct vm_cf *cf);
 void vm_ff_publish(struct vmod *m);
 /* A Lua function's prototype where position pos will be found in it
  * (else NULL), and that start position (0, or -1), through the verified

@@ -4,7 +4,8 @@
 -- are loaded (those loaded after start() too): each published address is
 -- that of exactly one builtin, and the name is LuaJIT's own for it
 -- (jit.vmdef.ffnames). Also: a library loaded after start() is named
--- once the module has seen 64 more trace stops.
+-- once the module has seen more trace events (it looks again at the 1st,
+-- 2nd, 4th, 8th...).
 -- usage: luajit ffunique.lua JITSFRAME_CLI REGION
 -- prints "ok <what>" / "not ok <what>" lines.
 local J, region = arg[1], arg[2]
