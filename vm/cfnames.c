@@ -40,6 +40,7 @@ struct cf_fn {
 	const void *obj; /* the function object (aliases: the same) */
 	char *name;
 	uint8_t state; /* 0 new, 1 published, 2 shared: never */
+	uint8_t rank;  /* 0 a module's name, 1 a global's (_G) */
 };
 
 struct vm_cf {
@@ -75,21 +76,28 @@ void vm_cf_free(struct vm_cf *cf)
 }
 
 static void found(struct vm_cf *cf, uint64_t a, const void *obj,
-		  const char *name, size_t nl)
+		  const char *name, size_t nl, int rank)
 {
 	int other = 0;
 	for (int i = 0; i < cf->n; i++) {
 		if (cf->f[i].addr != a)
 			continue;
-		if (cf->f[i].obj == obj) { /* an alias: one name, the
-					      shortest (then the first in
-					      byte order) while unpublished */
+		if (cf->f[i].obj == obj) { /* an alias: one name while
+					      unpublished, a module's before
+					      a global's (cjson.encode, not
+					      json = cjson.encode), then the
+					      shortest, then the first in
+					      byte order */
 			char *o = cf->f[i].name, *s;
 			size_t ol = strlen(o);
-			if (cf->f[i].state || nl > ol ||
-			    (nl == ol && memcmp(name, o, nl) >= 0) ||
+			int r = cf->f[i].rank;
+			if (cf->f[i].state || rank > r ||
+			    (rank == r &&
+			     (nl > ol ||
+			      (nl == ol && memcmp(name, o, nl) >= 0))) ||
 			    !(s = malloc(nl + 1)))
 				return;
+			cf->f[i].rank = (uint8_t)rank;
 			memcpy(s, name, nl);
 			s[nl] = 0;
 			free(o);
@@ -112,12 +120,15 @@ static void found(struct vm_cf *cf, uint64_t a, const void *obj,
 	int pubd = 0;
 	for (int i = 0; other && i < cf->n; i++)
 		pubd |= cf->f[i].addr == a && cf->f[i].state == 1;
-	cf->f[cf->n++] = (struct cf_fn){a, obj, s, other && !pubd ? 2 : 0};
+	cf->f[cf->n++] = (struct cf_fn){a, obj, s, other && !pubd ? 2 : 0,
+					(uint8_t)rank};
 }
 
-/* The C function at idx (not a builtin): its address, named pre.key. */
+/* The C function at idx (not a builtin): its address, named pre.key
+ * (rank: found through _G, 1, or a module, 0). */
 static void note(struct vm_cf *cf, lua_State *L, int fi, int idx,
-		 const char *pre, size_t pl, const char *key, size_t kl)
+		 const char *pre, size_t pl, const char *key, size_t kl,
+		 int rank)
 {
 	if (!lua_iscfunction(L, idx))
 		return;
@@ -140,14 +151,14 @@ static void note(struct vm_cf *cf, lua_State *L, int fi, int idx,
 	}
 	memcpy(name + nl, key, kl);
 	nl += kl;
-	found(cf, a, lua_topointer(L, idx), name, nl);
+	found(cf, a, lua_topointer(L, idx), name, nl, rank);
 }
 
 /* Table t, found as pre (pl bytes; "" for _G), depth 0 a module's, 1 a
  * table in it; seen: the state's tables already walked (each once);
  * mods: package.loaded's tables (walked as modules of their own). */
 static void walk(struct vm_cf *cf, lua_State *L, int fi, int t, int seen,
-		 int mods, const char *pre, size_t pl, int depth)
+		 int mods, const char *pre, size_t pl, int depth, int rank)
 {
 	lua_pushvalue(L, t);
 	lua_rawget(L, seen);
@@ -166,7 +177,7 @@ static void walk(struct vm_cf *cf, lua_State *L, int fi, int t, int seen,
 				    ? lua_tolstring(L, v - 1, &kl)
 				    : NULL;
 		if (k && lua_iscfunction(L, v)) {
-			note(cf, L, fi, v, pre, pl, k, kl);
+			note(cf, L, fi, v, pre, pl, k, kl, rank);
 		} else if (k && depth == 0 && lua_istable(L, v) &&
 			   pl + 1 + kl <= CF_NAME_MAX) {
 			lua_pushvalue(L, v);
@@ -182,7 +193,8 @@ static void walk(struct vm_cf *cf, lua_State *L, int fi, int t, int seen,
 					n = pl + 1;
 				}
 				memcpy(p + n, k, kl);
-				walk(cf, L, fi, v, seen, mods, p, n + kl, 1);
+				walk(cf, L, fi, v, seen, mods, p, n + kl, 1,
+				     rank);
 			}
 		}
 		lua_settop(L, v - 1);
@@ -234,10 +246,10 @@ void vm_cf_walk(struct vm_cf *cf, lua_State *L, int loaded, int fi)
 				    : NULL;
 		if (k && lua_istable(L, v)) {
 			int g = kl == 2 && !memcmp(k, "_G", 2);
-			walk(cf, L, fi, v, seen, mods, k, g ? 0 : kl, 0);
+			walk(cf, L, fi, v, seen, mods, k, g ? 0 : kl, 0, g);
 		} else if (k && lua_iscfunction(L, v)) { /* a module that is
 							    a function */
-			note(cf, L, fi, v, "", 0, k, kl);
+			note(cf, L, fi, v, "", 0, k, kl, 0);
 		}
 		lua_settop(L, v - 1);
 	}
