@@ -390,7 +390,7 @@ static void check_raw(struct pctx *c, const struct smp_event *e)
  * as the kernel's walk gives them (trace frames with their function's
  * start), and the stop. How many frames. */
 static uint16_t user_walk(struct pctx *c, const struct smp_event *e,
-			  struct smp_frame *out, uint16_t *stop)
+			  struct smp_frame *out, uint64_t *sp, uint16_t *stop)
 {
 	static struct uframe fr[UW_MAX];
 	const struct smp_sample *s = e->s;
@@ -408,6 +408,7 @@ static uint16_t user_walk(struct pctx *c, const struct smp_event *e,
 	for (int i = 0; i < n; i++) {
 		out[i].pc = fr[i].pc;
 		out[i].fn_start = fr[i].is_trace ? fr[i].map_start : 0;
+		sp[i] = fr[i].sp;
 	}
 	*stop = why == STOP_OUTERMOST	 ? SMP_STOP_OUTERMOST
 		: why == STOP_NO_MAPPING ? SMP_STOP_NO_MAPPING
@@ -510,13 +511,14 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	 * unwinds the copy itself, over mappings read now, with the same
 	 * unwinder as report — the sample is exact instead of cut short. */
 	static struct smp_frame uf[SMP_MAX_FRAMES];
+	static uint64_t usp[SMP_MAX_FRAMES];
 	const struct smp_frame *frames = s->frames;
 	uint16_t stop = s->stop;
 	if (e->raw &&
 	    (s->stop == SMP_STOP_NO_MAPPING || s->stop == SMP_STOP_NO_ROWS ||
 	     (s->stop == SMP_STOP_NO_REGION && q->region))) {
 		uint16_t ustop = stop;
-		uint16_t n = user_walk(c, e, uf, &ustop);
+		uint16_t n = user_walk(c, e, uf, usp, &ustop);
 		/* only a complete walk replaces the kernel's: one that stops
 		 * early here too (this side's view incomplete) does not */
 		if (ustop == SMP_STOP_OUTERMOST && n >= nf) {
@@ -534,7 +536,13 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	static struct smp_luaframe lf[SMP_MAX_LFRAMES];
 	static struct klua kl[SMP_MAX_LFRAMES];
 	uint16_t nl = 0;
-	int nlf = e->lua ? smp_lua_frames(c->s, e, lf, SMP_MAX_LFRAMES) : 0;
+	/* (on this side's walk where it replaced the kernel's: placed by
+	 * their C frames' addresses on it) */
+	int nlf = !e->lua ? 0
+		  : frames == uf
+		      ? smp_lua_frames_on(c->s, e, uf, usp, nf, lf,
+					  SMP_MAX_LFRAMES)
+		      : smp_lua_frames(c->s, e, lf, SMP_MAX_LFRAMES);
 	for (int i = 0; i < nlf; i++) {
 		/* C functions are their native frames; a trace's own
 		 * function is its trace frame, where the native walk has
@@ -542,14 +550,14 @@ static int on_sample(const struct smp_event *e, void *ctx)
 		 * to, vmstate still the trace's) */
 		uint32_t at = lf[i].at;
 		if (!lf[i].chunk || ((lf[i].flags & SMP_LF_TRACE) &&
-				     at < s->nframes && s->frames[at].fn_start))
+				     at < nf && frames[at].fn_start))
 			continue;
 		const char *lab = intern(c, lf[i].chunk, lf[i].firstline);
 		if (!lab)
 			continue;
 		kl[nl++] =
 		    (struct klua){lab, lf[i].line, at,
-				  at < nf && s->frames[at].fn_start != 0};
+				  at < nf && frames[at].fn_start != 0};
 	}
 	if (nl) {
 		c->lua_samples++;

@@ -810,6 +810,7 @@ static long lstep(__u32 i, void *vctx)
 		w->lfth[n & (SMP_MAX_LFRAMES - 1)] = (__u8)lw->th;
 		o->ffid = ffid;
 		o->pad = 0;
+		o->cf = 0;
 		if (!ffid) {
 			__u64 bc;
 			__u32 sizebc;
@@ -919,6 +920,7 @@ static long lplace(__u32 i, void *vctx)
 		__u32 k = w->mi;
 		if (k >= nf) { /* beyond the walk */
 			w->lua.lf[j].seg = LSEG_NONE;
+			w->lua.lf[j].cf = lframe_cf(w, j);
 			w->mj = j + 1;
 			return 0;
 		}
@@ -942,6 +944,7 @@ static long lplace(__u32 i, void *vctx)
 		return 0;
 	}
 	w->lua.lf[j].seg = c && c >= w->msp ? w->mcur : LSEG_NONE;
+	w->lua.lf[j].cf = c;
 	w->mj = j + 1;
 	return 0;
 }

@@ -1527,8 +1527,51 @@ static uint32_t proto_line(const struct wproc *w, const struct lproto *q,
 	return q->firstline + v;
 }
 
-int smp_lua_frames(struct smp *s, const struct smp_event *e,
-		   struct smp_luaframe *out, int max)
+/* fr's VM entries (trace code, or a pc in the VM's code), leaf first:
+ * their indices into ent; how many. */
+static uint32_t vm_entries(const struct wproc *w, const struct smp_frame *fr,
+			   uint32_t nf, uint32_t *ent)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < nf && i < SMP_MAX_FRAMES; i++) {
+		uint64_t look = i ? fr[i].pc - 1 : fr[i].pc;
+		if (fr[i].fn_start ||
+		    (look >= w->lv.vm_start && look < w->lv.vm_end))
+			ent[n++] = i;
+	}
+	return n;
+}
+
+/* Where each Lua frame goes on a walk of nf frames (sp: each one's; ent:
+ * its nent VM entries), by its C frame's address, as the kernel's lplace
+ * does: at[j] the index of the native frame, UINT32_MAX none. */
+static void place_by_cf(const struct smp_lua *l, const uint64_t *sp,
+			uint32_t nf, const uint32_t *ent, uint32_t nent,
+			uint32_t *at)
+{
+	uint32_t e = 0;
+	for (uint32_t j = 0; j < l->nlframes && j < SMP_MAX_LFRAMES; j++) {
+		uint64_t c = l->lf[j].cf;
+		at[j] = UINT32_MAX;
+		while (e < nent) {
+			uint32_t k = ent[e];
+			uint64_t lo = sp[k],
+				 hi = k + 1 < nf ? sp[k + 1] : sp[k] + 256;
+			if (c >= hi) { /* an outer entry's */
+				e++;
+				continue;
+			}
+			if (c && c >= lo)
+				at[j] = k;
+			break;
+		}
+	}
+}
+
+static int lua_frames(struct smp *s, const struct smp_event *e,
+		      const struct smp_frame *fr, const uint64_t *sp,
+		      uint32_t nf, uint16_t stop, struct smp_luaframe *out,
+		      int max)
 {
 	if (!s || !e || !e->lua)
 		return 0;
@@ -1537,26 +1580,25 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 		return -ENOENT;
 	const struct smp_lua *l = e->lua;
 	/* the native frames VM entries run in, leaf first */
-	uint32_t ent[SMP_MAX_FRAMES] = {0}, nent = 0;
-	for (uint32_t i = 0; i < e->s->nframes && i < SMP_MAX_FRAMES; i++) {
-		const struct smp_frame *sf = &e->s->frames[i];
-		uint64_t look = i ? sf->pc - 1 : sf->pc;
-		if (sf->fn_start ||
-		    (look >= w->lv.vm_start && look < w->lv.vm_end))
-			ent[nent++] = i;
-	}
+	uint32_t ent[SMP_MAX_FRAMES] = {0};
+	uint32_t nent = vm_entries(w, fr, nf, ent);
+	static uint32_t byaddr[SMP_MAX_LFRAMES];
+	if (sp)
+		place_by_cf(l, sp, nf, ent, nent, byaddr);
 	int n = 0;
 	for (uint32_t i = 0; i < l->nlframes && i < SMP_MAX_LFRAMES && n < max;
 	     i++) {
 		const struct smp_lframe *f = &l->lf[i];
-		uint32_t at = f->seg < nent ? ent[f->seg] : UINT32_MAX;
+		uint32_t at = sp		 ? byaddr[i]
+			      : f->seg < nent ? ent[f->seg]
+					      : UINT32_MAX;
 		/* a frame no native frame holds goes beyond the native walk
 		 * (rootward of where it stopped); a walk that reached the
 		 * outermost frame has no beyond: the frame's place is not
 		 * known (a coroutine's frames while coroutine.yield leaves it,
 		 * L->cframe already cleared): it and the frames after it are
 		 * left out, the sample stops short */
-		if (at == UINT32_MAX && e->s->stop == SMP_STOP_OUTERMOST)
+		if (at == UINT32_MAX && stop == SMP_STOP_OUTERMOST)
 			break;
 		struct smp_luaframe *o = &out[n++];
 		memset(o, 0, sizeof(*o));
@@ -1564,6 +1606,7 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 		o->flags = f->flags;
 		o->ffid = f->ffid;
 		o->at = at;
+		o->cf = f->cf;
 		if (!f->pt) {
 			o->pt = f->pc;
 			continue;
@@ -1582,6 +1625,24 @@ int smp_lua_frames(struct smp *s, const struct smp_event *e,
 			    proto_line(w, q, (uint32_t)((f->pc - bc) / 4 - 1));
 	}
 	return n;
+}
+
+int smp_lua_frames(struct smp *s, const struct smp_event *e,
+		   struct smp_luaframe *out, int max)
+{
+	if (!e || !e->s)
+		return 0;
+	return lua_frames(s, e, e->s->frames, NULL, e->s->nframes, e->s->stop,
+			  out, max);
+}
+
+int smp_lua_frames_on(struct smp *s, const struct smp_event *e,
+		      const struct smp_frame *fr, const uint64_t *sp,
+		      uint32_t nf, struct smp_luaframe *out, int max)
+{
+	if (!e || !fr || !sp)
+		return 0;
+	return lua_frames(s, e, fr, sp, nf, SMP_STOP_OUTERMOST, out, max);
 }
 
 int smp_vmprof(const struct smp *s, int pid, struct smp_vmrow *rows, int max)

@@ -121,9 +121,20 @@ struct smp_luaframe {
 			entry runs in (in the interpreter, or a trace: the
 			frame goes leafward of an interpreter frame, rootward
 			of a trace's), UINT32_MAX: not in the native walk */
+	uint64_t cf; /* its VM entry's C frame (smp_lframe.cf), 0 unknown */
 };
 int smp_lua_frames(struct smp *s, const struct smp_event *e,
 		   struct smp_luaframe *out, int max);
+/* The same, placed on another native walk of the sample's stack (user
+ * space's, from its stack copy, where the kernel's was cut short): nf
+ * frames fr, each one's sp, complete to the outermost frame. Each frame
+ * goes where the kernel would have put it (by its C frame's address: in
+ * the stack of the VM entry's native frame, at or above its sp and below
+ * the next frame's); one it cannot place is left out, and the frames
+ * after it. */
+int smp_lua_frames_on(struct smp *s, const struct smp_event *e,
+		      const struct smp_frame *fr, const uint64_t *sp,
+		      uint32_t nf, struct smp_luaframe *out, int max);
 
 /* The per-trace VM-state counts of pid (smp_abi.h's smp_vmval by
  * smp_vmslot), for every trace seen: up to max rows, how many there are

@@ -112,6 +112,10 @@ struct smp_lframe {
 	__u32 seg;
 	__u8 ffid, flags; /* SMP_LF_* */
 	__u16 pad;
+	/* the C frame of the frame's VM entry (0: not known): the address
+	 * seg was placed by, so that user space can place the frame the
+	 * same way on a native walk of its own (the kernel's cut short) */
+	__u64 cf;
 };
 #define SMP_LF_TRACE 1 /* the frame a trace runs in (g->jit_base) */
 /* The VM state (g->vmstate: < 0 ~LJ_VMST_*: -1 interpreted, -2 C, -3 GC,

@@ -10,7 +10,8 @@ gives tests/lua/cfuncs.lua's, its output of the same form for C functions
 of modules)
 
 mixed (jitsframe profile: Lua frames from the VM's stack):
-  wrong   every frame named as a builtin has as its nearest Lua frame
+  wrong   no Lua frame rootward of main(); every frame named as a
+          builtin has as its nearest Lua frame
           rootward the one function that calls that builtin (when that
           frame is one of the five callers), and is not one of the five
           called elsewhere (a stack without Lua frames is not checked);
@@ -67,6 +68,14 @@ for line in open(folded):
     for f in fr:
         if f in expect:
             named[f] = named.get(f, 0) + n
+    if mode == "mixed" and "main" in fr:
+        # a Lua frame rootward of main(): placed where no VM entry is
+        # (the walk's Lua frames put beyond a native walk that reached
+        # the outermost frame)
+        lead = fr[:fr.index("main")]
+        if any(f.endswith("_[l]") for f in lead):
+            wrong += n
+            wrong_ex.append("Lua frames rootward of main()")
     if mode == "mixed":
         caller = None  # nearest Lua frame rootward
         for i, f in enumerate(fr):

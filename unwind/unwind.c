@@ -864,6 +864,7 @@ static int unwind(struct uwstate *u, struct proc *p, const struct pd_sample *s,
 		struct uw_row row;
 		r = frame_at(u, p, s->pid, pc, n ? pc - 1 : pc, ts, &fr[n],
 			     &row);
+		fr[n].sp = sp;
 		if (r != STOP_NO_MAPPING)
 			n++;
 		if (r != UW_GO)

@@ -147,6 +147,8 @@ const char *stop_name(enum stop_reason r);
 #define UW_MAX 512
 struct uframe {
 	uint64_t pc; /* leaf: exact pc; callers: the return address */
+	uint64_t sp; /* the stack pointer while it runs (callers: the CFA
+			of the frame it called) */
 	bool is_trace;
 	bool jit_area;	  /* a trace, or anonymous code outside every trace */
 	const char *name; /* symbol or trace name, NULL unknown */
