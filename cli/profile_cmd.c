@@ -538,26 +538,24 @@ static int on_sample(const struct smp_event *e, void *ctx)
 	uint16_t nl = 0;
 	/* (on this side's walk where it replaced the kernel's: placed by
 	 * their C frames' addresses on it) */
-	int nlf = !e->lua ? 0
-		  : frames == uf
-		      ? smp_lua_frames_on(c->s, e, uf, usp, nf, lf,
-					  SMP_MAX_LFRAMES)
-		      : smp_lua_frames(c->s, e, lf, SMP_MAX_LFRAMES);
+	int nlf = !e->lua	 ? 0
+		  : frames == uf ? smp_lua_frames_on(c->s, e, uf, usp, nf, lf,
+						     SMP_MAX_LFRAMES)
+				 : smp_lua_frames(c->s, e, lf, SMP_MAX_LFRAMES);
 	for (int i = 0; i < nlf; i++) {
 		/* C functions are their native frames; a trace's own
 		 * function is its trace frame, where the native walk has
 		 * one there (not in the VM's code the trace called or exited
 		 * to, vmstate still the trace's) */
 		uint32_t at = lf[i].at;
-		if (!lf[i].chunk || ((lf[i].flags & SMP_LF_TRACE) &&
-				     at < nf && frames[at].fn_start))
+		if (!lf[i].chunk || ((lf[i].flags & SMP_LF_TRACE) && at < nf &&
+				     frames[at].fn_start))
 			continue;
 		const char *lab = intern(c, lf[i].chunk, lf[i].firstline);
 		if (!lab)
 			continue;
-		kl[nl++] =
-		    (struct klua){lab, lf[i].line, at,
-				  at < nf && frames[at].fn_start != 0};
+		kl[nl++] = (struct klua){lab, lf[i].line, at,
+					 at < nf && frames[at].fn_start != 0};
 	}
 	if (nl) {
 		c->lua_samples++;

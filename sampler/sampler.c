@@ -1589,7 +1589,7 @@ static int lua_frames(struct smp *s, const struct smp_event *e,
 	for (uint32_t i = 0; i < l->nlframes && i < SMP_MAX_LFRAMES && n < max;
 	     i++) {
 		const struct smp_lframe *f = &l->lf[i];
-		uint32_t at = sp		 ? byaddr[i]
+		uint32_t at = sp	      ? byaddr[i]
 			      : f->seg < nent ? ent[f->seg]
 					      : UINT32_MAX;
 		/* a frame no native frame holds goes beyond the native walk

@@ -81,9 +81,9 @@ static inline bool sf_dir_ours(const struct stat *st)
 #define RH_RT_OFF 1024	    /* the runtime area (docs/ABI.md 1.6) */
 #define RH_RT_MAX 3072
 #define RH_F_RUNTIME 1u
-#define RH_RTX_CAP 104	    /* u32: bytes reserved after the header page */
-#define RH_RTX_LEN 108	    /* u32, atomic: bytes of them in use */
-#define RH_F_RTX 2u	    /* the runtime extension (docs/ABI.md 1.7) */
+#define RH_RTX_CAP 104		/* u32: bytes reserved after the header page */
+#define RH_RTX_LEN 108		/* u32, atomic: bytes of them in use */
+#define RH_F_RTX 2u		/* the runtime extension (docs/ABI.md 1.7) */
 #define RH_RTX_OFF SF_RHDR_SIZE /* where it lies in the file */
 #define RH_RTX_MAX (1u << 20)	/* largest extension a producer may ask */
 

@@ -3,13 +3,12 @@
  * A Lua C module for tests/t_cfnames.sh, built twice: as is (its symbols
  * the test's ground truth: nm gives each function's address) and stripped
  * (what the profiled program loads: only luaopen_cmod and luaopen_cmodfn
- * exported, as a distribution's module; the functions are static). Its functions, each a C function
- * of its own, busy for a while so that profiles catch them:
- *   cmod.spin(n)          arithmetic, n rounds
- *   cmod.churn(n)         strings, n rounds (a second function, apart)
- *   cmod.nested.deep(n)   a table in the module's table
- *   cmod.call(f)          calls f (tests/t_gdb.sh: a stop inside it)
- *   cmod.twin1, cmod.twin2  two closures of one C function (shared: its
+ * exported, as a distribution's module; the functions are static). Its
+ * functions, each a C function of its own, busy for a while so that profiles
+ * catch them: cmod.spin(n)          arithmetic, n rounds cmod.churn(n) strings,
+ * n rounds (a second function, apart) cmod.nested.deep(n)   a table in the
+ * module's table cmod.call(f)          calls f (tests/t_gdb.sh: a stop inside
+ * it) cmod.twin1, cmod.twin2  two closures of one C function (shared: its
  *                         address must get no name)
  *   require("cmodfn")     a module that is a function (its own name)
  * No code of another project.

@@ -485,7 +485,8 @@ int main(void)
 		      "feat %u len %u cap %u xlen %u", feat, len, cap, xl);
 		CHECK(sec >= 4096 + 8192, "the block at %llu",
 		      (unsigned long long)sec);
-		CHECK(!memcmp(h + 1024, a, 3000) && !memcmp(h + 4096, c, 3200) &&
+		CHECK(!memcmp(h + 1024, a, 3000) &&
+			  !memcmp(h + 4096, c, 3200) &&
 			  !memcmp(h + 4096 + 3200, c, 3200),
 		      "the page's area and the extension, as appended, after "
 		      "the rebuilds");

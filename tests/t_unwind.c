@@ -964,8 +964,8 @@ int main(void)
 		int kinds = 0;
 		for (size_t i = 0; i < rt.nn; i++)
 			kinds |= 1 << rt.n[i].kind;
-		CHECK(rt.nn == 2 && kinds == (1 << UW_RT_BUILTIN |
-					      1 << UW_RT_CFUNC),
+		CHECK(rt.nn == 2 &&
+			  kinds == (1 << UW_RT_BUILTIN | 1 << UW_RT_CFUNC),
 		      "two names, one of each kind (%zu)", rt.nn);
 		uw_runtime_free(&rt);
 		/* without bit 1 the extension is not read */

@@ -6,10 +6,10 @@
  * "LJFF" records LuaJIT's builtins written in C (string.gsub at its C
  * address), its "LJCF" records the C functions of Lua modules (cjson.encode
  * at its C address), in the header page's area and in the runtime
- * extension after the page (1.7). The area is the producer's (a file anyone may have written):
- * every length is checked, names are kept only when made of printable
- * ASCII without ';' (the folded format's separator), and an address given
- * two different names is named by neither.
+ * extension after the page (1.7). The area is the producer's (a file anyone may
+ * have written): every length is checked, names are kept only when made of
+ * printable ASCII without ';' (the folded format's separator), and an address
+ * given two different names is named by neither.
  */
 #include "unwind.h"
 
@@ -111,8 +111,8 @@ int uw_runtime_parse(const uint8_t *hdr, size_t len, struct uw_runtime *rt)
 	if (alen > 3072 || alen > len - 1024)
 		return -1;
 	/* the runtime extension (docs/ABI.md 1.7), where len reaches it */
-	uint32_t xlen = (feat & 2) && len >= 4096 ? (uint32_t)ld(hdr + 108, 4)
-						  : 0;
+	uint32_t xlen =
+	    (feat & 2) && len >= 4096 ? (uint32_t)ld(hdr + 108, 4) : 0;
 	if (xlen > ld(hdr + 104, 4) || xlen > len - 4096)
 		return -1;
 	size_t cnt = 0, bytes = 0;

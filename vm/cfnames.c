@@ -31,9 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CF_MAX 4096	    /* C functions kept */
-#define CF_REC_MAX VM_RTX   /* bytes of LJCF records, all regions' */
-#define CF_NAME_MAX 255	    /* a name's bytes (the record's u8) */
+#define CF_MAX 4096	  /* C functions kept */
+#define CF_REC_MAX VM_RTX /* bytes of LJCF records, all regions' */
+#define CF_NAME_MAX 255	  /* a name's bytes (the record's u8) */
 
 struct cf_fn {
 	uint64_t addr;
@@ -120,8 +120,8 @@ static void found(struct vm_cf *cf, uint64_t a, const void *obj,
 	int pubd = 0;
 	for (int i = 0; other && i < cf->n; i++)
 		pubd |= cf->f[i].addr == a && cf->f[i].state == 1;
-	cf->f[cf->n++] = (struct cf_fn){a, obj, s, other && !pubd ? 2 : 0,
-					(uint8_t)rank};
+	cf->f[cf->n++] =
+	    (struct cf_fn){a, obj, s, other && !pubd ? 2 : 0, (uint8_t)rank};
 }
 
 /* The C function at idx (not a builtin): its address, named pre.key
@@ -271,8 +271,7 @@ static int record(struct vm_cf *cf, struct cf_fn **e, int cnt, int shift)
 {
 	uint32_t len = 20;
 	for (int i = 0; i < cnt; i++)
-		len += 5 + (uint32_t)strlen(
-			       e[shift ? (i + 1) % cnt : i]->name);
+		len += 5 + (uint32_t)strlen(e[shift ? (i + 1) % cnt : i]->name);
 	if (len > CF_REC_MAX - cf->reclen)
 		return -1;
 	uint8_t *b = cf->rec + cf->reclen;
@@ -319,8 +318,9 @@ void vm_cf_record(struct vmod *m, struct vm_cf *cf, int shift)
 			len += 5 + (uint32_t)strlen(e[j++]->name);
 		if (record(cf, e + i, j - i, shift)) {
 			cf->full = 1;
-			vm_log(m, "C functions past the first %d not named: "
-				  "no room for their names",
+			vm_log(m,
+			       "C functions past the first %d not named: "
+			       "no room for their names",
 			       i);
 			return;
 		}

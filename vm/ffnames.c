@@ -34,7 +34,7 @@
 
 #include "jsfenv.h"
 
-#define VM_FF_MAX 512  /* fast-function ids (LuaJIT 2.1: some 230) */
+#define VM_FF_MAX 512 /* fast-function ids (LuaJIT 2.1: some 230) */
 #define VM_FF_FIRST 1 /* the first look again, in trace events */
 
 struct vm_ff {
@@ -46,9 +46,9 @@ struct vm_ff {
 	int nkeys;
 	char *key[VM_FF_MAX]; /* package.loaded keys still to look at */
 	uint8_t keydone[VM_FF_MAX];
-	int found, found_rec; /* addresses found; as of the last record */
-	struct vm_cf *cf;     /* the C functions of modules (cfnames.c) */
-	int cf_rec;	      /* of them, found as of the last record */
+	int found, found_rec;	/* addresses found; as of the last record */
+	struct vm_cf *cf;	/* the C functions of modules (cfnames.c) */
+	int cf_rec;		/* of them, found as of the last record */
 	int shift;		/* JSF_ENV_VM_FFNAME_SHIFT: tests only */
 	uint8_t rec[VM_RT_MAX]; /* every LJFF record made, for each region */
 	uint32_t reclen;

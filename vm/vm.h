@@ -224,10 +224,10 @@ void vm_luavm_publish(struct vmod *m);
  * (JSF_ENV_PROFILE_SYNC); once per process */
 void vm_luavm_sync(void);
 /* ffnames.c: the builtins' names in the runtime area ("LJFF", docs/ABI.md
- * 1.6). scan: at start() and at the 1st, 2nd, 4th, 8th... trace event; without m->mu (it runs Lua), taking it to
- * publish. publish: m->mu held, after vm_luavm_publish (a new region gets them
- * all). */
-#define VM_RT_MAX 3072 /* the runtime area (LV_AREA_SIZE of it LJVM's) */
+ * 1.6). scan: at start() and at the 1st, 2nd, 4th, 8th... trace event; without
+ * m->mu (it runs Lua), taking it to publish. publish: m->mu held, after
+ * vm_luavm_publish (a new region gets them all). */
+#define VM_RT_MAX 3072	   /* the runtime area (LV_AREA_SIZE of it LJVM's) */
 #define VM_RTX (64 * 1024) /* the runtime extension each region reserves */
 void vm_ff_scan(struct vmod *m, lua_State *L);
 /* cfnames.c: the C functions of Lua modules ("LJCF", docs/ABI.md 1.6),
