@@ -257,6 +257,17 @@ jit.off(via)
 via()
 EOF2
 LJR=$(readlink -f "$LJ")
+# one_named BT NAME BASE LO HI: gdb's frames BT hold exactly one frame
+# named NAME, whose pc (a return address: the call is before it) less
+# BASE lies in [LO, HI)
+one_named() {
+	local pc
+	pc=$(printf '%s\n' "$1" | sed -nE "s/^#[0-9]+ +0x0*([0-9a-f]+) in ${2//./\\.} \\(\\).*/\\1/p")
+	echo "$2 frames: $(printf '%s\n' "$pc" | grep -c .)"
+	[ "$(printf '%s\n' "$pc" | grep -c .)" = 1 ] || return 1
+	pc=$((0x$pc - 1 - 0x$3))
+	[ "$pc" -ge "$4" ] && [ "$pc" -lt "$5" ] || { echo "its pc is not in $2's function"; return 1; }
+}
 # gsub_case NAME [ENV...]: run it under gdb ($T/NAME.out); 0 when the
 # frame in string.gsub's C function, and it alone, is named string.gsub
 gsub_case() {
@@ -266,7 +277,7 @@ gsub_case() {
 		-ex 'echo ==after\n' -ex bt -ex 'echo ==end\n' -ex kill \
 		--args env "$@" "$J" run --quiet --region "$region" -- "$LJR" "$T/gsub.lua" \
 		"$T/libgdbt.so" "$LJR" >"$out" 2>&1
-	local base gsub pc s e before after
+	local base gsub s e before after
 	base=$(sed -n 's/^BASE //p' "$out") gsub=$(sed -n 's/^GSUB //p' "$out")
 	before=$(frames "$out" ==before) after=$(frames "$out" ==after)
 	[ -n "$base" ] && [ -n "$gsub" ] || { echo "no BASE/GSUB line"; return 1; }
@@ -280,11 +291,8 @@ for l in sys.stdin:
         print(int(m.group(1), 16), int(m.group(2), 16))
         break' "$gsub" "$base")
 	[ -n "${s:-}" ] || { echo "no FDE starts at string.gsub"; return 1; }
-	pc=$(printf '%s\n' "$after" | sed -nE 's/^#[0-9]+ +0x0*([0-9a-f]+) in string\.gsub \(\).*/\1/p')
-	echo "string.gsub frames: $(printf '%s\n' "$pc" | grep -c .); interpreter frames: $(printf '%s\n' "$after" | grep -c ' in luajit_interpreter ()')"
-	[ "$(printf '%s\n' "$pc" | grep -c .)" = 1 ] || return 1
-	pc=$((0x$pc - 1 - 0x$base)) # a return address: the call is before it
-	[ "$pc" -ge "$s" ] && [ "$pc" -lt "$e" ] || { echo "its pc is not in string.gsub's FDE"; return 1; }
+	echo "interpreter frames: $(printf '%s\n' "$after" | grep -c ' in luajit_interpreter ()')"
+	one_named "$after" string.gsub "$base" "$s" "$e" || return 1
 	printf '%s\n' "$after" | grep -q ' in luajit_interpreter ()' || return 1
 	printf '%s\n' "$before" | grep -qE ' in (string\.gsub|luajit_interpreter) ' && { echo "named before the script"; return 1; }
 	return 0
@@ -332,16 +340,12 @@ EOF2
 			-ex 'echo ==after\n' -ex bt -ex 'echo ==end\n' -ex kill \
 			--args env LUA_CPATH="$CM/?.so;;" "$@" "$J" run --quiet --region "$region" -- \
 			"$LJ" "$T/ccall.lua" "$T/libgdbt.so" >"$out" 2>&1
-		local base s z pc after before
+		local base s z after before
 		base=$(sed -n 's/^BASE //p' "$out")
 		read -r s z < <(awk '$4 == "cmod_call" {print $1, $2}' "$T/cmod.nm")
 		after=$(frames "$out" ==after) before=$(frames "$out" ==before)
 		[ -n "$base" ] && [ -n "${s:-}" ] || { echo "no BASE line or no cmod_call in nm"; return 1; }
-		pc=$(printf '%s\n' "$after" | sed -nE 's/^#[0-9]+ +0x0*([0-9a-f]+) in cmod\.call \(\).*/\1/p')
-		echo "cmod.call frames: $(printf '%s\n' "$pc" | grep -c .)"
-		[ "$(printf '%s\n' "$pc" | grep -c .)" = 1 ] || return 1
-		pc=$((0x$pc - 1 - 0x$base))
-		[ "$pc" -ge $((0x$s)) ] && [ "$pc" -lt $((0x$s + 0x$z)) ] || { echo "its pc is not in cmod_call (nm)"; return 1; }
+		one_named "$after" cmod.call "$base" $((0x$s)) $((0x$s + 0x$z)) || return 1
 		printf '%s\n' "$before" | grep -q ' in cmod\.call ' && { echo "named before the script"; return 1; }
 		return 0
 	}

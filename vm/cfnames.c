@@ -124,6 +124,21 @@ static void found(struct vm_cf *cf, uint64_t a, const void *obj,
 	    (struct cf_fn){a, obj, s, other && !pubd ? 2 : 0, (uint8_t)rank};
 }
 
+/* pre.k into out (CF_NAME_MAX + 1 bytes; pl + 1 + kl fit): its length.
+ * No pre (pl 0): k alone. */
+static size_t join(char *out, const char *pre, size_t pl, const char *k,
+		   size_t kl)
+{
+	size_t n = 0;
+	if (pl) {
+		memcpy(out, pre, pl);
+		out[pl] = '.';
+		n = pl + 1;
+	}
+	memcpy(out + n, k, kl);
+	return n + kl;
+}
+
 /* The C function at idx (not a builtin): its address, named pre.key
  * (rank: found through _G, 1, or a module, 0). */
 static void note(struct vm_cf *cf, lua_State *L, int fi, int idx,
@@ -132,26 +147,13 @@ static void note(struct vm_cf *cf, lua_State *L, int fi, int idx,
 {
 	if (!lua_iscfunction(L, idx))
 		return;
-	lua_pushvalue(L, fi);
-	lua_pushvalue(L, idx);
-	lua_call(L, 1, 1);
-	lua_getfield(L, -1, "ffid");
-	lua_getfield(L, -2, "addr");
-	int builtin = !lua_isnil(L, -2);
-	uint64_t a = (uint64_t)lua_tonumber(L, -1);
-	lua_pop(L, 3);
-	if (builtin || !a || pl + 1 + kl > CF_NAME_MAX)
-		return;
+	lua_Integer ffid;
+	uint64_t a = vm_cfunc_addr(L, fi, idx, &ffid);
+	if (ffid >= 0 || !a || pl + 1 + kl > CF_NAME_MAX)
+		return; /* (a builtin: ffnames.c's) */
 	char name[CF_NAME_MAX + 1];
-	size_t nl = 0;
-	if (pl) {
-		memcpy(name, pre, pl);
-		name[pl] = '.';
-		nl = pl + 1;
-	}
-	memcpy(name + nl, key, kl);
-	nl += kl;
-	found(cf, a, lua_topointer(L, idx), name, nl, rank);
+	found(cf, a, lua_topointer(L, idx), name, join(name, pre, pl, key, kl),
+	      rank);
 }
 
 /* Table t, found as pre (pl bytes; "" for _G), depth 0 a module's, 1 a
@@ -186,15 +188,8 @@ static void walk(struct vm_cf *cf, lua_State *L, int fi, int t, int seen,
 			lua_pop(L, 1);
 			if (!mod) {
 				char p[CF_NAME_MAX + 1];
-				size_t n = 0;
-				if (pl) {
-					memcpy(p, pre, pl);
-					p[pl] = '.';
-					n = pl + 1;
-				}
-				memcpy(p + n, k, kl);
-				walk(cf, L, fi, v, seen, mods, p, n + kl, 1,
-				     rank);
+				walk(cf, L, fi, v, seen, mods, p,
+				     join(p, pre, pl, k, kl), 1, rank);
 			}
 		}
 		lua_settop(L, v - 1);

@@ -85,19 +85,26 @@ static void add_key(struct vm_ff *ff, const char *k, size_t len)
 	ff->key[ff->nkeys++] = s;
 }
 
-/* The function at idx: its id and address (jit.util.funcinfo at fi). */
-static void note(struct vm_ff *ff, lua_State *L, int fi, int idx)
+uint64_t vm_cfunc_addr(lua_State *L, int fi, int idx, lua_Integer *ffid)
 {
-	if (!lua_iscfunction(L, idx))
-		return;
 	lua_pushvalue(L, fi);
 	lua_pushvalue(L, idx);
 	lua_call(L, 1, 1);
 	lua_getfield(L, -1, "ffid");
 	lua_getfield(L, -2, "addr");
-	lua_Integer id = lua_tointeger(L, -2);
+	*ffid = lua_isnil(L, -2) ? -1 : lua_tointeger(L, -2);
 	uint64_t a = (uint64_t)lua_tonumber(L, -1);
 	lua_pop(L, 3);
+	return a;
+}
+
+/* The function at idx: its id and address (jit.util.funcinfo at fi). */
+static void note(struct vm_ff *ff, lua_State *L, int fi, int idx)
+{
+	if (!lua_iscfunction(L, idx))
+		return;
+	lua_Integer id;
+	uint64_t a = vm_cfunc_addr(L, fi, idx, &id);
 	if (id < 2 || id >= ff->n || !a || ff->addr[id])
 		return;
 	ff->addr[id] = a;

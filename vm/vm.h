@@ -230,6 +230,10 @@ void vm_luavm_sync(void);
 #define VM_RT_MAX 3072	   /* the runtime area (LV_AREA_SIZE of it LJVM's) */
 #define VM_RTX (64 * 1024) /* the runtime extension each region reserves */
 void vm_ff_scan(struct vmod *m, lua_State *L);
+/* jit.util.funcinfo (the function at fi) of the C function at idx, in a
+ * protected call (it may raise): its C address (0: none) and its
+ * fast-function id (*ffid; -1: none, a plain C function). */
+uint64_t vm_cfunc_addr(lua_State *L, int fi, int idx, lua_Integer *ffid);
 /* cfnames.c: the C functions of Lua modules ("LJCF", docs/ABI.md 1.6),
  * looked for with the builtins (ffnames.c's scan and schedule). walk: in
  * the scan's protected call, loaded package.loaded's index, fi
