@@ -124,6 +124,14 @@ static void found(struct vm_cf *cf, uint64_t a, const void *obj,
 	    (struct cf_fn){a, obj, s, other && !pubd ? 2 : 0, (uint8_t)rank};
 }
 
+/* The key at idx if a string (not a number: lua_tolstring would change
+ * it, and lua_next with it), else NULL. */
+static const char *str_key(lua_State *L, int idx, size_t *kl)
+{
+	return lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, kl)
+					       : NULL;
+}
+
 /* pre.k into out (CF_NAME_MAX + 1 bytes; pl + 1 + kl fit): its length.
  * No pre (pl 0): k alone. */
 static size_t join(char *out, const char *pre, size_t pl, const char *k,
@@ -175,9 +183,7 @@ static void walk(struct vm_cf *cf, lua_State *L, int fi, int t, int seen,
 	while (lua_next(L, t)) {
 		int v = lua_gettop(L);
 		size_t kl;
-		const char *k = lua_type(L, v - 1) == LUA_TSTRING
-				    ? lua_tolstring(L, v - 1, &kl)
-				    : NULL;
+		const char *k = str_key(L, v - 1, &kl);
 		if (k && lua_iscfunction(L, v)) {
 			note(cf, L, fi, v, pre, pl, k, kl, rank);
 		} else if (k && depth == 0 && lua_istable(L, v) &&
@@ -236,9 +242,7 @@ void vm_cf_walk(struct vm_cf *cf, lua_State *L, int loaded, int fi)
 	while (lua_next(L, loaded)) {
 		int v = lua_gettop(L);
 		size_t kl;
-		const char *k = lua_type(L, v - 1) == LUA_TSTRING
-				    ? lua_tolstring(L, v - 1, &kl)
-				    : NULL;
+		const char *k = str_key(L, v - 1, &kl);
 		if (k && lua_istable(L, v)) {
 			int g = kl == 2 && !memcmp(k, "_G", 2);
 			walk(cf, L, fi, v, seen, mods, k, g ? 0 : kl, 0, g);
@@ -271,13 +275,7 @@ static int record(struct vm_cf *cf, struct cf_fn **e, int cnt, int shift)
 		return -1;
 	uint8_t *b = cf->rec + cf->reclen;
 	uint64_t base = e[0]->addr;
-	static const uint8_t tag[4] = {'L', 'J', 'C', 'F'}; /* no NUL */
-	memcpy(b, tag, sizeof(tag));
-	alog_st16(b + 4, 1);
-	alog_st16(b + 6, (uint16_t)len);
-	alog_st64(b + 8, base);
-	alog_st16(b + 16, (uint16_t)cnt);
-	alog_st16(b + 18, 0);
+	vm_rt_names_head(b, "LJCF", len, base, (unsigned)cnt);
 	uint32_t p = 20;
 	for (int i = 0; i < cnt; i++) {
 		const char *nm = e[shift ? (i + 1) % cnt : i]->name;

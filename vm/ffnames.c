@@ -85,6 +85,17 @@ static void add_key(struct vm_ff *ff, const char *k, size_t len)
 	ff->key[ff->nkeys++] = s;
 }
 
+void vm_rt_names_head(uint8_t *b, const char *tag, uint32_t len, uint64_t base,
+		      unsigned cnt)
+{
+	memcpy(b, tag, 4); /* (no NUL) */
+	alog_st16(b + 4, 1);
+	alog_st16(b + 6, (uint16_t)len);
+	alog_st64(b + 8, base);
+	alog_st16(b + 16, (uint16_t)cnt);
+	alog_st16(b + 18, 0);
+}
+
 uint64_t vm_cfunc_addr(lua_State *L, int fi, int idx, lua_Integer *ffid)
 {
 	lua_pushvalue(L, fi);
@@ -280,13 +291,7 @@ static void make_record(struct vm_ff *ff)
 	}
 	if (!cnt)
 		return;
-	static const uint8_t tag[4] = {'L', 'J', 'F', 'F'}; /* no NUL */
-	memcpy(b, tag, sizeof(tag));
-	alog_st16(b + 4, 1);
-	alog_st16(b + 6, (uint16_t)len);
-	alog_st64(b + 8, base);
-	alog_st16(b + 16, (uint16_t)cnt);
-	alog_st16(b + 18, 0);
+	vm_rt_names_head(b, "LJFF", len, base, cnt);
 	ff->reclen += len;
 }
 

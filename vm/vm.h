@@ -234,6 +234,10 @@ void vm_ff_scan(struct vmod *m, lua_State *L);
  * protected call (it may raise): its C address (0: none) and its
  * fast-function id (*ffid; -1: none, a plain C function). */
 uint64_t vm_cfunc_addr(lua_State *L, int fi, int idx, lua_Integer *ffid);
+/* The 20 bytes that begin an LJFF or LJCF record (tag, version 1, its
+ * len, base, cnt entries: docs/ABI.md 1.6). */
+void vm_rt_names_head(uint8_t *b, const char *tag, uint32_t len, uint64_t base,
+		      unsigned cnt);
 /* cfnames.c: the C functions of Lua modules ("LJCF", docs/ABI.md 1.6),
  * looked for with the builtins (ffnames.c's scan and schedule). walk: in
  * the scan's protected call, loaded package.loaded's index, fi
