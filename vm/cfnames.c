@@ -15,7 +15,10 @@
  * (funcinfo gives an ffid) are ffnames.c's. Each table is walked once per
  * Lua state, the first time it is seen (a module loaded later is found at
  * the next look, ffnames.c's schedule); a table that is itself a module
- * is walked as that module, not as a field of another.
+ * is walked as that module, not as a field of another. A look reads at
+ * most CF_STEPS table entries (bounded work in a trace event): a table
+ * it leaves half read stays so; those it did not reach wait for the
+ * next.
  *
  * An address is named only when it is one function's. The same function
  * found under a second name (an alias) keeps its first; a second function
@@ -34,6 +37,7 @@
 #define CF_MAX 4096	  /* C functions kept */
 #define CF_REC_MAX VM_RTX /* bytes of LJCF records, all regions' */
 #define CF_NAME_MAX 255	  /* a name's bytes (the record's u8) */
+#define CF_STEPS 20000	  /* table entries looked at in one look */
 
 struct cf_fn {
 	uint64_t addr;
@@ -50,7 +54,8 @@ struct vm_cf {
 	uint32_t reclen;
 	unsigned pub_epoch; /* m->epoch whose region has them all */
 	uint32_t pub_len;
-	int full; /* said once: the records' room is used up */
+	int full;   /* said once: the records' room is used up */
+	int budget; /* of CF_STEPS, left in this look */
 };
 
 /* the registry key of a state's tables already walked (weak keys) */
@@ -182,6 +187,11 @@ static void walk(struct vm_cf *cf, lua_State *L, int fi, int t, int seen,
 	lua_pushnil(L);
 	while (lua_next(L, t)) {
 		int v = lua_gettop(L);
+		if (cf->budget-- <= 0) { /* (bounded work per event: the
+					    rest of a huge table unread) */
+			lua_settop(L, v - 2);
+			return;
+		}
 		size_t kl;
 		const char *k = str_key(L, v - 1, &kl);
 		if (k && lua_iscfunction(L, v)) {
@@ -205,6 +215,7 @@ static void walk(struct vm_cf *cf, lua_State *L, int fi, int t, int seen,
 void vm_cf_walk(struct vm_cf *cf, lua_State *L, int loaded, int fi)
 {
 	int top = lua_gettop(L);
+	cf->budget = CF_STEPS;
 	lua_pushlightuserdata(L, (void *)&seen_key);
 	lua_rawget(L, LUA_REGISTRYINDEX);
 	if (!lua_istable(L, -1)) { /* made once per state, weak keys */
@@ -239,7 +250,7 @@ void vm_cf_walk(struct vm_cf *cf, lua_State *L, int loaded, int fi)
 		lua_pop(L, 1);
 	}
 	lua_pushnil(L);
-	while (lua_next(L, loaded)) {
+	while (cf->budget > 0 && lua_next(L, loaded)) {
 		int v = lua_gettop(L);
 		size_t kl;
 		const char *k = str_key(L, v - 1, &kl);
