@@ -293,7 +293,8 @@ static int record(struct vm_cf *cf, struct cf_fn **e, int cnt, int shift)
 		size_t nl = strlen(nm);
 		alog_st32(b + p, (uint32_t)(int32_t)(e[i]->addr - base));
 		b[p + 4] = (uint8_t)nl;
-		memcpy(b + p + 5, nm, nl); /* (no NUL) */
+		for (size_t c = 0; c < nl; c++) /* (no NUL) */
+			b[p + 5 + c] = (uint8_t)nm[c];
 		p += 5 + (uint32_t)nl;
 		e[i]->state = 1;
 	}
@@ -312,7 +313,7 @@ void vm_cf_record(struct vmod *m, struct vm_cf *cf, int shift)
 		return;
 	if (!cf->rec && !(cf->rec = malloc(CF_REC_MAX)))
 		return;
-	qsort(e, (size_t)k, sizeof(*e), by_addr);
+	qsort(e, (size_t)k, sizeof(struct cf_fn *), by_addr);
 	/* records of entries within an s32 of their first, under 32 KiB */
 	for (int i = 0; i < k;) {
 		int j = i + 1;
