@@ -14,7 +14,8 @@
 # frames. Then `record -p` on the workers of an nginx started without
 # record (their regions found by docs/ABI.md section 8), and the same
 # without start(): record names each worker with "no region" and the
-# init_by_lua_block fix.
+# init_by_lua_block fix. Also: ngx.say, a C function of the stripped
+# module, named in each worker's region at LuaJIT's own address of it.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -174,7 +175,8 @@ run() {
 }
 
 # (a) start() in init_by_lua_block
-run a 'require("jitsframe").start()'
+run a 'require("jitsframe").start()
+		ngx.log(ngx.NOTICE, string.format("NGXSAY %x", require("jit.util").funcinfo(ngx.say).addr))'
 WA=$WORKERS
 if [ -z "$WA" ]; then
 	notok "nginx started under record with 2 workers" "$(tail -n 8 "$T/outa")" "$(tail -n 5 "$P/logs/error.log" 2>&1)"
@@ -204,6 +206,23 @@ if [ -z "$missing" ]; then
 	ok "both workers' jitdumps collected too"
 else
 	notok "jitdumps collected (missing:$missing)" "$(ls "$R")"
+fi
+
+# ngx.say (a C function of the stripped ngx_http_lua module) named in
+# each worker's region at the address LuaJIT gives it in the master (the
+# workers are its forks): docs/ABI.md 1.6 "LJCF"
+say=$(sed -n 's/.*NGXSAY \([0-9a-f]*\).*/\1/p' "$P/logs/error.log" | head -1)
+named=0 got=
+for w in $WA; do
+	a=$("$J" region dump --builtins --json "$R/region-$w" 2>/dev/null |
+		python3 -c 'import json, sys; print(" ".join("%x" % e["addr"] for e in json.load(sys.stdin).get("cfunctions", []) if e["name"] == "ngx.say"))')
+	got="$got $w:${a:-none}"
+	[ -n "$say" ] && [ "$a" = "$say" ] && named=$((named + 1))
+done
+if [ "$named" -eq 2 ]; then
+	ok "ngx.say named in both workers' regions at LuaJIT's address of it ($say)"
+else
+	notok "ngx.say named in both workers' regions at LuaJIT's address ($say)" "regions:$got"
 fi
 
 "$J" report --no-write --dump "$T/dump" "$R" >"$T/sum" 2>&1
