@@ -37,7 +37,7 @@
 #define CF_MAX 4096	  /* C functions kept */
 #define CF_REC_MAX VM_RTX /* bytes of LJCF records, all regions' */
 #define CF_NAME_MAX 255	  /* a name's bytes (the record's u8) */
-#define CF_STEPS 20000	  /* table entries looked at in one look */
+#define CF_STEPS 5000	  /* table entries looked at in one look */
 
 struct cf_fn {
 	uint64_t addr;
