@@ -611,9 +611,9 @@ static struct wproc *find_proc(struct smp *s, int pid)
 	return NULL;
 }
 
-/* The region's producer address and size, from its header (docs/ABI.md
- * §1.1), once jsf_view_open has checked it is pid's. */
-/* The header page's runtime area (docs/ABI.md 1.6): the LuaJIT layout. */
+/* The header page's runtime area (docs/ABI.md 1.6): the LuaJIT layout,
+ * its first record (the module writes LJVM first; later records, in the
+ * page or its extension, name code for user space only). */
 static int parse_lv(const uint8_t *h, struct smp_luavm *lv)
 {
 	uint32_t feat, len;
@@ -658,6 +658,9 @@ static int parse_lv(const uint8_t *h, struct smp_luavm *lv)
 	return (lv->flags & 3) == 3 && lv->g ? 0 : -1;
 }
 
+/* The region's producer address and size, from its header (docs/ABI.md
+ * §1.1), once jsf_region_info has checked it is pid's and live; its VM
+ * layout, where it has one (*has_lv). */
 static int region_of(int pid, const char *given, uint64_t *base, uint64_t *size,
 		     struct smp_luavm *lv, int *has_lv, char *msg,
 		     size_t msglen)
