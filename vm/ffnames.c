@@ -46,9 +46,11 @@ struct vm_ff {
 	int nkeys;
 	char *key[VM_FF_MAX]; /* package.loaded keys still to look at */
 	uint8_t keydone[VM_FF_MAX];
-	int found, found_rec;	/* addresses found; as of the last record */
-	struct vm_cf *cf;	/* the C functions of modules (cfnames.c) */
-	int cf_rec;		/* of them, found as of the last record */
+	int found, found_rec; /* addresses found; as of the last record */
+	struct vm_cf *cf;     /* the C functions of modules (cfnames.c) */
+	int cf_rec;	      /* of them, found as of the last record */
+	size_t loaded_n;      /* package.loaded's entries at the last look */
+	int looked;
 	int shift;		/* JSF_ENV_VM_FFNAME_SHIFT: tests only */
 	uint8_t rec[VM_RT_MAX]; /* every LJFF record made, for each region */
 	uint32_t reclen;
@@ -168,6 +170,18 @@ static int scan(lua_State *L)
 	int loaded = lua_gettop(L);
 	if (!lua_istable(L, loaded))
 		return 0;
+	/* nothing loaded since the last look: nothing new to find there
+	 * (most looks; a walk of the modules' tables is tens of us) */
+	size_t cnt = 0;
+	lua_pushnil(L);
+	while (lua_next(L, loaded)) {
+		cnt++;
+		lua_pop(L, 1);
+	}
+	if (ff->looked && cnt == ff->loaded_n)
+		return 0;
+	ff->looked = 1;
+	ff->loaded_n = cnt;
 	lua_pushliteral(L, "jit.util");
 	lua_rawget(L, loaded);
 	if (!lua_istable(L, -1))
