@@ -52,8 +52,7 @@ struct vm_cf {
 	int n;
 	uint8_t *rec; /* every LJCF record made, for each region */
 	uint32_t reclen;
-	unsigned pub_epoch; /* m->epoch whose region has them all */
-	uint32_t pub_len;
+	struct vm_rtpub pub;
 	int full;   /* said once: the records' room is used up */
 	int budget; /* of CF_STEPS, left in this look */
 };
@@ -290,12 +289,8 @@ static int record(struct vm_cf *cf, struct cf_fn **e, int cnt, int shift)
 	uint32_t p = 20;
 	for (int i = 0; i < cnt; i++) {
 		const char *nm = e[shift ? (i + 1) % cnt : i]->name;
-		size_t nl = strlen(nm);
-		alog_st32(b + p, (uint32_t)(int32_t)(e[i]->addr - base));
-		b[p + 4] = (uint8_t)nl;
-		for (size_t c = 0; c < nl; c++) /* (no NUL) */
-			b[p + 5 + c] = (uint8_t)nm[c];
-		p += 5 + (uint32_t)nl;
+		p += vm_rt_names_entry(b + p, (int32_t)(e[i]->addr - base), nm,
+				       strlen(nm));
 		e[i]->state = 1;
 	}
 	cf->reclen += len;
@@ -335,18 +330,7 @@ void vm_cf_record(struct vmod *m, struct vm_cf *cf, int shift)
 
 void vm_cf_publish(struct vmod *m, struct vm_cf *cf)
 {
-	if (!cf || !m->region)
-		return;
-	if (cf->pub_epoch != m->epoch) { /* a new region: all of them */
-		cf->pub_epoch = m->epoch;
-		cf->pub_len = 0;
-	}
-	if (cf->pub_len == cf->reclen)
-		return;
-	int err = jsf_region_append_runtime(m->region, cf->rec + cf->pub_len,
-					    cf->reclen - cf->pub_len);
-	if (err)
-		vm_log(m, "cannot publish the C functions' names: %s",
-		       jsf_strerror(err));
-	cf->pub_len = cf->reclen; /* (once, even when refused) */
+	if (cf && m->region)
+		vm_rt_publish(m, cf->rec, cf->reclen, &cf->pub,
+			      "the C functions' names");
 }

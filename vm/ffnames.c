@@ -54,8 +54,7 @@ struct vm_ff {
 	int shift;		/* JSF_ENV_VM_FFNAME_SHIFT: tests only */
 	uint8_t rec[VM_RT_MAX]; /* every LJFF record made, for each region */
 	uint32_t reclen;
-	unsigned pub_epoch; /* m->epoch whose region has them all */
-	uint32_t pub_len;
+	struct vm_rtpub pub;
 };
 
 /* The library of a builtin's name: up to its last dot ("io.method" of
@@ -96,6 +95,31 @@ void vm_rt_names_head(uint8_t *b, const char *tag, uint32_t len, uint64_t base,
 	alog_st64(b + 8, base);
 	alog_st16(b + 16, (uint16_t)cnt);
 	alog_st16(b + 18, 0);
+}
+
+uint32_t vm_rt_names_entry(uint8_t *b, int32_t d, const char *nm, size_t nl)
+{
+	alog_st32(b, (uint32_t)d);
+	b[4] = (uint8_t)nl;
+	for (size_t i = 0; i < nl; i++) /* (no NUL) */
+		b[5 + i] = (uint8_t)nm[i];
+	return 5 + (uint32_t)nl;
+}
+
+void vm_rt_publish(struct vmod *m, const uint8_t *rec, uint32_t reclen,
+		   struct vm_rtpub *p, const char *what)
+{
+	if (p->epoch != m->epoch) { /* a new region: all of them */
+		p->epoch = m->epoch;
+		p->len = 0;
+	}
+	if (p->len == reclen)
+		return;
+	int err =
+	    jsf_region_append_runtime(m->region, rec + p->len, reclen - p->len);
+	if (err)
+		vm_log(m, "cannot publish %s: %s", what, jsf_strerror(err));
+	p->len = reclen; /* (once, even when refused) */
 }
 
 uint64_t vm_cfunc_addr(lua_State *L, int fi, int idx, lua_Integer *ffid)
@@ -295,11 +319,7 @@ static void make_record(struct vm_ff *ff)
 		}
 		if (len + 5 + nl > room)
 			break; /* the area is full: the rest unnamed */
-		alog_st32(b + len, (uint32_t)(int32_t)d);
-		b[len + 4] = (uint8_t)nl;
-		for (size_t i = 0; i < nl; i++) /* (no NUL) */
-			b[len + 5 + i] = (uint8_t)nm[i];
-		len += 5 + (uint32_t)nl;
+		len += vm_rt_names_entry(b + len, (int32_t)d, nm, nl);
 		ff->state[k] = 1;
 		cnt++;
 	}
@@ -383,18 +403,7 @@ void vm_ff_publish(struct vmod *m)
 	struct vm_ff *ff = m->ff;
 	if (!ff || !m->region)
 		return;
-	if (ff->pub_epoch != m->epoch) { /* a new region: all of them */
-		ff->pub_epoch = m->epoch;
-		ff->pub_len = 0;
-	}
-	if (ff->pub_len != ff->reclen) {
-		int err = jsf_region_append_runtime(
-		    m->region, ff->rec + ff->pub_len, ff->reclen - ff->pub_len);
-		if (err)
-			vm_log(m, "cannot publish the builtins' names: %s",
-			       jsf_strerror(err));
-		ff->pub_len = ff->reclen; /* (once, even when refused) */
-	}
+	vm_rt_publish(m, ff->rec, ff->reclen, &ff->pub, "the builtins' names");
 	/* then the modules' C functions (their own epoch and length): the
 	 * builtins' first, in the header page while it has room */
 	vm_cf_publish(m, ff->cf);

@@ -238,6 +238,19 @@ uint64_t vm_cfunc_addr(lua_State *L, int fi, int idx, lua_Integer *ffid);
  * len, base, cnt entries: docs/ABI.md 1.6). */
 void vm_rt_names_head(uint8_t *b, const char *tag, uint32_t len, uint64_t base,
 		      unsigned cnt);
+/* One entry of such a record at b (address - base d, the name's nl bytes,
+ * no NUL): the bytes it took, 5 + nl. */
+uint32_t vm_rt_names_entry(uint8_t *b, int32_t d, const char *nm, size_t nl);
+/* Records made for every region (rec, reclen bytes), and how many of
+ * them the current one has (epoch, len): vm_rt_publish (m->mu held)
+ * appends to its runtime area what it lacks, once (what: the message's
+ * words when refused). */
+struct vm_rtpub {
+	unsigned epoch; /* m->epoch whose region has len of them */
+	uint32_t len;
+};
+void vm_rt_publish(struct vmod *m, const uint8_t *rec, uint32_t reclen,
+		   struct vm_rtpub *p, const char *what);
 /* cfnames.c: the C functions of Lua modules ("LJCF", docs/ABI.md 1.6),
  * looked for with the builtins (ffnames.c's scan and schedule). walk: in
  * the scan's protected call, loaded package.loaded's index, fi
