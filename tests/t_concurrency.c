@@ -126,6 +126,15 @@ static struct {
 	pthread_mutex_t mu; /* producers pick disjoint slots through it */
 } P = {PTHREAD_MUTEX_INITIALIZER};
 
+/* A call of the API that failed (a producer's, or a reader's open):
+ * counted as an inconsistency, and said (the first five), so that a run
+ * that fails shows which call and why */
+static void call_failed(const char *call, int rc)
+{
+	if (atomic_fetch_add(&bad, 1) < 5)
+		printf("#   %s failed: %s\n", call, jsf_strerror(rc));
+}
+
 static void *producer(void *arg)
 {
 	uint64_t seed = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
@@ -156,7 +165,7 @@ static void *producer(void *arg)
 			}
 			pthread_mutex_unlock(&P.mu);
 			if (rc)
-				atomic_fetch_add(&bad, 1);
+				call_failed("jsf_region_remove_all", rc);
 			continue;
 		}
 		if (dice < 3) {
@@ -180,7 +189,7 @@ static void *producer(void *arg)
 			atomic_store(&fns[id].rm_end,
 				     atomic_fetch_add(&ver, 1));
 			if (rc)
-				atomic_fetch_add(&bad, 1);
+				call_failed("jsf_region_remove", rc);
 		} else {
 			id = atomic_load(&nfns) + 1;
 			if (id >= MAXF) {
@@ -204,7 +213,7 @@ static void *producer(void *arg)
 			atomic_store(&slot_id[s], id);
 			atomic_store(&f->add_end, atomic_fetch_add(&ver, 1));
 			if (rc)
-				atomic_fetch_add(&bad, 1);
+				call_failed("jsf_region_add", rc);
 		}
 		pthread_mutex_unlock(&P.mu);
 	}
@@ -274,8 +283,9 @@ static void *reader(void *arg)
 {
 	uint64_t seed = (uint64_t)(uintptr_t)arg * 0xda942042e4dd58b5ull + 7;
 	struct jsf_view *v;
-	if (jsf_view_open(&v, path)) {
-		atomic_fetch_add(&bad, 1);
+	int rc = jsf_view_open(&v, path);
+	if (rc) {
+		call_failed("jsf_view_open", rc);
 		return NULL;
 	}
 	uint64_t n = 0, nf = 0, na = 0, nt = 0, nf_told = 0;
