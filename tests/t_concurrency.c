@@ -283,9 +283,9 @@ static void *reader(void *arg)
 {
 	uint64_t seed = (uint64_t)(uintptr_t)arg * 0xda942042e4dd58b5ull + 7;
 	struct jsf_view *v;
-	int rc = jsf_view_open(&v, path);
-	if (rc) {
-		call_failed("jsf_view_open", rc);
+	int oerr = jsf_view_open(&v, path);
+	if (oerr) {
+		call_failed("jsf_view_open", oerr);
 		return NULL;
 	}
 	uint64_t n = 0, nf = 0, na = 0, nt = 0, nf_told = 0;
