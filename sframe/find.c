@@ -47,7 +47,8 @@ static int is_region_of(const char *path, bool follow, uint32_t pid,
 		ssize_t got = pread(fd, hdr, sizeof(hdr), 0);
 		struct sf_rinfo ri;
 		char msg[160];
-		if (got == (ssize_t)sizeof(hdr) &&
+		/* the size after the header: a live file grows (view.c) */
+		if (got == (ssize_t)sizeof(hdr) && fstat(fd, &st) == 0 &&
 		    sf_rhdr_parse(hdr, (uint64_t)st.st_size, &ri, msg,
 				  sizeof(msg)) == 0 &&
 		    ri.pid == pid &&

@@ -251,7 +251,18 @@ static int open_region(const char *path, int *fdp, struct sf_rinfo *ri,
 		close(fd);
 		return -EBADMSG;
 	}
+	/* The header first, then the file's size: a live producer grows
+	 * the file (ftruncate) before its header says so, and never shrinks
+	 * it, so a size read after the header covers what the header says.
+	 * Read before it, the size could predate a growth the header then
+	 * showed: "file truncated" of a sound region (t_concurrency). */
 	ssize_t got = pread(fd, hdr, sizeof(hdr), 0);
+	if (got == SF_RHDR_SIZE && fstat(fd, &st) < 0) {
+		int e = errno;
+		sf_msg(msg, msglen, "%s: %s", path, strerror(e));
+		close(fd);
+		return -e;
+	}
 	uint64_t avail = got < SF_RHDR_SIZE ? (got < 0 ? 0 : (uint64_t)got)
 					    : (uint64_t)st.st_size;
 	int err = sf_rhdr_parse(hdr, avail, ri, msg, msglen);
