@@ -99,11 +99,9 @@ static void found(struct vm_cf *cf, uint64_t a, const void *obj,
 			    (rank == r &&
 			     (nl > ol ||
 			      (nl == ol && memcmp(name, o, nl) >= 0))) ||
-			    !(s = malloc(nl + 1)))
+			    !(s = strndup(name, nl)))
 				return;
 			cf->f[i].rank = (uint8_t)rank;
-			memcpy(s, name, nl);
-			s[nl] = 0;
 			free(o);
 			cf->f[i].name = s;
 			return;
@@ -114,11 +112,9 @@ static void found(struct vm_cf *cf, uint64_t a, const void *obj,
 	}
 	if (cf->n == CF_MAX || nl > CF_NAME_MAX)
 		return;
-	char *s = malloc(nl + 1);
+	char *s = strndup(name, nl);
 	if (!s)
 		return;
-	memcpy(s, name, nl);
-	s[nl] = 0;
 	/* another function at a published address: this name too, so
 	 * that readers name it by neither; else shared: never */
 	int pubd = 0;

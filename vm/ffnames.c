@@ -78,11 +78,9 @@ static void add_key(struct vm_ff *ff, const char *k, size_t len)
 			return;
 	if (ff->nkeys == VM_FF_MAX)
 		return;
-	char *s = malloc(len + 1);
+	char *s = strndup(k, len);
 	if (!s)
 		return;
-	memcpy(s, k, len);
-	s[len] = 0;
 	ff->key[ff->nkeys++] = s;
 }
 
