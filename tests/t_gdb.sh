@@ -268,15 +268,21 @@ one_named() {
 	pc=$((0x$pc - 1 - 0x$3))
 	[ "$pc" -ge "$4" ] && [ "$pc" -lt "$5" ] || { echo "its pc is not in $2's function"; return 1; }
 }
+# bt_sourced OUT CMD...: CMD under gdb to gdbt_stop, its backtrace before
+# the script is sourced (==before) and after (==after), into OUT
+bt_sourced() {
+	local out=$1
+	shift
+	"${GDB[@]}" -ex 'break gdbt_stop' -ex run -ex 'echo ==before\n' -ex bt -ex "source $SCRIPT" \
+		-ex 'echo ==after\n' -ex bt -ex 'echo ==end\n' -ex kill --args "$@" >"$out" 2>&1
+}
 # gsub_case NAME [ENV...]: run it under gdb ($T/NAME.out); 0 when the
 # frame in string.gsub's C function, and it alone, is named string.gsub
 gsub_case() {
 	local out=$T/$1.out region=$T/$1.region
 	shift
-	"${GDB[@]}" -ex 'break gdbt_stop' -ex run -ex 'echo ==before\n' -ex bt -ex "source $SCRIPT" \
-		-ex 'echo ==after\n' -ex bt -ex 'echo ==end\n' -ex kill \
-		--args env "$@" "$J" run --quiet --region "$region" -- "$LJR" "$T/gsub.lua" \
-		"$T/libgdbt.so" "$LJR" >"$out" 2>&1
+	bt_sourced "$out" env "$@" "$J" run --quiet --region "$region" -- "$LJR" "$T/gsub.lua" \
+		"$T/libgdbt.so" "$LJR"
 	local base gsub s e before after
 	base=$(sed -n 's/^BASE //p' "$out") gsub=$(sed -n 's/^GSUB //p' "$out")
 	before=$(frames "$out" ==before) after=$(frames "$out" ==after)
@@ -336,10 +342,8 @@ EOF2
 	ccall_case() {
 		local out=$T/$1.out region=$T/$1.region
 		shift
-		"${GDB[@]}" -ex 'break gdbt_stop' -ex run -ex 'echo ==before\n' -ex bt -ex "source $SCRIPT" \
-			-ex 'echo ==after\n' -ex bt -ex 'echo ==end\n' -ex kill \
-			--args env LUA_CPATH="$CM/?.so;;" "$@" "$J" run --quiet --region "$region" -- \
-			"$LJ" "$T/ccall.lua" "$T/libgdbt.so" >"$out" 2>&1
+		bt_sourced "$out" env LUA_CPATH="$CM/?.so;;" "$@" "$J" run --quiet --region "$region" -- \
+			"$LJ" "$T/ccall.lua" "$T/libgdbt.so"
 		local base s z after before
 		base=$(sed -n 's/^BASE //p' "$out")
 		read -r s z < <(awk '$4 == "cmod_call" {print $1, $2}' "$T/cmod.nm")
