@@ -55,6 +55,7 @@ static int is_dead(int dfd, const char *name, struct dead *e)
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_uid == getuid() &&
 	    pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
+	    fstat(fd, &st) == 0 && /* the size after the header (view.c) */
 	    sf_rhdr_parse(hdr, (uint64_t)st.st_size, &ri, msg, sizeof(msg)) ==
 		0 &&
 	    flock(fd, LOCK_EX | LOCK_NB) == 0) {
