@@ -72,7 +72,10 @@ for vm in $VMS; do
 			ok "$vm $s: ${res#PASS $s: } ($((SECONDS - start))s)"
 			grep -E '^# (probe|[0-9]+ rounds)' "$T/out"
 		else
-			notok "$vm $s (exit $rc)" "${res:-no result}" "$(grep -vE '^(PASS|FAIL) ' "$T/out" | tail -n 25)"
+			# (a Lua error's message first: the trace listing that
+			# follows it on stdout can push it out of the last lines)
+			notok "$vm $s (exit $rc)" "${res:-no result}" "$(grep -m 3 '^luajit: ' "$T/out")" \
+				"$(grep -vE '^(PASS|FAIL) ' "$T/out" | tail -n 25)"
 		fi
 	done
 
