@@ -77,9 +77,15 @@ end
 -- ------------------------------------------------------------ trace survey
 
 -- Every live trace, from jit.util (addresses, links) and what the module
--- published for it (jsf.rows), with the probe's call count.
+-- published for it (jsf.rows), with the probe's call count. With the GC
+-- stopped: LuaJIT frees a trace nothing reaches any more (a root trace
+-- unlinked from its prototype) only when the GC sweeps it, so a trace
+-- traceinfo returned could be gone by traceir, its parent nil (1 recursion
+-- run in ~500 did that); until the number is reused, its rows stay
+-- published (docs/VM.md, "Lifecycle").
 local function traces()
 	local list, by = {}, {}
+	collectgarbage("stop")
 	for tr = 1, 8000 do
 		local info = ju.traceinfo(tr)
 		if info then
@@ -93,6 +99,7 @@ local function traces()
 			by[tr] = t
 		end
 	end
+	collectgarbage("restart")
 	return list, by
 end
 
