@@ -109,7 +109,8 @@ int folded_add(struct folded *f, const char *stack, uint64_t count)
 		sl->idx1 = (uint32_t)f->n;
 		f->ix.n++;
 	}
-	f->t[sl->idx1 - 1].count += count;
+	uint64_t *c = &f->t[sl->idx1 - 1].count;
+	*c = *c + count < *c ? UINT64_MAX : *c + count; /* saturating */
 	return 0;
 }
 
@@ -223,9 +224,8 @@ static void parse_frame(const struct folded *f, const char *l, uint64_t ts,
 	fr->jit = !strncmp(base, "jitted-", 7);
 	fr->is_main =
 	    !strcmp(s, "main") || !strcmp(s, "__libc_start_call_main");
-	for (char *c = s; *c; c++)
-		if (*c == ';' || *c == '\n')
-			*c = '_';
+	if (!*s) /* a frame line with no symbol */
+		snprintf(s, sizeof(s), "[unknown]");
 	const char *jn = fr->jit && !strcmp(s, "[unknown]")
 			     ? jitted_name(f, base, rel, ts)
 			     : NULL;
@@ -241,6 +241,12 @@ static void parse_frame(const struct folded *f, const char *l, uint64_t ts,
 			 *base ? base : "unknown");
 	else
 		snprintf(fr->name, sizeof(fr->name), "%s", s);
+	/* ';' separates frames: none inside one (a symbol's, a DSO path's,
+	 * a trace's name from a jitdump: our module's names have none, a
+	 * file from elsewhere may) */
+	for (char *c = fr->name; *c; c++)
+		if (*c == ';' || *c == '\n')
+			*c = '_';
 }
 
 static int flush_sample(struct folded *f, struct folded_stats *st,
