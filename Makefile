@@ -248,7 +248,7 @@ $(B)/tests/lib%.so: tests/%.c
 # --- fuzzing (clang libFuzzer, with ASan+UBSan); each fuzzer's corpus of
 # found crashes and interesting inputs is kept in tests/corpus/NAME ---
 FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit fuzz_rjlog fuzz_ksyms \
-	    fuzz_rtnames fuzz_jitdump fuzz_folded
+	    fuzz_rtnames fuzz_jitdump fuzz_folded fuzz_srcmap
 FUZZ_DIR_fuzz_jitdump  := perfmap
 FUZZ_DIR_fuzz_folded   := profile
 FUZZ_DIR_fuzz_perfdata := unwind
