@@ -295,6 +295,8 @@ void cli_vmp_json(struct cli_vmp *v, FILE *o);
 void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title);
 int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml);
 void cli_vmp_free(struct cli_vmp *v);
+/* The row of (pid, trace), added (zeroed) if new; NULL out of memory. */
+struct cli_vmrow *cli_vmp_row(struct cli_vmp *v, uint32_t pid, uint32_t tr);
 /* Sample pids for iters intervals of interval_ms (iters 0: until they
  * exit), fn after each (last: the processes are gone or it was the last;
  * nonzero stops). An exit code (4: cannot sample). */
