@@ -251,15 +251,14 @@ FUZZERS := fuzz_view fuzz_sframe fuzz_perfdata fuzz_audit fuzz_rjlog fuzz_ksyms 
 	    fuzz_rtnames fuzz_jitdump fuzz_folded fuzz_srcmap fuzz_vmpjson
 FUZZ_DIR_fuzz_jitdump  := perfmap
 FUZZ_DIR_fuzz_folded   := profile
-# fuzz_vmpjson: the CLI's reader of DIR/vmprofile.json (no library has it)
-FUZZ_OBJS_fuzz_vmpjson := $(B)/fuzz/cli/vmpjson.o $(B)/fuzz/cli/util.o
+FUZZ_DIR_fuzz_vmpjson  := profile
 FUZZ_DIR_fuzz_perfdata := unwind
 FUZZ_DIR_fuzz_ksyms    := unwind
 FUZZ_DIR_fuzz_rtnames  := unwind
 FUZZ_DIR_fuzz_audit    := audit
 FUZZ_DIR_fuzz_rjlog    := audit
 define fuzzer
-$(B)/fuzz/$(1): $(B)/fuzz/tests/$(1).o $(FUZZ_OBJS_$(1)) $(call closure,fuzz,$(or $(FUZZ_DIR_$(1)),sframe))
+$(B)/fuzz/$(1): $(B)/fuzz/tests/$(1).o $(call closure,fuzz,$(or $(FUZZ_DIR_$(1)),sframe))
 	$(CLANG) -g -fsanitize=fuzzer,address,undefined $$^ -o $$@ $(call syslibs,$(or $(FUZZ_DIR_$(1)),sframe)) $$(LDLIBS)
 endef
 $(foreach z,$(FUZZERS),$(eval $(call fuzzer,$(z))))

@@ -215,65 +215,8 @@ int audit_disasm(const char *arch, const void *mc, uint32_t len, uint64_t addr,
  * trace_flushall events before it; -1: its first). An exit code. */
 int audit_rj_main(const char *path, int64_t want, int64_t epoch, int json,
 		  int mcode);
-/* ---- the VM-state profile of LuaJIT (cli/vmstate.c, issue 13) */
-enum cli_vs {		       /* per trace: where its samples were */
-	      CLI_VS_HEAD = 0, /* in the trace's code before its loop */
-	      CLI_VS_LOOP,     /* in its loop */
-	      CLI_VS_FFI,    /* vmstate the trace, pc outside it: C it called */
-	      CLI_VS_JGC,    /* GC entered from the trace's code */
-	      CLI_VS_INTERP, /* charged to the thread's last trace: */
-	      CLI_VS_C,
-	      CLI_VS_GC,
-	      CLI_VS_EXIT, /* trace exit handling */
-	      CLI_VS_RECORD,
-	      CLI_VS_OPT,
-	      CLI_VS_ASM,
-	      CLI_VS_TRACE, /* in the trace's code, head or loop not known */
-	      CLI_VS__N
-};
-extern const char *const cli_vs_name[CLI_VS__N];
-enum cli_vt { /* the VM's totals, as luajit -jp=v names them */
-	      CLI_VT_COMPILED = 0, /* head + loop + ffi + trace */
-	      CLI_VT_INTERP,	   /* interp */
-	      CLI_VT_C,		   /* c */
-	      CLI_VT_GC,	   /* gc + jgc */
-	      CLI_VT_JIT,	   /* exit + record + opt + asm */
-	      CLI_VT__N
-};
-extern const char *const cli_vt_name[CLI_VT__N];
-#define CLI_VM_LINES 8
-struct cli_vmline {
-	char where[160]; /* chunk:line */
-	uint64_t n;
-};
-struct cli_vmrow {
-	uint32_t pid, trace; /* trace 0: before any trace ran */
-	char name[200];	     /* TRACE_n::chunk:line, "" not seen */
-	uint64_t n[CLI_VS__N], total;
-	struct cli_vmline lines[CLI_VM_LINES]; /* in-trace samples' lines */
-	int nlines;
-	uint64_t lines_other;
-};
-struct cli_vmp {
-	struct cli_vmrow *rows;
-	size_t nrows, caprows;
-	uint64_t samples, no_vmstate, state[CLI_VS__N];
-	/* of them: samples in the jitsframe module's own code (its trace
-	 * event handlers), per state */
-	uint64_t mod_samples, mod_state[CLI_VS__N];
-	/* the totals as LuaJIT's own profiler (-jp=v) counts them: it cannot
-	 * attribute a sample taken inside a VM event handler (the module's)
-	 * and counts it with the next state it records; so here a module
-	 * sample goes to the state of the process's next sample outside it */
-	uint64_t jpv[CLI_VT__N];
-	struct {
-		uint32_t pid;
-		uint64_t n;
-	} pend[16];
-	int npend;
-	uint32_t hz;
-	double seconds;
-};
+/* ---- the VM-state profile of LuaJIT (cli/vmstate.c, issue 13; its table
+ * and vmprofile.json: profile/vmstates.c, struct pf_vms) */
 /* One sample as kept: the VM state and the kernel's charge (smp_lua),
  * the first trace frame of its native walk (tidx UINT32_MAX: none). */
 struct cli_vmsample {
@@ -285,22 +228,15 @@ struct cli_vmsample {
 };
 struct uwstate;
 struct smp_event;
-int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
+int cli_vmp_add(struct pf_vms *v, struct uwstate *u,
 		const struct cli_vmsample *s);
-int cli_vmp_event(struct cli_vmp *v, struct uwstate *u,
+int cli_vmp_event(struct pf_vms *v, struct uwstate *u,
 		  const struct smp_event *e);
-void cli_vmp_totals(const struct cli_vmp *v, uint64_t t[CLI_VT__N]);
-void cli_vmp_sort(struct cli_vmp *v);
-void cli_vmp_json(struct cli_vmp *v, FILE *o);
-void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title);
-int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml);
-void cli_vmp_free(struct cli_vmp *v);
-/* The row of (pid, trace), added (zeroed) if new; NULL out of memory. */
-struct cli_vmrow *cli_vmp_row(struct cli_vmp *v, uint32_t pid, uint32_t tr);
+void cli_vmp_print(struct pf_vms *v, FILE *o, size_t top, const char *title);
 /* Sample pids for iters intervals of interval_ms (iters 0: until they
  * exit), fn after each (last: the processes are gone or it was the last;
  * nonzero stops). An exit code (4: cannot sample). */
-typedef int (*cli_vmp_fn)(struct cli_vmp *v, void *ctx, int last);
+typedef int (*cli_vmp_fn)(struct pf_vms *v, void *ctx, int last);
 int cli_vmp_live(const char *who, int *pids, int npids, uint32_t hz,
 		 uint64_t interval_ms, uint64_t iters, cli_vmp_fn fn,
 		 void *ctx);

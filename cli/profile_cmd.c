@@ -753,7 +753,7 @@ static int symbolize_all(struct pctx *c, struct prof *prof, struct sumr *m)
 static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
 			double secs)
 {
-	struct cli_vmp v;
+	struct pf_vms v;
 	memset(&v, 0, sizeof(v));
 	v.hz = hz;
 	v.seconds = secs;
@@ -761,7 +761,7 @@ static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
 	for (size_t i = 0; i < c->nvs; i++)
 		if (cli_vmp_add(&v, c->u, &c->vs[i])) {
 			fprintf(stderr, WHO ": out of memory\n");
-			cli_vmp_free(&v);
+			pf_vms_free(&v);
 			return -1;
 		}
 	char *buf = NULL;
@@ -769,7 +769,7 @@ static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
 	FILE *m = open_memstream(&buf, &len);
 	int rc = -1;
 	if (m) {
-		cli_vmp_json(&v, m);
+		pf_vms_json(&v, m);
 		if (!fclose(m)) {
 			char path[PATH_MAX + 32];
 			snprintf(path, sizeof(path), "%s/vmprofile.json", adir);
@@ -781,7 +781,7 @@ static int write_vmprof(struct pctx *c, const char *adir, uint32_t hz,
 		}
 	}
 	free(buf);
-	cli_vmp_free(&v);
+	pf_vms_free(&v);
 	return rc;
 }
 

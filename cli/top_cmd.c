@@ -26,7 +26,7 @@ static const char top_usage[] =
     "  -t, --top N        the N traces with the most samples (default 20;\n"
     "                     0: all)\n";
 
-static int top_print(struct cli_vmp *v, void *ctx, int last)
+static int top_print(struct pf_vms *v, void *ctx, int last)
 {
 	const uint64_t *o = ctx;
 	(void)last;

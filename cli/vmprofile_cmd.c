@@ -133,12 +133,12 @@ static void pct(uint64_t part, uint64_t whole, char *out, size_t cap)
 			 100.0 * (double)part / (double)whole);
 }
 
-static int live_print(struct cli_vmp *v, void *ctx, int last)
+static int live_print(struct pf_vms *v, void *ctx, int last)
 {
 	const uint64_t *o = ctx; /* json, top */
 	(void)last;
 	if (o[0])
-		cli_vmp_json(v, stdout);
+		pf_vms_json(v, stdout);
 	else
 		cli_vmp_print(v, stdout, (size_t)o[1], "jitsframe vmprofile");
 	fflush(stdout);
@@ -260,7 +260,7 @@ int cmd_vmprofile(int argc, char **argv)
 	struct stat dst;
 	if (stat(path, &dst) == 0 && S_ISDIR(dst.st_mode)) {
 		char jp[4096], m[600];
-		struct cli_vmp v;
+		struct pf_vms v;
 		if (logpath) {
 			fprintf(stderr,
 				"jitsframe vmprofile: --auditlog is for "
@@ -268,15 +268,15 @@ int cmd_vmprofile(int argc, char **argv)
 			return EX_USAGE;
 		}
 		snprintf(jp, sizeof(jp), "%s/vmprofile.json", path);
-		if (cli_vmp_read(&v, jp, m, sizeof(m))) {
+		if (pf_vms_read(&v, jp, m, sizeof(m))) {
 			fprintf(stderr, "jitsframe vmprofile: %s\n", m);
 			return EX_INPUT;
 		}
 		if (json)
-			cli_vmp_json(&v, stdout);
+			pf_vms_json(&v, stdout);
 		else
 			cli_vmp_print(&v, stdout, (size_t)top, path);
-		cli_vmp_free(&v);
+		pf_vms_free(&v);
 		return EX_OK;
 	}
 	struct pf_vmprofile *vp = malloc(sizeof(*vp));

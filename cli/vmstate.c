@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void add_line(struct cli_vmrow *r, const char *file, uint32_t line,
+static void add_line(struct pf_vms_row *r, const char *file, uint32_t line,
 		     uint64_t n)
 {
 	char b[sizeof(r->lines[0].where)];
@@ -34,7 +34,7 @@ static void add_line(struct cli_vmrow *r, const char *file, uint32_t line,
 			r->lines[i].n += n;
 			return;
 		}
-	if (r->nlines < CLI_VM_LINES) {
+	if (r->nlines < PF_VMS_LINES) {
 		memcpy(r->lines[r->nlines].where, b, sizeof(b));
 		r->lines[r->nlines++].n = n;
 	} else {
@@ -42,7 +42,7 @@ static void add_line(struct cli_vmrow *r, const char *file, uint32_t line,
 	}
 }
 
-static void set_name(struct cli_vmrow *r, const char *name)
+static void set_name(struct pf_vms_row *r, const char *name)
 {
 	if (!name || r->name[0])
 		return;
@@ -51,7 +51,7 @@ static void set_name(struct cli_vmrow *r, const char *name)
 		snprintf(r->name, sizeof(r->name), "%s", name);
 }
 
-int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
+int cli_vmp_add(struct pf_vms *v, struct uwstate *u,
 		const struct cli_vmsample *s)
 {
 	int st = -1;
@@ -67,37 +67,35 @@ int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
 		tr = (uint32_t)s->vmstate;
 		if (s->tidx == 0 && have) {
 			int l = uw_trace_loop(u, s->pid, s->time, &f);
-			st = l < 0 ? CLI_VS_TRACE
-			     : l   ? CLI_VS_LOOP
-				   : CLI_VS_HEAD;
+			st = l < 0 ? PF_VS_TRACE : l ? PF_VS_LOOP : PF_VS_HEAD;
 		} else if (s->tidx == 0 || s->slot == SMP_VM_TRACE) {
-			st = CLI_VS_TRACE;
+			st = PF_VS_TRACE;
 		} else {
-			st = CLI_VS_FFI;
+			st = PF_VS_FFI;
 		}
 	} else {
 		tr = s->slot < SMP_VM__N ? s->trace : 0;
 		switch (s->vmstate) {
 		case -1:
-			st = CLI_VS_INTERP;
+			st = PF_VS_INTERP;
 			break;
 		case -2:
-			st = CLI_VS_C;
+			st = PF_VS_C;
 			break;
 		case -3:
-			st = s->slot == SMP_VM_JGC ? CLI_VS_JGC : CLI_VS_GC;
+			st = s->slot == SMP_VM_JGC ? PF_VS_JGC : PF_VS_GC;
 			break;
 		case -4:
-			st = CLI_VS_EXIT;
+			st = PF_VS_EXIT;
 			break;
 		case -5:
-			st = CLI_VS_RECORD;
+			st = PF_VS_RECORD;
 			break;
 		case -6:
-			st = CLI_VS_OPT;
+			st = PF_VS_OPT;
 			break;
 		case -7:
-			st = CLI_VS_ASM;
+			st = PF_VS_ASM;
 			break;
 		}
 	}
@@ -105,20 +103,20 @@ int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
 		v->no_vmstate++;
 		return 0;
 	}
-	struct cli_vmrow *r = cli_vmp_row(v, s->pid, tr);
+	struct pf_vms_row *r = pf_vms_rowof(v, s->pid, tr);
 	if (!r)
 		return -ENOMEM;
 	r->n[st]++;
 	r->total++;
 	v->samples++;
 	v->state[st]++;
-	static const int vt_of[CLI_VS__N] = {
-	    [CLI_VS_HEAD] = CLI_VT_COMPILED, [CLI_VS_LOOP] = CLI_VT_COMPILED,
-	    [CLI_VS_FFI] = CLI_VT_COMPILED,  [CLI_VS_TRACE] = CLI_VT_COMPILED,
-	    [CLI_VS_JGC] = CLI_VT_GC,	     [CLI_VS_GC] = CLI_VT_GC,
-	    [CLI_VS_INTERP] = CLI_VT_INTERP, [CLI_VS_C] = CLI_VT_C,
-	    [CLI_VS_EXIT] = CLI_VT_JIT,	     [CLI_VS_RECORD] = CLI_VT_JIT,
-	    [CLI_VS_OPT] = CLI_VT_JIT,	     [CLI_VS_ASM] = CLI_VT_JIT};
+	static const int vt_of[PF_VS__N] = {
+	    [PF_VS_HEAD] = PF_VT_COMPILED, [PF_VS_LOOP] = PF_VT_COMPILED,
+	    [PF_VS_FFI] = PF_VT_COMPILED,  [PF_VS_TRACE] = PF_VT_COMPILED,
+	    [PF_VS_JGC] = PF_VT_GC,	   [PF_VS_GC] = PF_VT_GC,
+	    [PF_VS_INTERP] = PF_VT_INTERP, [PF_VS_C] = PF_VT_C,
+	    [PF_VS_EXIT] = PF_VT_JIT,	   [PF_VS_RECORD] = PF_VT_JIT,
+	    [PF_VS_OPT] = PF_VT_JIT,	   [PF_VS_ASM] = PF_VT_JIT};
 	int pk = 0;
 	while (pk < v->npend && v->pend[pk].pid != s->pid)
 		pk++;
@@ -145,10 +143,11 @@ int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
 		if (f.name) {
 			unsigned k;
 			if (sscanf(f.name, "TRACE_%u::", &k) == 1 && k != tr) {
-				struct cli_vmrow *o = cli_vmp_row(v, s->pid, k);
+				struct pf_vms_row *o =
+				    pf_vms_rowof(v, s->pid, k);
 				if (o)
 					set_name(o, f.name);
-				r = cli_vmp_row(v, s->pid, tr); /* moved? */
+				r = pf_vms_rowof(v, s->pid, tr); /* moved? */
 			} else {
 				set_name(r, f.name);
 			}
@@ -161,7 +160,7 @@ int cli_vmp_add(struct cli_vmp *v, struct uwstate *u,
 	return 0;
 }
 
-int cli_vmp_event(struct cli_vmp *v, struct uwstate *u,
+int cli_vmp_event(struct pf_vms *v, struct uwstate *u,
 		  const struct smp_event *e)
 {
 	if (!e->lua) {
@@ -186,7 +185,7 @@ int cli_vmp_event(struct cli_vmp *v, struct uwstate *u,
 	return cli_vmp_add(v, u, &x);
 }
 
-static const char *const vt_label[CLI_VT__N] = {
+static const char *const vt_label[PF_VT__N] = {
     "Compiled", "Interpreted", "C code", "Garbage Collector", "JIT Compiler"};
 
 static void pct(uint64_t part, uint64_t whole, char *out, size_t cap)
@@ -198,12 +197,12 @@ static void pct(uint64_t part, uint64_t whole, char *out, size_t cap)
 			 100.0 * (double)part / (double)whole);
 }
 
-void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title)
+void cli_vmp_print(struct pf_vms *v, FILE *o, size_t top, const char *title)
 {
-	cli_vmp_sort(v);
-	int cols[CLI_VS__N] = {0}, nc = 0, multi = 0;
-	for (int s = 0; s < CLI_VS__N; s++)
-		if (s != CLI_VS_TRACE || v->state[s])
+	pf_vms_sort(v);
+	int cols[PF_VS__N] = {0}, nc = 0, multi = 0;
+	for (int s = 0; s < PF_VS__N; s++)
+		if (s != PF_VS_TRACE || v->state[s])
 			cols[nc++] = s;
 	for (size_t i = 1; i < v->nrows; i++)
 		if (v->rows[i].pid != v->rows[0].pid)
@@ -221,11 +220,11 @@ void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title)
 		fprintf(o, "%7s ", "pid");
 	fprintf(o, "%6s %8s %6s", "trace", "samples", "share");
 	for (int c = 0; c < nc; c++)
-		fprintf(o, " %6s", cli_vs_name[cols[c]]);
+		fprintf(o, " %6s", pf_vs_name[cols[c]]);
 	fprintf(o, "  name; Lua lines\n");
 	char cell[32];
 	for (size_t i = 0; i < shown; i++) {
-		const struct cli_vmrow *r = &v->rows[i];
+		const struct pf_vms_row *r = &v->rows[i];
 		if (multi)
 			fprintf(o, "%7u ", r->pid);
 		if (r->trace)
@@ -266,10 +265,10 @@ void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title)
 		fprintf(o, " %6s", cell);
 	}
 	fputc('\n', o);
-	uint64_t t[CLI_VT__N];
-	cli_vmp_totals(v, t);
+	uint64_t t[PF_VT__N];
+	pf_vms_totals(v, t);
 	fprintf(o, "VM states (as luajit -jp=v):");
-	for (int k = 0; k < CLI_VT__N; k++) {
+	for (int k = 0; k < PF_VT__N; k++) {
 		pct(t[k], v->samples, cell, sizeof(cell));
 		fprintf(o, "%s %s %s", k ? "," : "", cell, vt_label[k]);
 	}
@@ -286,7 +285,7 @@ void cli_vmp_print(struct cli_vmp *v, FILE *o, size_t top, const char *title)
 /* ---- a live session: sample running processes */
 
 struct live {
-	struct cli_vmp *v;
+	struct pf_vms *v;
 	struct uwstate *u;
 	struct traces *t;
 	struct smp *s;
@@ -339,7 +338,7 @@ int cli_vmp_live(const char *who, int *pids, int npids, uint32_t hz,
 	l.u = l.t ? uw_new(l.t, NULL) : NULL;
 	l.found = calloc((size_t)npids, sizeof(*l.found));
 	l.next = calloc((size_t)npids, sizeof(*l.next));
-	struct cli_vmp v;
+	struct pf_vms v;
 	memset(&v, 0, sizeof(v));
 	v.hz = hz;
 	l.v = &v;
@@ -387,12 +386,12 @@ int cli_vmp_live(const char *who, int *pids, int npids, uint32_t hz,
 		if (r || !alive)
 			break;
 		if (interval_ms && iters != 1) { /* top: each interval anew */
-			cli_vmp_free(&v);
+			pf_vms_free(&v);
 			v.hz = hz;
 		}
 	}
 out:
-	cli_vmp_free(&v);
+	pf_vms_free(&v);
 	smp_close(l.s);
 	uw_free(l.u);
 	traces_free(l.t);

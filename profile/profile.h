@@ -122,4 +122,78 @@ struct prof_intern;
 struct prof_intern *prof_intern_new(void);
 const char *prof_intern(struct prof_intern *t, const void *s, size_t n);
 void prof_intern_free(struct prof_intern *t);
+/* ---- the VM-state profile of LuaJIT (issue 13, docs/PROFILE.md "VM
+ * states"): per (process, trace), the samples per state; the CLI fills it
+ * (cli/vmstate.c), profile/vmstates.c keeps it and writes and reads its
+ * file, DIR/vmprofile.json (a reader for hostile files) */
+enum pf_vs {		     /* per trace: where its samples were */
+	     PF_VS_HEAD = 0, /* in the trace's code before its loop */
+	     PF_VS_LOOP,     /* in its loop */
+	     PF_VS_FFI,	     /* vmstate the trace, pc outside it: C it called */
+	     PF_VS_JGC,	     /* GC entered from the trace's code */
+	     PF_VS_INTERP,   /* charged to the thread's last trace: */
+	     PF_VS_C,
+	     PF_VS_GC,
+	     PF_VS_EXIT, /* trace exit handling */
+	     PF_VS_RECORD,
+	     PF_VS_OPT,
+	     PF_VS_ASM,
+	     PF_VS_TRACE, /* in the trace's code, head or loop not known */
+	     PF_VS__N
+};
+extern const char *const pf_vs_name[PF_VS__N];
+enum pf_vt { /* the VM's totals, as luajit -jp=v names them */
+	     PF_VT_COMPILED = 0, /* head + loop + ffi + trace */
+	     PF_VT_INTERP,	 /* interp */
+	     PF_VT_C,		 /* c */
+	     PF_VT_GC,		 /* gc + jgc */
+	     PF_VT_JIT,		 /* exit + record + opt + asm */
+	     PF_VT__N
+};
+extern const char *const pf_vt_name[PF_VT__N];
+#define PF_VMS_LINES 8
+struct pf_vms_line {
+	char where[160]; /* chunk:line */
+	uint64_t n;
+};
+struct pf_vms_row {
+	uint32_t pid, trace; /* trace 0: before any trace ran */
+	char name[200];	     /* TRACE_n::chunk:line, "" not seen */
+	uint64_t n[PF_VS__N], total;
+	struct pf_vms_line lines[PF_VMS_LINES]; /* in-trace samples' lines */
+	int nlines;
+	uint64_t lines_other;
+};
+struct pf_vms {
+	struct pf_vms_row *rows;
+	size_t nrows, caprows;
+	uint64_t samples, no_vmstate, state[PF_VS__N];
+	/* of them: samples in the jitsframe module's own code (its trace
+	 * event handlers), per state */
+	uint64_t mod_samples, mod_state[PF_VS__N];
+	/* the totals as LuaJIT's own profiler (-jp=v) counts them: it cannot
+	 * attribute a sample taken inside a VM event handler (the module's)
+	 * and counts it with the next state it records; so here a module
+	 * sample goes to the state of the process's next sample outside it */
+	uint64_t jpv[PF_VT__N];
+	struct {
+		uint32_t pid;
+		uint64_t n;
+	} pend[16];
+	int npend;
+	uint32_t hz;
+	double seconds;
+};
+/* The row of (pid, trace), added (zeroed) if new; NULL out of memory. */
+struct pf_vms_row *pf_vms_rowof(struct pf_vms *v, uint32_t pid, uint32_t tr);
+void pf_vms_free(struct pf_vms *v);
+void pf_vms_totals(const struct pf_vms *v, uint64_t t[PF_VT__N]);
+/* Rows by samples (most first), each row's lines by count. */
+void pf_vms_sort(struct pf_vms *v);
+/* DIR/vmprofile.json (version 1), sorted first. */
+void pf_vms_json(struct pf_vms *v, FILE *o);
+/* Read one back: 0, or -1 with one message in msg (not a version-1
+ * file, malformed, a number out of range). */
+int pf_vms_read(struct pf_vms *v, const char *path, char *msg, size_t ml);
+
 #endif

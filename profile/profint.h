@@ -165,6 +165,9 @@ int pf_write_from_folded(const struct prof *p, const char *path,
 /* The profile as d3-flame-graph's nested JSON (root "all", then the
  * comms; children in name order), safe inside an HTML <script>. */
 int pf_write_tree_json(FILE *o, const struct prof *p);
+/* s as a JSON string (profile/tree.c): also safe inside an HTML <script>
+ * element ('<', '>', '&', U+2028/9 as \u escapes) */
+void pf_json_str(FILE *o, const char *s);
 
 /* ---------------------------------------------------- viewer.c */
 

@@ -118,7 +118,7 @@ static int build_tree(const struct prof *p, struct tree *t)
 
 /* s as a JSON string, safe inside an HTML <script> element: '<', '>' and
  * '&' as \u escapes (no "</script>" can appear), U+2028/9 escaped. */
-static void json_html(FILE *o, const char *s)
+void pf_json_str(FILE *o, const char *s)
 {
 	fputc('"', o);
 	const unsigned char *c = (const unsigned char *)s, *run = c;
@@ -200,7 +200,7 @@ static int write_tree_json(FILE *o, const struct tree *t)
 	for (;;) {
 		const struct tnode *n = &t->n[cur];
 		fputs("{\"name\":", o);
-		json_html(o, names->s[n->name]);
+		pf_json_str(o, names->s[n->name]);
 		fprintf(o, ",\"value\":%llu", (unsigned long long)n->value);
 		if (n->jit == 1)
 			fputs(",\"j\":1", o);

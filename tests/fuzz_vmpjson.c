@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the reader of DIR/vmprofile.json (cli/vmpjson.c,
- * cli_vmp_read: `jitsframe vmprofile DIR`): a record directory is a file
+ * libFuzzer target for the reader of DIR/vmprofile.json (profile/vmstates.c,
+ * pf_vms_read: `jitsframe vmprofile DIR`): a record directory is a file
  * tree anyone could have written. The input is the file; "\x01" as its
  * first byte instead makes one in the writer's own shape from the rest
  * (numbers, names and lines taken from the input, some past 2^53), so that
  * mutations reach every field.
  *
  * Oracles, besides "no crash, no sanitizer report, no leak": a file read
- * is written (cli_vmp_json), that text read back and written again gives
+ * is written (pf_vms_json), that text read back and written again gives
  * the same text (nothing the reader took is lost or changed: jpv_totals
  * were dropped before this target); a refused file leaves a message and
  * an empty table.
  */
-#include "../cli/cli.h" /* the CLI's reader: a fuzz target may look there */
+#include "profile.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int read_bytes(struct cli_vmp *v, const void *d, size_t n, char *msg,
+static int read_bytes(struct pf_vms *v, const void *d, size_t n, char *msg,
 		      size_t ml)
 {
 	int fd = memfd_create("fuzz_vmpjson", MFD_CLOEXEC);
@@ -30,18 +30,18 @@ static int read_bytes(struct cli_vmp *v, const void *d, size_t n, char *msg,
 		abort();
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	int rc = cli_vmp_read(v, path, msg, ml);
+	int rc = pf_vms_read(v, path, msg, ml);
 	close(fd);
 	return rc;
 }
 
-static char *written(struct cli_vmp *v, size_t *len)
+static char *written(struct pf_vms *v, size_t *len)
 {
 	char *b = NULL;
 	FILE *o = open_memstream(&b, len);
 	if (!o)
 		abort();
-	cli_vmp_json(v, o);
+	pf_vms_json(v, o);
 	fclose(o);
 	return b;
 }
@@ -130,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		made = from_recipe(d + 1, n - 1, &n, &w);
 		d = (const uint8_t *)made;
 	}
-	struct cli_vmp v;
+	struct pf_vms v;
 	char msg[600] = "";
 	if (read_bytes(&v, d, n, msg, sizeof(msg))) {
 		if (!msg[0] || v.rows || v.nrows) {
@@ -145,15 +145,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	 * 2^53 exactly; the -jp=v totals too) */
 	if (made && (v.samples != w.samples || v.state[0] != w.st0 ||
 		     v.state[1] != w.st1 || v.hz != w.hz ||
-		     v.jpv[CLI_VT_COMPILED] != w.jc ||
-		     v.jpv[CLI_VT_GC] != w.jg || v.mod_samples != w.ms)) {
+		     v.jpv[PF_VT_COMPILED] != w.jc || v.jpv[PF_VT_GC] != w.jg ||
+		     v.mod_samples != w.ms)) {
 		fprintf(stderr,
 			"oracle: a number read is not the file's:\n%s\n", made);
 		abort();
 	}
 	size_t l1, l2;
 	char *t1 = written(&v, &l1);
-	cli_vmp_free(&v);
+	pf_vms_free(&v);
 	if (read_bytes(&v, t1, l1, msg, sizeof(msg))) {
 		fprintf(stderr, "oracle: its own output refused: %s\n%s\n", msg,
 			t1);
@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			t2);
 		abort();
 	}
-	cli_vmp_free(&v);
+	pf_vms_free(&v);
 	free(t1);
 	free(t2);
 	free(made);

@@ -1,68 +1,69 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The VM-state profile's table (struct cli_vmp, cli/vmstate.c fills it)
+ * The VM-state profile's table (struct pf_vms, cli/vmstate.c fills it)
  * and its file, DIR/vmprofile.json: written by `profile`, read back by
  * `vmprofile DIR`. The reader takes the file as hostile (a record
  * directory is anyone's): every number is range-checked, nesting is
  * bounded, the text is read within its bytes (tests/fuzz_vmpjson.c).
  */
-#include "cli.h"
+#include "profint.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cli_vs_name[CLI_VS__N] = {"head",   "loop", "ffi", "jgc",
-					    "interp", "c",    "gc",  "exit",
-					    "record", "opt",  "asm", "trace"};
+const char *const pf_vs_name[PF_VS__N] = {"head",   "loop", "ffi", "jgc",
+					  "interp", "c",    "gc",  "exit",
+					  "record", "opt",  "asm", "trace"};
 
-struct cli_vmrow *cli_vmp_row(struct cli_vmp *v, uint32_t pid, uint32_t tr)
+struct pf_vms_row *pf_vms_rowof(struct pf_vms *v, uint32_t pid, uint32_t tr)
 {
 	for (size_t i = 0; i < v->nrows; i++)
 		if (v->rows[i].pid == pid && v->rows[i].trace == tr)
 			return &v->rows[i];
 	if (v->nrows == v->caprows) {
 		size_t cap = v->caprows ? 2 * v->caprows : 64;
-		struct cli_vmrow *n = realloc(v->rows, cap * sizeof(*n));
+		struct pf_vms_row *n = realloc(v->rows, cap * sizeof(*n));
 		if (!n)
 			return NULL;
 		v->rows = n;
 		v->caprows = cap;
 	}
-	struct cli_vmrow *r = &v->rows[v->nrows++];
+	struct pf_vms_row *r = &v->rows[v->nrows++];
 	memset(r, 0, sizeof(*r));
 	r->pid = pid;
 	r->trace = tr;
 	return r;
 }
 
-void cli_vmp_free(struct cli_vmp *v)
+void pf_vms_free(struct pf_vms *v)
 {
 	free(v->rows);
 	memset(v, 0, sizeof(*v));
 }
 
-void cli_vmp_totals(const struct cli_vmp *v, uint64_t t[CLI_VT__N])
+void pf_vms_totals(const struct pf_vms *v, uint64_t t[PF_VT__N])
 {
 	const uint64_t *s = v->state;
-	t[CLI_VT_COMPILED] =
-	    s[CLI_VS_HEAD] + s[CLI_VS_LOOP] + s[CLI_VS_FFI] + s[CLI_VS_TRACE];
-	t[CLI_VT_INTERP] = s[CLI_VS_INTERP];
-	t[CLI_VT_C] = s[CLI_VS_C];
-	t[CLI_VT_GC] = s[CLI_VS_GC] + s[CLI_VS_JGC];
-	t[CLI_VT_JIT] =
-	    s[CLI_VS_EXIT] + s[CLI_VS_RECORD] + s[CLI_VS_OPT] + s[CLI_VS_ASM];
+	t[PF_VT_COMPILED] =
+	    s[PF_VS_HEAD] + s[PF_VS_LOOP] + s[PF_VS_FFI] + s[PF_VS_TRACE];
+	t[PF_VT_INTERP] = s[PF_VS_INTERP];
+	t[PF_VT_C] = s[PF_VS_C];
+	t[PF_VT_GC] = s[PF_VS_GC] + s[PF_VS_JGC];
+	t[PF_VT_JIT] =
+	    s[PF_VS_EXIT] + s[PF_VS_RECORD] + s[PF_VS_OPT] + s[PF_VS_ASM];
 }
 
-const char *const cli_vt_name[CLI_VT__N] = {"compiled", "interpreted", "c",
-					    "gc", "jit"};
+const char *const pf_vt_name[PF_VT__N] = {"compiled", "interpreted", "c", "gc",
+					  "jit"};
 /* ---- output */
 
 static int by_total(const void *a, const void *b)
 {
-	const struct cli_vmrow *x = a, *y = b;
+	const struct pf_vms_row *x = a, *y = b;
 	if (x->total != y->total)
 		return x->total < y->total ? 1 : -1;
 	if (x->pid != y->pid)
@@ -72,13 +73,13 @@ static int by_total(const void *a, const void *b)
 
 static int by_n(const void *a, const void *b)
 {
-	const struct cli_vmline *x = a, *y = b;
+	const struct pf_vms_line *x = a, *y = b;
 	if (x->n != y->n)
 		return x->n < y->n ? 1 : -1;
 	return strcmp(x->where, y->where);
 }
 
-void cli_vmp_sort(struct cli_vmp *v)
+void pf_vms_sort(struct pf_vms *v)
 {
 	if (v->nrows)
 		qsort(v->rows, v->nrows, sizeof(v->rows[0]), by_total);
@@ -88,51 +89,51 @@ void cli_vmp_sort(struct cli_vmp *v)
 			      sizeof(v->rows[i].lines[0]), by_n);
 }
 
-void cli_vmp_json(struct cli_vmp *v, FILE *o)
+void pf_vms_json(struct pf_vms *v, FILE *o)
 {
-	cli_vmp_sort(v);
-	uint64_t t[CLI_VT__N];
-	cli_vmp_totals(v, t);
+	pf_vms_sort(v);
+	uint64_t t[PF_VT__N];
+	pf_vms_totals(v, t);
 	fprintf(o,
 		"{\"format\":\"jitsframe-vmprofile\",\"version\":1,\"hz\":%u,"
 		"\"seconds\":%.3f,\"samples\":%" PRIu64
 		",\"no_vmstate\":%" PRIu64 ",\n\"states\":[",
 		v->hz, v->seconds, v->samples, v->no_vmstate);
-	for (int s = 0; s < CLI_VS__N; s++)
-		fprintf(o, "%s\"%s\"", s ? "," : "", cli_vs_name[s]);
+	for (int s = 0; s < PF_VS__N; s++)
+		fprintf(o, "%s\"%s\"", s ? "," : "", pf_vs_name[s]);
 	fprintf(o, "],\n\"state_totals\":[");
-	for (int s = 0; s < CLI_VS__N; s++)
+	for (int s = 0; s < PF_VS__N; s++)
 		fprintf(o, "%s%" PRIu64, s ? "," : "", v->state[s]);
 	fprintf(o, "],\n\"totals\":{");
-	for (int k = 0; k < CLI_VT__N; k++)
-		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", cli_vt_name[k],
+	for (int k = 0; k < PF_VT__N; k++)
+		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", pf_vt_name[k],
 			t[k]);
 	fprintf(o, "},\n\"jpv_totals\":{");
-	for (int k = 0; k < CLI_VT__N; k++)
-		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", cli_vt_name[k],
+	for (int k = 0; k < PF_VT__N; k++)
+		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", pf_vt_name[k],
 			v->jpv[k]);
 	fprintf(o,
 		"},\n\"module_samples\":%" PRIu64 ",\"module_state_totals\":[",
 		v->mod_samples);
-	for (int s = 0; s < CLI_VS__N; s++)
+	for (int s = 0; s < PF_VS__N; s++)
 		fprintf(o, "%s%" PRIu64, s ? "," : "", v->mod_state[s]);
 	fprintf(o, "],\n\"traces\":[");
 	for (size_t i = 0; i < v->nrows; i++) {
-		const struct cli_vmrow *r = &v->rows[i];
+		const struct pf_vms_row *r = &v->rows[i];
 		fprintf(o,
 			"%s\n{\"pid\":%u,\"trace\":%u,\"name\":", i ? "," : "",
 			r->pid, r->trace);
 		if (r->name[0])
-			json_str(o, r->name);
+			pf_json_str(o, r->name);
 		else
 			fprintf(o, "null");
 		fprintf(o, ",\"samples\":%" PRIu64 ",\"counts\":[", r->total);
-		for (int s = 0; s < CLI_VS__N; s++)
+		for (int s = 0; s < PF_VS__N; s++)
 			fprintf(o, "%s%" PRIu64, s ? "," : "", r->n[s]);
 		fprintf(o, "],\"lines\":[");
 		for (int k = 0; k < r->nlines; k++) {
 			fprintf(o, "%s[", k ? "," : "");
-			json_str(o, r->lines[k].where);
+			pf_json_str(o, r->lines[k].where);
 			fprintf(o, ",%" PRIu64 "]", r->lines[k].n);
 		}
 		fprintf(o, "],\"lines_other\":%" PRIu64 "}", r->lines_other);
@@ -304,8 +305,8 @@ static void u64s(struct jp *j, uint64_t *out, int n)
 	need(j, ']');
 }
 
-/* "jpv_totals": {"compiled": N, ...}, by cli_vt_name */
-static void jpv(struct jp *j, uint64_t t[CLI_VT__N])
+/* "jpv_totals": {"compiled": N, ...}, by pf_vt_name */
+static void jpv(struct jp *j, uint64_t t[PF_VT__N])
 {
 	need(j, '{');
 	if (lit(j, '}'))
@@ -315,9 +316,9 @@ static void jpv(struct jp *j, uint64_t t[CLI_VT__N])
 		str(j, k, sizeof(k));
 		need(j, ':');
 		int i = 0;
-		while (i < CLI_VT__N && strcmp(k, cli_vt_name[i]))
+		while (i < PF_VT__N && strcmp(k, pf_vt_name[i]))
 			i++;
-		if (i < CLI_VT__N)
+		if (i < PF_VT__N)
 			t[i] = u64(j);
 		else
 			skip_value(j);
@@ -325,9 +326,9 @@ static void jpv(struct jp *j, uint64_t t[CLI_VT__N])
 	need(j, '}');
 }
 
-static void trace_obj(struct jp *j, struct cli_vmp *v)
+static void trace_obj(struct jp *j, struct pf_vms *v)
 {
-	struct cli_vmrow r;
+	struct pf_vms_row r;
 	memset(&r, 0, sizeof(r));
 	need(j, '{');
 	if (!lit(j, '}'))
@@ -344,21 +345,21 @@ static void trace_obj(struct jp *j, struct cli_vmp *v)
 			else if (!strcmp(k, "samples"))
 				r.total = u64(j);
 			else if (!strcmp(k, "counts"))
-				u64s(j, r.n, CLI_VS__N);
+				u64s(j, r.n, PF_VS__N);
 			else if (!strcmp(k, "lines_other"))
 				r.lines_other = u64(j);
 			else if (!strcmp(k, "lines")) {
 				need(j, '[');
 				if (!lit(j, ']')) {
 					do {
-						struct cli_vmline l;
+						struct pf_vms_line l;
 						need(j, '[');
 						str(j, l.where,
 						    sizeof(l.where));
 						need(j, ',');
 						l.n = u64(j);
 						need(j, ']');
-						if (r.nlines < CLI_VM_LINES)
+						if (r.nlines < PF_VMS_LINES)
 							r.lines[r.nlines++] = l;
 					} while (!j->err && lit(j, ','));
 					need(j, ']');
@@ -369,7 +370,7 @@ static void trace_obj(struct jp *j, struct cli_vmp *v)
 	need(j, '}');
 	if (j->err)
 		return;
-	struct cli_vmrow *o = cli_vmp_row(v, r.pid, r.trace);
+	struct pf_vms_row *o = pf_vms_rowof(v, r.pid, r.trace);
 	if (!o) {
 		j->err = 1;
 		return;
@@ -377,7 +378,7 @@ static void trace_obj(struct jp *j, struct cli_vmp *v)
 	*o = r;
 }
 
-int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml)
+int pf_vms_read(struct pf_vms *v, const char *path, char *msg, size_t ml)
 {
 	memset(v, 0, sizeof(*v));
 	FILE *f = fopen(path, "r");
@@ -431,11 +432,11 @@ int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml)
 			else if (!strcmp(k, "no_vmstate"))
 				v->no_vmstate = u64(&j);
 			else if (!strcmp(k, "state_totals"))
-				u64s(&j, v->state, CLI_VS__N);
+				u64s(&j, v->state, PF_VS__N);
 			else if (!strcmp(k, "module_samples"))
 				v->mod_samples = u64(&j);
 			else if (!strcmp(k, "module_state_totals"))
-				u64s(&j, v->mod_state, CLI_VS__N);
+				u64s(&j, v->mod_state, PF_VS__N);
 			else if (!strcmp(k, "jpv_totals"))
 				jpv(&j, v->jpv);
 			else if (!strcmp(k, "traces")) {
@@ -455,7 +456,7 @@ int cli_vmp_read(struct cli_vmp *v, const char *path, char *msg, size_t ml)
 		snprintf(msg, ml,
 			 "%s: not a jitsframe vmprofile.json of version 1%s",
 			 path, j.err ? " (malformed)" : "");
-		cli_vmp_free(v);
+		pf_vms_free(v);
 		return -1;
 	}
 	return 0;
