@@ -869,11 +869,19 @@ int cmd_region(int argc, char **argv)
 		return do_prune(nargs ? args[0] : NULL, &o);
 	}
 	if (!strcmp(sub, "find")) {
-		if (nargs != 1 || !all_digits(args[0], strlen(args[0])) ||
-		    atoi(args[0]) <= 0)
+		/* digits, a pid_t's range: atoi's wrap made 99999999999
+		 * pid 1215752191 */
+		long pid = 0;
+		if (nargs == 1 && all_digits(args[0], strlen(args[0]))) {
+			errno = 0;
+			pid = strtol(args[0], NULL, 10);
+			if (errno || pid > INT_MAX)
+				pid = 0;
+		}
+		if (pid <= 0)
 			return bad_usage("find needs one PID%s", "");
 		char path[PATH_MAX];
-		int err = jsf_region_find(atoi(args[0]), 0, path, sizeof(path));
+		int err = jsf_region_find((int)pid, 0, path, sizeof(path));
 		if (err) {
 			fprintf(stderr, "jitsframe region: %s\n",
 				jsf_strerror(err));

@@ -80,6 +80,13 @@ int main(void)
 		CHECK_EQ(run("%s region dump %s --at abc", cli, reg), 2);
 		CHECK_EQ(run("%s region export %s", cli, reg), 2);
 		CHECK(strstr(out, "-o"), "%s", out);
+		/* a PID past int is a usage error, not atoi's wrapped value
+		 * (99999999999 looked for pid 1215752191) */
+		CHECK_EQ(run("%s region find 99999999999", cli), 2);
+		CHECK(strstr(out, "find needs one PID") &&
+			  !strstr(out, "1215752191"),
+		      "%s", out);
+		CHECK_EQ(run("%s region find 0", cli), 2);
 	}
 	CASE("dump: live functions, --all, --at, --json")
 	{
