@@ -51,7 +51,11 @@
 --     per-pair ratios, and the difference divided by the traces compiled
 --     (a cross-check of (a), shown only where traces number 1000 or
 --     more), the ratio of the fastest runs, and the same for the CPU time
---     (user + system) of the runs.
+--     (user + system) of the runs. For the 1.01x target, a 95% interval
+--     of the CPU ratio and of the no-op floor's (the triples resampled
+--     2000 times): on this 2-core VM one run's CPU time moves by +-8% on
+--     its own, and 11 triples leave the ratio some +-5% wide, so the
+--     interval says whether the verdict is beyond the noise.
 -- Every run's output must equal the plain timing run's checksum line.
 local ffi = require("ffi")
 ffi.cdef [[
@@ -167,6 +171,25 @@ local function baseline(P)
   return b
 end
 
+-- A 95% interval for median(a) / median(b) over paired runs: the runs
+-- resampled, pair by pair, 2000 times (a fixed seed: the same runs give
+-- the same interval). A whole-run ratio here moves by several percent
+-- from run to run; the interval says how far the median can be trusted.
+local function ratio_interval(a, b)
+  math.randomseed(16)
+  local n, rs = #a, {}
+  for k = 1, 2000 do
+    local ra, rb = {}, {}
+    for i = 1, n do
+      local j = math.random(n)
+      ra[i], rb[i] = a[j], b[j]
+    end
+    rs[k] = median(ra) / median(rb)
+  end
+  table.sort(rs)
+  return rs[50], rs[1951]
+end
+
 local results = {}
 local t_begin = now()
 for _, vm in ipairs(vms) do
@@ -239,6 +262,7 @@ for _, vm in ipairs(vms) do
       r.wall_j = median(tj)
       r.wall_p, r.wall_m = median(tp), median(tm)
       r.cpu_p, r.cpu_m = median(cp), median(cm)
+      r.cp, r.cm, r.cn = cp, cm, cn
       r.min_p, r.min_m = math.min(unpack(tp)), math.min(unpack(tm))
       table.sort(ratios)
       r.rmin, r.rmax = ratios[1], ratios[#ratios]
@@ -331,8 +355,15 @@ for _, res in ipairs(results) do
   end
   if churn then
     local x = churn.cpu_m / churn.cpu_p
+    local lo, hi = ratio_interval(churn.cm, churn.cp)
+    local nlo, nhi = ratio_interval(churn.cn, churn.cp)
     line("%-11s %7.4f (per-run median %.4f over %d triples; the no-op floor %.4f)  %s", CHURN, x,
       churn.cpu_pairs, churn.npairs, churn.cpu_n / churn.cpu_p, x <= 1.01 and "MET" or "MISSED")
+    line("%-11s 95%% interval of the ratio %.4f..%.4f, of the no-op floor's %.4f..%.4f (the", "",
+      lo, hi, nlo, nhi)
+    line("%-11s triples resampled): %s", "", hi <= 1.01 and "within the target" or
+      lo > 1.01 and "above the target beyond this machine's noise" or
+      "the target lies within this machine's noise: more triples (VM_BENCH_CHURN_REPS) to decide")
   else
     line("%-11s not measured (lua-check not installed, or left out by VM_BENCH_ONLY)  MISSED",
       CHURN)
