@@ -195,6 +195,8 @@ static void str(struct jp *j, char *out, size_t cap)
 			else if (c == 't')
 				c = '\t';
 			else if (c == 'u') {
+				/* as UTF-8 (the writer escapes U+2028/9 and
+				 * control characters so); a surrogate: '?' */
 				unsigned x = 0;
 				for (int k = 0; k < 4 && j->p < j->e; k++) {
 					char h = *j->p++;
@@ -203,7 +205,30 @@ static void str(struct jp *j, char *out, size_t cap)
 								: (h | 32) -
 								      'a' + 10);
 				}
-				c = x < 128 ? (char)x : '?';
+				x &= 0xffff;
+				unsigned char u[3];
+				int m = 0;
+				if (x < 0x80)
+					u[m++] = (unsigned char)x;
+				else if (x < 0x800) {
+					u[m++] = (unsigned char)(0xc0 | x >> 6);
+					u[m++] =
+					    (unsigned char)(0x80 | (x & 0x3f));
+				} else if (x >= 0xd800 && x < 0xe000)
+					u[m++] = '?';
+				else {
+					u[m++] =
+					    (unsigned char)(0xe0 | x >> 12);
+					u[m++] =
+					    (unsigned char)(0x80 |
+							    (x >> 6 & 0x3f));
+					u[m++] =
+					    (unsigned char)(0x80 | (x & 0x3f));
+				}
+				for (int k = 0; k < m; k++)
+					if (n + 1 < cap)
+						out[n++] = (char)u[k];
+				continue;
 			}
 		}
 		if (n + 1 < cap)
