@@ -115,7 +115,8 @@ struct mf {
 	uint64_t start, add, remove;
 	uint32_t size, nrows;
 	struct jsf_row rows[MAXROWS];
-	bool named; /* added with jsf_region_add_named, named by name_of */
+	bool named;  /* added with jsf_region_add_named, named by name_of */
+	bool mapped; /* added with jsf_region_add_mapped, its map map_of's */
 };
 
 /* The name the harness gives function k (its length varies with k). */
@@ -124,6 +125,38 @@ static void name_of(const struct mf *f, uint32_t k, char *buf, size_t len)
 	snprintf(buf, len, "TRACE_%u::%.*s:%llu", k, (int)(k * 7 % 40),
 		 "chunk/with/a/rather/long/path/name.lua",
 		 (unsigned long long)f->start);
+}
+
+/* The source map the harness gives function k (docs/ABI.md 1.5: valid,
+ * 1-3 ranges over its code, one frame each, its length varying with k). */
+static uint32_t map_of(const struct mf *f, uint32_t k, uint8_t *b)
+{
+	uint32_t nr = 1 + k % 3, nstr = 0;
+	char str[64];
+	nstr += (uint32_t)snprintf(str, 32, "chunk%u.lua", k) + 1;
+	uint32_t fn = nstr;
+	nstr += (uint32_t)snprintf(str + nstr, 32, "fn%u", k) + 1;
+	uint32_t len = 16 + 8 * nr + 20 + 2 * nr + nstr;
+	memset(b, 0, len);
+	b[0] = 1;			    /* version */
+	b[4] = (uint8_t)nr;		    /* nranges */
+	b[6] = 1;			    /* nframes */
+	b[8] = (uint8_t)nr;		    /* nstack */
+	b[12] = (uint8_t)nstr;		    /* strlen */
+	for (uint32_t i = 0; i < nr; i++) { /* lo, stack, depth, flags */
+		uint32_t lo = i * (f->size / nr ? f->size / nr : 1);
+		memcpy(b + 16 + 8 * i, &lo, 4);
+		b[16 + 8 * i + 4] = (uint8_t)i;
+		b[16 + 8 * i + 6] = 1;
+		b[16 + 8 * i + 7] = 1; /* EXACT */
+	}
+	uint8_t *fr = b + 16 + 8 * nr; /* file, name, line, first, pc */
+	uint32_t line = k + 1, first = k;
+	memcpy(fr + 4, &fn, 4);
+	memcpy(fr + 8, &line, 4);
+	memcpy(fr + 12, &first, 4);
+	memcpy(b + len - nstr, str, nstr); /* the stack: nr zeros */
+	return len;
 }
 
 struct model {
@@ -271,9 +304,17 @@ static struct jsf_region *build(struct in *in, struct model *m, bool *ok)
 			f->add = m->now;
 			/* flag 0x80: named adds (every other one unnamed) */
 			f->named = (flags & 0x80) && (m->n % 3 != 2);
+			/* flag 0x08: every other named add has a map */
+			f->mapped = f->named && (flags & 0x08) && m->n % 2 == 0;
 			char nm[96];
+			uint8_t map[128];
 			name_of(f, m->n, nm, sizeof(nm));
-			rc = f->named
+			uint32_t ml = f->mapped ? map_of(f, m->n, map) : 0;
+			rc = f->mapped
+				 ? jsf_region_add_mapped(r, f->start, f->size,
+							 f->rows, f->nrows, nm,
+							 map, ml, f->add)
+			     : f->named
 				 ? jsf_region_add_named(r, f->start, f->size,
 							f->rows, f->nrows, nm,
 							f->add)
@@ -856,6 +897,68 @@ static void read_region(bool live, const struct model *m, bool pristine,
 	if (vr == 0 && bad_names)
 		FAIL("region validates (%s) but %u names answer -EBADMSG", msg,
 		     bad_names);
+
+	/* Source maps (docs/ABI.md 1.5): documented results, and what is
+	 * read decodes without harm; a pristine region gives each function
+	 * the map it was added with, byte for byte, or -ENODATA; one that
+	 * validates has no damaged map. */
+	unsigned bad_maps = 0;
+	for (unsigned ti = 0; ti < nt && !gave_up; ti++) {
+		for (uint32_t i = 0; i < m->n; i++) {
+			const struct mf *f = &m->f[i];
+			uint8_t got[160], want[128];
+			uint64_t pc = f->start + f->size / 2, t = times[ti],
+				 mfs = 0;
+			int nr =
+			    jsf_view_srcmap(v, pc, t, got, sizeof(got), &mfs);
+			if (nr == -EAGAIN) {
+				if (!live)
+					FAIL("srcmap: -EAGAIN post-mortem");
+				break;
+			}
+			if (nr < 0 && nr != -ENOENT && nr != -ENODATA &&
+			    nr != -EBADMSG)
+				FAIL("srcmap %#llx t %llu: rc %d",
+				     (unsigned long long)pc,
+				     (unsigned long long)t, nr);
+			if (nr > (1 << 20))
+				FAIL("srcmap: rc %d", nr);
+			if (nr >= 0 && (mfs > pc || pc - mfs > UINT32_MAX))
+				FAIL(
+				    "srcmap: function start %#llx for pc %#llx",
+				    (unsigned long long)mfs,
+				    (unsigned long long)pc);
+			if (nr >= 0) {
+				struct jsf_srcframe sf[4];
+				uint32_t fl;
+				(void)jsf_srcmap_frames(
+				    got,
+				    (size_t)nr < sizeof(got) ? (size_t)nr
+							     : sizeof(got),
+				    (uint32_t)(pc - mfs), sf, 4, &fl);
+			}
+			bad_maps += nr == -EBADMSG;
+			if (!pristine)
+				continue;
+			const struct mf *g = m_find(m, pc, t);
+			if (nr == -ENOENT && g && g->remove)
+				continue; /* dropped history */
+			int want_rc = !g ? -ENOENT : !g->mapped ? -ENODATA : 0;
+			if (g && g->mapped)
+				want_rc =
+				    (int)map_of(g, (uint32_t)(g - m->f), want);
+			if (nr != want_rc ||
+			    (nr > 0 && (mfs != g->start ||
+					memcmp(got, want, (size_t)nr))))
+				FAIL("pristine: srcmap %#llx t %llu: rc %d, "
+				     "model %d",
+				     (unsigned long long)pc,
+				     (unsigned long long)t, nr, want_rc);
+		}
+	}
+	if (vr == 0 && bad_maps)
+		FAIL("region validates (%s) but %u maps answer -EBADMSG", msg,
+		     bad_maps);
 
 	/* A region that validates is consistent: no lookup finds damage. */
 	if (vr == 0 && ebadmsg && (strict || !fdeoff_odd))
