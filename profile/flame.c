@@ -47,9 +47,9 @@ static void add_stack(const char *stack, uint64_t count, void *ctx)
 	struct build *b = ctx;
 	struct node *n = &b->root;
 	int d = 0;
-	/* saturating, as the profile's counts (model.c): a sum past 2^64
-	 * must not make a frame wider than its parent */
-	n->count = n->count + count < n->count ? UINT64_MAX : n->count + count;
+	/* saturating: a sum past 2^64 must not make a frame wider than its
+	 * parent */
+	n->count = pf_sat_add(n->count, count);
 	for (const char *p = stack; *p && n;) {
 		const char *e = strchr(p, ';');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -58,8 +58,7 @@ static void add_stack(const char *stack, uint64_t count, void *ctx)
 			b->oom = 1;
 			return;
 		}
-		n->count =
-		    n->count + count < n->count ? UINT64_MAX : n->count + count;
+		n->count = pf_sat_add(n->count, count);
 		d++;
 		p = e ? e + 1 : p + len;
 	}

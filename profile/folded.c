@@ -109,8 +109,7 @@ int folded_add(struct folded *f, const char *stack, uint64_t count)
 		sl->idx1 = (uint32_t)f->n;
 		f->ix.n++;
 	}
-	uint64_t *c = &f->t[sl->idx1 - 1].count;
-	*c = *c + count < *c ? UINT64_MAX : *c + count; /* saturating */
+	f->t[sl->idx1 - 1].count = pf_sat_add(f->t[sl->idx1 - 1].count, count);
 	return 0;
 }
 

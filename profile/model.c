@@ -239,8 +239,8 @@ int prof_add_stable(struct prof *p, const struct pframe *frames,
 
 static void add_count(struct prof *p, struct pstack *s, uint64_t count)
 {
-	s->count = s->count + count < s->count ? UINT64_MAX : s->count + count;
-	p->total = p->total + count < p->total ? UINT64_MAX : p->total + count;
+	s->count = pf_sat_add(s->count, count);
+	p->total = pf_sat_add(p->total, count);
 }
 
 int prof_add_again(struct prof *p, uint32_t stack, uint64_t count)

@@ -16,6 +16,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* a + b, saturating at UINT64_MAX: counts add up from files anyone could
+ * have written, and a sum that wrapped would make a part bigger than its
+ * whole */
+static inline uint64_t pf_sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
 /* ------------------------------------------------------ hash.c */
 
 static inline uint64_t pf_mix(uint64_t h, uint64_t v)

@@ -24,14 +24,9 @@ struct pf_vms_row *pf_vms_rowof(struct pf_vms *v, uint32_t pid, uint32_t tr)
 	for (size_t i = 0; i < v->nrows; i++)
 		if (v->rows[i].pid == pid && v->rows[i].trace == tr)
 			return &v->rows[i];
-	if (v->nrows == v->caprows) {
-		size_t cap = v->caprows ? 2 * v->caprows : 64;
-		struct pf_vms_row *n = realloc(v->rows, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		v->rows = n;
-		v->caprows = cap;
-	}
+	if (pf_grow_array((void **)&v->rows, &v->caprows, v->nrows + 1,
+			  sizeof(v->rows[0])))
+		return NULL;
 	struct pf_vms_row *r = &v->rows[v->nrows++];
 	memset(r, 0, sizeof(*r));
 	r->pid = pid;
@@ -89,6 +84,19 @@ void pf_vms_sort(struct pf_vms *v)
 			      sizeof(v->rows[i].lines[0]), by_n);
 }
 
+/* n counts, comma-separated; the -jp=v totals as an object */
+static void u64_list(FILE *o, const uint64_t *a, int n)
+{
+	for (int i = 0; i < n; i++)
+		fprintf(o, "%s%" PRIu64, i ? "," : "", a[i]);
+}
+static void vt_object(FILE *o, const uint64_t t[PF_VT__N])
+{
+	for (int k = 0; k < PF_VT__N; k++)
+		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", pf_vt_name[k],
+			t[k]);
+}
+
 void pf_vms_json(struct pf_vms *v, FILE *o)
 {
 	pf_vms_sort(v);
@@ -102,21 +110,15 @@ void pf_vms_json(struct pf_vms *v, FILE *o)
 	for (int s = 0; s < PF_VS__N; s++)
 		fprintf(o, "%s\"%s\"", s ? "," : "", pf_vs_name[s]);
 	fprintf(o, "],\n\"state_totals\":[");
-	for (int s = 0; s < PF_VS__N; s++)
-		fprintf(o, "%s%" PRIu64, s ? "," : "", v->state[s]);
+	u64_list(o, v->state, PF_VS__N);
 	fprintf(o, "],\n\"totals\":{");
-	for (int k = 0; k < PF_VT__N; k++)
-		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", pf_vt_name[k],
-			t[k]);
+	vt_object(o, t);
 	fprintf(o, "},\n\"jpv_totals\":{");
-	for (int k = 0; k < PF_VT__N; k++)
-		fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", pf_vt_name[k],
-			v->jpv[k]);
+	vt_object(o, v->jpv);
 	fprintf(o,
 		"},\n\"module_samples\":%" PRIu64 ",\"module_state_totals\":[",
 		v->mod_samples);
-	for (int s = 0; s < PF_VS__N; s++)
-		fprintf(o, "%s%" PRIu64, s ? "," : "", v->mod_state[s]);
+	u64_list(o, v->mod_state, PF_VS__N);
 	fprintf(o, "],\n\"traces\":[");
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct pf_vms_row *r = &v->rows[i];
@@ -128,8 +130,7 @@ void pf_vms_json(struct pf_vms *v, FILE *o)
 		else
 			fprintf(o, "null");
 		fprintf(o, ",\"samples\":%" PRIu64 ",\"counts\":[", r->total);
-		for (int s = 0; s < PF_VS__N; s++)
-			fprintf(o, "%s%" PRIu64, s ? "," : "", r->n[s]);
+		u64_list(o, r->n, PF_VS__N);
 		fprintf(o, "],\"lines\":[");
 		for (int k = 0; k < r->nlines; k++) {
 			fprintf(o, "%s[", k ? "," : "");
@@ -141,7 +142,7 @@ void pf_vms_json(struct pf_vms *v, FILE *o)
 	fprintf(o, "]}\n");
 }
 
-/* ---- reading vmprofile.json back (the schema cli_vmp_json writes) */
+/* ---- reading vmprofile.json back (the schema pf_vms_json writes) */
 
 struct jp {
 	const char *p, *e; /* the text, NUL-terminated at e */
