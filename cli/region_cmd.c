@@ -869,16 +869,11 @@ int cmd_region(int argc, char **argv)
 		return do_prune(nargs ? args[0] : NULL, &o);
 	}
 	if (!strcmp(sub, "find")) {
-		/* digits, a pid_t's range: atoi's wrap made 99999999999
-		 * pid 1215752191 */
-		long pid = 0;
-		if (nargs == 1 && all_digits(args[0], strlen(args[0]))) {
-			errno = 0;
-			pid = strtol(args[0], NULL, 10);
-			if (errno || pid > INT_MAX)
-				pid = 0;
-		}
-		if (pid <= 0)
+		/* digits (cli_u64 also takes hex), a pid_t's range: atoi's
+		 * wrap made 99999999999 pid 1215752191 */
+		uint64_t pid = 0;
+		if (nargs != 1 || !all_digits(args[0], strlen(args[0])) ||
+		    !cli_u64(args[0], &pid) || !pid || pid > INT_MAX)
 			return bad_usage("find needs one PID%s", "");
 		char path[PATH_MAX];
 		int err = jsf_region_find((int)pid, 0, path, sizeof(path));
