@@ -110,13 +110,6 @@ int cli_vmp_add(struct pf_vms *v, struct uwstate *u,
 	r->total++;
 	v->samples++;
 	v->state[st]++;
-	static const int vt_of[PF_VS__N] = {
-	    [PF_VS_HEAD] = PF_VT_COMPILED, [PF_VS_LOOP] = PF_VT_COMPILED,
-	    [PF_VS_FFI] = PF_VT_COMPILED,  [PF_VS_TRACE] = PF_VT_COMPILED,
-	    [PF_VS_JGC] = PF_VT_GC,	   [PF_VS_GC] = PF_VT_GC,
-	    [PF_VS_INTERP] = PF_VT_INTERP, [PF_VS_C] = PF_VT_C,
-	    [PF_VS_EXIT] = PF_VT_JIT,	   [PF_VS_RECORD] = PF_VT_JIT,
-	    [PF_VS_OPT] = PF_VT_JIT,	   [PF_VS_ASM] = PF_VT_JIT};
 	int pk = 0;
 	while (pk < v->npend && v->pend[pk].pid != s->pid)
 		pk++;
@@ -131,11 +124,11 @@ int cli_vmp_add(struct pf_vms *v, struct uwstate *u,
 		if (pk < v->npend)
 			v->pend[pk].n++;
 		else
-			v->jpv[vt_of[st]]++;
+			v->jpv[pf_vt_of[st]]++;
 	} else {
-		v->jpv[vt_of[st]]++;
+		v->jpv[pf_vt_of[st]]++;
 		if (pk < v->npend) {
-			v->jpv[vt_of[st]] += v->pend[pk].n;
+			v->jpv[pf_vt_of[st]] += v->pend[pk].n;
 			v->pend[pk].n = 0;
 		}
 	}

@@ -151,6 +151,9 @@ enum pf_vt { /* the VM's totals, as luajit -jp=v names them */
 	     PF_VT__N
 };
 extern const char *const pf_vt_name[PF_VT__N];
+/* the total each state counts in (head, loop, ffi, trace: compiled; gc,
+ * jgc: gc; exit, record, opt, asm: jit) */
+extern const int pf_vt_of[PF_VS__N];
 #define PF_VMS_LINES 8
 struct pf_vms_line {
 	char where[160]; /* chunk:line */

@@ -40,16 +40,19 @@ void pf_vms_free(struct pf_vms *v)
 	memset(v, 0, sizeof(*v));
 }
 
+const int pf_vt_of[PF_VS__N] = {
+    [PF_VS_HEAD] = PF_VT_COMPILED, [PF_VS_LOOP] = PF_VT_COMPILED,
+    [PF_VS_FFI] = PF_VT_COMPILED,  [PF_VS_TRACE] = PF_VT_COMPILED,
+    [PF_VS_JGC] = PF_VT_GC,	   [PF_VS_GC] = PF_VT_GC,
+    [PF_VS_INTERP] = PF_VT_INTERP, [PF_VS_C] = PF_VT_C,
+    [PF_VS_EXIT] = PF_VT_JIT,	   [PF_VS_RECORD] = PF_VT_JIT,
+    [PF_VS_OPT] = PF_VT_JIT,	   [PF_VS_ASM] = PF_VT_JIT};
+
 void pf_vms_totals(const struct pf_vms *v, uint64_t t[PF_VT__N])
 {
-	const uint64_t *s = v->state;
-	t[PF_VT_COMPILED] =
-	    s[PF_VS_HEAD] + s[PF_VS_LOOP] + s[PF_VS_FFI] + s[PF_VS_TRACE];
-	t[PF_VT_INTERP] = s[PF_VS_INTERP];
-	t[PF_VT_C] = s[PF_VS_C];
-	t[PF_VT_GC] = s[PF_VS_GC] + s[PF_VS_JGC];
-	t[PF_VT_JIT] =
-	    s[PF_VS_EXIT] + s[PF_VS_RECORD] + s[PF_VS_OPT] + s[PF_VS_ASM];
+	memset(t, 0, PF_VT__N * sizeof(t[0]));
+	for (int s = 0; s < PF_VS__N; s++)
+		t[pf_vt_of[s]] += v->state[s];
 }
 
 const char *const pf_vt_name[PF_VT__N] = {"compiled", "interpreted", "c", "gc",
