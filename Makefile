@@ -159,6 +159,20 @@ $(B)/lua/jitsframe.so: $(patsubst %.c,$(B)/rel/%.o,$(vm_SRC)) $(call closure,rel
 		-Wl,-z,now $(filter %.o %.a,$^) -o $@ -lgcc_s \
 		$(call syslibs,vm) $(LDLIBS)
 
+# bench/vm_bench.lua's cut builds of the module (vm/vm.h VM_BENCH_CUT;
+# never installed): vm/traces.c and vm/sinks.c compiled again, cut short
+VM_CUT_SRC := vm/traces.c vm/sinks.c
+$(B)/bench/cut%/jitsframe.so: $(VM_CUT_SRC) $(patsubst %.c,$(B)/rel/%.o,$(filter-out $(VM_CUT_SRC),$(vm_SRC))) $(call closure,rel,vm) vm/jitsframe.map $(wildcard vm/*.h)
+	@mkdir -p $(dir $@)
+	for f in $(VM_CUT_SRC); do $(CC) $(WARN) -DVM_BENCH_CUT=$* \
+		$(call dirflags,vm/x.c) $(rel_CFLAGS) -c $$f \
+		-o $(dir $@)$$(basename $$f .c).o || exit 1; done
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,--version-script=vm/jitsframe.map \
+		-Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
+		-Wl,-z,now $(addprefix $(dir $@),$(notdir $(VM_CUT_SRC:.c=.o))) \
+		$(filter %.o %.a,$(filter-out $(VM_CUT_SRC),$^)) -o $@ -lgcc_s \
+		$(call syslibs,vm) $(LDLIBS)
+
 # `jitsframe audit replay` runs this driver (found beside the CLI, in lua/)
 $(B)/lua/jitsframe_replay.lua: vm/replay.lua
 	@mkdir -p $(dir $@)

@@ -41,6 +41,14 @@
 --              medians next to the means.
 --     A third run (diag) reads stats() after every stop, outside the timed
 --     call, to count why traces were skipped: table (c).
+--     Three more module runs (e), with builds of the module cut short
+--     (build/bench/cutN/jitsframe.so, vm/vm.h VM_BENCH_CUT): 3, everything
+--     but the region's add; 2, a stop that returns at its start (the
+--     dispatch alone); 1, a handler that returns at once. 3 minus 2 is the
+--     work a stop does before the region's add (the trace's facts, rows and
+--     name, read from the GCtrace, its machine code and its prototype while
+--     the VM still holds them): set against the 2% budget, it says whether
+--     the target can be met by any region, however fast its add.
 -- (b) Whole run. Wall time of `luajit W` against
 --     `luajit -e 'assert(require("jitsframe").start{...})' W` and against
 --     `luajit -e 'require("vmtime").noop()' W` (only a no-op C handler
@@ -88,7 +96,10 @@ end
 local root = capture("pwd"):gsub("%s+$", "")
 assert(exists(root .. "/bench/workloads/README.md"), "run from the project root")
 local B = root .. "/build"
-for _, f in ipairs { B .. "/lua/jitsframe.so", B .. "/bench/vmtime.so" } do
+-- the module's cut builds (section (e)): make -C bench build makes them
+local function cutdir(n) return B .. "/bench/cut" .. n end
+for _, f in ipairs { B .. "/lua/jitsframe.so", B .. "/bench/vmtime.so",
+  cutdir(1) .. "/jitsframe.so", cutdir(2) .. "/jitsframe.so", cutdir(3) .. "/jitsframe.so" } do
   assert(exists(f), f .. " missing: build with make -C bench build")
 end
 
@@ -144,10 +155,15 @@ local function median(t)
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
 end
 
-local function timing_run(vm, w, mode)
+-- cut: the module's cut build N (vm/vm.h VM_BENCH_CUT) in place of the module
+local function timing_run(vm, w, mode, cut)
   local out = tmp .. "/" .. w .. "-" .. mode .. ".lua"
   os.remove(out)
-  local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " bench/vm_run.lua " ..
+  local env = envbase
+  if cut then
+    env = env .. "LUA_CPATH=" .. sh_quote(cutdir(cut) .. "/?.so;" .. B .. "/bench/?.so;;") .. " "
+  end
+  local cmd = env .. vm.env .. sh_quote(vm.bin) .. " bench/vm_run.lua " ..
     sh_quote(out) .. " " .. mode .. " " .. sh_quote(region) .. " " ..
     wl(w) .. " " .. scale
   local text = capture(cmd)
@@ -208,7 +224,15 @@ for _, vm in ipairs(vms) do
       local D, dtext = timing_run(vm, w, "diag")
       local J, jtext = timing_run(vm, w, "jitdump")
       os.execute("rm -rf " .. sh_quote(region .. ".jd"))
-      local r = { name = w, P = P, M = M, D = D, J = J, odd = {} }
+      local r = { name = w, P = P, M = M, D = D, J = J, odd = {}, C = {} }
+      -- (e): the cut builds, 3 (no region add) down to 1 (nothing)
+      for c = 3, 1, -1 do
+        local C, ctext = timing_run(vm, w, "module", c)
+        r.C[c] = C
+        if ctext ~= expect then
+          r.odd[#r.odd + 1] = "cut " .. c .. " timing run printed " .. ctext:gsub("\n", " | ")
+        end
+      end
       if jtext ~= expect then
         r.odd[#r.odd + 1] = "jitdump timing run printed " .. jtext:gsub("\n", " | ")
       end
@@ -385,6 +409,49 @@ for _, res in ipairs(results) do
     line("%-11s %12s %12s %10s %9s | %8.3f %8.3f %7.4f", r.name, f2(m and us(m)), f2(j and us(j)),
       f2(m and j and us(j - m)), f2(lm and us(lm)), r.wall_p, r.wall_j, r.wall_j / r.wall_p)
   end
+  line("")
+  line("(e) what is left of a stop's cost in builds of the module cut short (build/bench/cutN,")
+  line("    vm/vm.h VM_BENCH_CUT; one run each, as (a)): us per trace stop, mean (median), and")
+  line("    the mean's %% of the compile time of (a); budget = 2%% of that compile time. \"left\"")
+  line("    = the work a stop does before the region's add (its facts, rows and name, read")
+  line("    while the VM still holds what they come from) = no region add - stop returns at once;")
+  line("    \"add\" = the region's add = module (a) - no region add. Each against the budget.")
+  line("%-10s %6s | %-18s %-18s %-18s %-18s %-18s %-18s| %s", "workload", "budget", "module (a)",
+    "no region add", "stop returns", "handler returns", "left", "add", "left, add")
+  local nover, naover, nrow = 0, 0, 0
+  for _, r in ipairs(res.rows) do
+    local b = baseline(r.P)
+    local compile = r.P.compile.n > 0 and r.P.compile.sum / r.P.compile.n or nil
+    local function cost(T)
+      if not T or T.stop.n == 0 then return nil end
+      return T.stop.sum / T.stop.n - b.stop, (T.stop.median or 0) - (r.P.stop.median or 0)
+    end
+    local function cell(mean, med)
+      if not mean then return "-" end
+      return ("%.2f (%.2f) %s"):format(us(mean), us(med),
+        compile and ("%.1f%%"):format(100 * mean / compile) or "")
+    end
+    local m, mm = cost(r.M)
+    local c3, c3m = cost(r.C[3])
+    local c2, c2m = cost(r.C[2])
+    local c1, c1m = cost(r.C[1])
+    local left, leftm = c3 and c2 and c3 - c2, c3m and c2m and c3m - c2m
+    local add, addm = m and c3 and m - c3, mm and c3m and mm - c3m
+    local verdict = "-"
+    if left and add and compile then
+      nrow = nrow + 1
+      local lo, ao = left > 0.02 * compile, add > 0.02 * compile
+      if lo then nover = nover + 1 end
+      if ao then naover = naover + 1 end
+      verdict = (lo and "over" or "within") .. ", " .. (ao and "over" or "within")
+    end
+    line("%-10s %6s | %-18s %-18s %-18s %-18s %-18s %-18s| %s", r.name,
+      compile and f2(us(0.02 * compile)) or "-", cell(m, mm), cell(c3, c3m), cell(c2, c2m),
+      cell(c1, c1m), cell(left, leftm), cell(add, addm), verdict)
+  end
+  line("over the 2%% budget on its own: the work before the region's add on %d of %d workloads,",
+    nover, nrow)
+  line("the region's add on %d of %d", naover, nrow)
   line("")
   line("(c) module stats() at the end of a third run that also counted the reasons of skips")
   line("%-11s %7s %9s %7s %7s %6s  %s", "workload", "traces", "published", "skipped",

@@ -345,6 +345,12 @@ VM_HOT void vm_publish(struct vmod *m, struct lstate *s, struct tinfo *ti,
 		maplen = vm_loop_map(ti, loopmap);
 		map = loopmap;
 	}
+#if VM_BENCH_CUT == 3 /* bench-only builds: see vm.h */
+	__asm__ volatile("" : : "r"(map), "r"(maplen), "r"(name) : "memory");
+	(void)publish_perf, (void)now;
+	m->published++;
+	return;
+#endif
 	int err =
 	    jsf_region_add_mapped(m->region, ti->start, ti->size, ti->rows,
 				  ti->nrows, name, map, maplen, now);

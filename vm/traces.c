@@ -388,6 +388,10 @@ VM_HOT static void on_stop(struct vmod *m, lua_State *L, struct lstate *s,
 {
 	int top = lua_gettop(L);
 	m->traces++;
+#if VM_BENCH_CUT == 2 /* bench-only builds: see vm.h */
+	(void)top, (void)s, (void)tr;
+	return;
+#endif
 	struct tinfo *ti = slot(s, tr);
 	if (!ti) {
 		vm_stop_publishing(m, "allocating trace state", -ENOMEM);
@@ -513,6 +517,10 @@ VM_HOT static void handle(lua_State *L, struct lstate *s)
 /* Our part of event ev (VM_EV_*, the dispatcher's upvalue) for state s. */
 VM_HOT void vm_event(lua_State *L, struct lstate *s, int ev)
 {
+#if VM_BENCH_CUT == 1 /* bench-only builds: see vm.h */
+	(void)L, (void)s, (void)ev;
+	return;
+#endif
 	struct vmod *m = s->m;
 	if (ev == VM_EV_TRACE) {
 		handle(L, s);

@@ -133,6 +133,16 @@ enum { VM_RAW_UNTRIED, VM_RAW_CHECKING, VM_RAW_ON, VM_RAW_OFF };
 #define VM_RAW_RECHECK 64 /* then one trace in this many */
 enum { VM_LM_CHECKING, VM_LM_ON, VM_LM_OFF };
 
+/* VM_BENCH_CUT: bench-only builds of the module cut short (never in the
+ * product: build/bench/cutN/jitsframe.so, docs/VM.md "Cost"), to see what
+ * is left of a trace stop's cost without its later parts: 1, the handler
+ * returns at once (LuaJIT's call of the module); 2, a stop returns at its
+ * start (the dispatch: the event read, the lock, the region ensured);
+ * 3, everything but the region's add (the facts, rows and name). */
+#ifndef VM_BENCH_CUT
+#define VM_BENCH_CUT 0
+#endif
+
 /* The VM events we multiplex (a dispatcher's upvalue). */
 enum { VM_EV_TRACE, VM_EV_RECORD, VM_EV_TEXIT };
 
