@@ -160,8 +160,8 @@ $(B)/lua/jitsframe.so: $(patsubst %.c,$(B)/rel/%.o,$(vm_SRC)) $(call closure,rel
 		$(call syslibs,vm) $(LDLIBS)
 
 # bench/vm_bench.lua's cut builds of the module (vm/vm.h VM_BENCH_CUT;
-# never installed): vm/traces.c and vm/sinks.c compiled again, cut short
-VM_CUT_SRC := vm/traces.c vm/sinks.c
+# never installed): the files that have cuts compiled again, cut short
+VM_CUT_SRC := vm/traces.c vm/sinks.c vm/audit_raw.c
 $(B)/bench/cut%/jitsframe.so: $(VM_CUT_SRC) $(patsubst %.c,$(B)/rel/%.o,$(filter-out $(VM_CUT_SRC),$(vm_SRC))) $(call closure,rel,vm) vm/jitsframe.map $(wildcard vm/*.h)
 	@mkdir -p $(dir $@)
 	for f in $(VM_CUT_SRC); do $(CC) $(WARN) -DVM_BENCH_CUT=$* \

@@ -28,6 +28,13 @@
 --  (b) whole run: wall time of `luajit W` against the same with
 --      start{auditlog=..., level=...}, median of REPS runs each, the runs
 --      interleaved; ratio to plain.
+-- The floor (a, b): the default level again with the module's cut build 4
+-- (vm/vm.h VM_BENCH_CUT, build/bench/cut4), whose raw stop records are the
+-- trace's bytes alone: its IR, snapshots, snapshot map and machine code
+-- copied as they are, no constants' values, no opcode modes (not a
+-- readable log). Everything else the level does stays: start, abort and
+-- func records, the framing, CRC and write(2) of every record. Against
+-- the targets, it says how much any encoding of the trace could win.
 -- Every run's output must equal the plain run's.
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 local function exists(p) local f = io.open(p, "rb") if f then f:close() return true end end
@@ -67,7 +74,10 @@ local function verdict(ok) return ok and "MET" or "MISSED" end
 local root = capture("pwd"):gsub("%s+$", "")
 assert(exists(root .. "/bench/workloads/README.md"), "run from the project root")
 local B = root .. "/build"
-for _, f in ipairs { B .. "/lua/jitsframe.so", B .. "/bench/vmtime.so" } do
+-- the floor: the module's cut build 4 (vm/vm.h VM_BENCH_CUT), whose raw
+-- stop records are the trace's bytes alone, copied and written
+local CUT = B .. "/bench/cut4"
+for _, f in ipairs { B .. "/lua/jitsframe.so", B .. "/bench/vmtime.so", CUT .. "/jitsframe.so" } do
   assert(exists(f), f .. " missing: build with make -C bench build")
 end
 local reps = tonumber(os.getenv("AUDIT_BENCH_REPS")) or 3
@@ -118,11 +128,12 @@ local function audit_env(level)
     " JITSFRAME_AUDITLOG_MAX=1000000000000 "
 end
 
-local function timing_run(vm, w, mode, level)
+local cutenv = "LUA_CPATH=" .. sh_quote(CUT .. "/?.so;" .. B .. "/bench/?.so;;") .. " "
+local function timing_run(vm, w, mode, level, cut)
   local out = tmp .. "/" .. w .. "-" .. (level or mode) .. ".lua"
   os.remove(out)
   clean()
-  local cmd = envbase .. audit_env(level) .. vm.env .. sh_quote(vm.bin) ..
+  local cmd = envbase .. (cut and cutenv or "") .. audit_env(level) .. vm.env .. sh_quote(vm.bin) ..
     " bench/vm_run.lua " .. sh_quote(out) .. " " .. mode .. " " .. sh_quote(region) ..
     " " .. wl(w) .. " " .. scale
   local text = capture(cmd)
@@ -151,11 +162,16 @@ for _, vm in ipairs(vms) do
   line("")
   line("(a) per compiled trace, median of %d rounds: auditlog handler cost (audit run minus rows-only", reps)
   line("    run), us and %% of the VM's compile time (plain run, aborted attempts included); of it, func")
-  line("    records and write(2); log bytes per trace; %% of traces read raw (docs/AUDITLOG.md)")
-  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s | %s", "workload", "traces", "compile",
-    "default", "stop", "%", "func", "write", "bytes", "raw", "full", "%", "bytes", "<= " .. TARGET_PCT .. "%")
-  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s |", "", "", "us/tr", "us/tr", "us/tr",
-    "", "us/tr", "us/tr", "/tr", "%", "us/tr", "", "/tr")
+  line("    records and write(2); log bytes per trace; %% of traces read raw (docs/AUDITLOG.md);")
+  line("    floor: the same with the build whose raw stop records are the trace's bytes alone")
+  line("    (instructions, snapshots, map, machine code copied; no constants, no modes: not a")
+  line("    readable log; build/bench/cut4), its cost and %%: the rest of the level's work, with")
+  line("    the trace's contents copied rather than encoded")
+  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s | %6s %5s | %s", "workload", "traces",
+    "compile", "default", "stop", "%", "func", "write", "bytes", "raw", "full", "%", "bytes", "floor",
+    "%", "<= " .. TARGET_PCT .. "%: default, floor")
+  line("%-11s %6s %8s | %8s %8s %7s %7s %7s %8s %5s | %8s %7s %9s | %6s %5s |", "", "", "us/tr",
+    "us/tr", "us/tr", "", "us/tr", "us/tr", "/tr", "%", "us/tr", "", "/tr", "us/tr", "")
   local whole = {}
   for _, w in ipairs(workloads) do
     if not only or w:match(only) then
@@ -168,6 +184,7 @@ for _, vm in ipairs(vms) do
         local M = timing_run(vm, w, "module")
         local D, dtext = timing_run(vm, w, "module", "default")
         local F, ftext = timing_run(vm, w, "module", "full")
+        local C, ctext = timing_run(vm, w, "module", "default", true)
         local ntr = P.compile.n
         local vmc = (P.compile.sum + P.aborted.sum) / ntr / 1000
         local dn, fn = D.stop.n, F.stop.n
@@ -175,13 +192,15 @@ for _, vm in ipairs(vms) do
         local dstop = (D.stop.sum / dn - M.stop.sum / M.stop.n) / 1000
         local fcost = (handler_sum(F) - handler_sum(M) * fn / M.stop.n) / fn / 1000 +
           ((F.compile.sum + F.aborted.sum) / fn - (P.compile.sum + P.aborted.sum) / ntr) / 1000
+        local cn = C.stop.n
+        local ccost = (handler_sum(C) - handler_sum(M) * cn / M.stop.n) / cn / 1000
         local da, fa = D.stats.auditlog, F.stats.auditlog
         local row = { ntr = ntr, vmc = vmc, dcost = dcost, dstop = dstop, pct = 100 * dcost / vmc,
           func = da.func_ns / dn / 1000, write = da.write_ns / dn / 1000, bytes = da.bytes / dn,
           raw = 100 * (da.raw_traces or 0) / dn, fcost = fcost, fpct = 100 * fcost / vmc,
-          fbytes = fa.bytes / fn }
+          fbytes = fa.bytes / fn, ccost = ccost, cpct = 100 * ccost / vmc }
         for k, v in pairs(row) do cols[k] = cols[k] or {} table.insert(cols[k], v) end
-        if dtext ~= ex or ftext ~= ex then odd.out = true end
+        if dtext ~= ex or ftext ~= ex or ctext ~= ex then odd.out = true end
         if da.dropped > 0 or fa.dropped > 0 then
           odd.drop = ("dropped records %d/%d: %s"):format(da.dropped, fa.dropped,
             tostring(da.last_error or fa.last_error))
@@ -196,28 +215,29 @@ for _, vm in ipairs(vms) do
         table.sort(v)
         m[k] = v[math.floor((#v + 1) / 2)]
       end
-      line("%-11s %6d %8.1f | %8.1f %8.1f %6.0f%% %7.1f %7.1f %8.0f %5.0f | %8.1f %6.0f%% %9.0f | %s", w,
+      line("%-11s %6d %8.1f | %8.1f %8.1f %6.0f%% %7.1f %7.1f %8.0f %5.0f | %8.1f %6.0f%% %9.0f | %6.1f %4.0f%% | %s, %s", w,
         m.ntr, m.vmc, m.dcost, m.dstop, m.pct, m.func, m.write, m.bytes, m.raw, m.fcost, m.fpct,
-        m.fbytes, verdict(m.pct <= TARGET_PCT))
+        m.fbytes, m.ccost, m.cpct, verdict(m.pct <= TARGET_PCT), m.cpct <= TARGET_PCT and "within" or "over")
       if odd.out then line("%11s ODD: output differs", "") end
       if odd.drop then line("%11s ODD: %s", "", odd.drop) end
       -- (b) whole runs
       local cmd = envbase .. vm.env .. sh_quote(vm.bin) .. " " .. wl(w) .. " " .. scale
-      local function startcmd(level)
+      local function startcmd(level, cut)
         local t = level and ("auditlog=%q, level=%q, auditlog_max=1e12, "):format(log, level) or ""
-        return envbase .. vm.env .. sh_quote(vm.bin) .. " -e " ..
+        return envbase .. (cut and cutenv or "") .. vm.env .. sh_quote(vm.bin) .. " -e " ..
           sh_quote(("assert(require('jitsframe').start{region=%q, replace=true, %s})")
             :format(region, t)) .. " " .. wl(w) .. " " .. scale
       end
-      local t = { plain = {}, module = {}, default = {}, full = {} }
-      local c = { plain = {}, module = {}, default = {}, full = {} }
-      local order = { "plain", "module", "default", "full" }
+      local t = { plain = {}, module = {}, default = {}, full = {}, floor = {} }
+      local c = { plain = {}, module = {}, default = {}, full = {}, floor = {} }
+      local order = { "plain", "module", "default", "full", "floor" }
       for i = 1, reps do
-        for j = 0, 3 do
-          local side = order[(i + j - 1) % 4 + 1]
+        for j = 0, #order - 1 do
+          local side = order[(i + j - 1) % #order + 1]
           clean()
           local c0, s = child_cpu(), now()
-          local o = capture(side == "plain" and cmd or startcmd(side ~= "module" and side or nil))
+          local o = capture(side == "plain" and cmd or side == "floor" and startcmd("default", true) or
+            startcmd(side ~= "module" and side or nil))
           t[side][#t[side] + 1] = now() - s
           c[side][#c[side] + 1] = child_cpu() - c0
           if o ~= expect then line("%11s ODD: %s run printed %s", "", side, o:gsub("\n", " | ")) end
@@ -226,22 +246,23 @@ for _, vm in ipairs(vms) do
       clean()
       whole[#whole + 1] = { w = w, p = median(t.plain), m = median(t.module), d = median(t.default),
         f = median(t.full), cp = median(c.plain), cm = median(c.module), cd = median(c.default),
-        cf = median(c.full) }
+        cf = median(c.full), cc = median(c.floor) }
     end
     ::next_workload::
   end
   line("")
   line("(b) whole run, median of %d (interleaved): wall s and CPU s (user+sys) of plain luajit, rows", reps)
   line("    only (module), and the auditlog at each level; target: default CPU / rows-only CPU <= %.2f", TARGET_RUN)
-  line("    on the trace-churn programs (flushstorm; luacheck, Debian's lua-check, a real one)")
-  line("%-11s %8s %8s %8s %8s | %8s %8s %8s %8s | %7s %7s %7s | %s", "workload", "plain s", "rows s",
+  line("    on the trace-churn programs (flushstorm; luacheck, Debian's lua-check, a real one);")
+  line("    floor/rows: the floor build of (a) at the default level, the same ratio")
+  line("%-11s %8s %8s %8s %8s | %8s %8s %8s %8s | %7s %7s %7s %7s | %s", "workload", "plain s", "rows s",
     "deflt s", "full s", "plain c", "rows c", "deflt c", "full c", "d/rows", "d/plain", "f/plain",
-    "<= " .. TARGET_RUN)
+    "flr/rws", "<= " .. TARGET_RUN .. ": default, floor")
   for _, r in ipairs(whole) do
-    local dr = r.cd / r.cm
-    line("%-11s %8.3f %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f | %7.3f %7.3f %7.2f | %s", r.w,
-      r.p, r.m, r.d, r.f, r.cp, r.cm, r.cd, r.cf, dr, r.cd / r.cp, r.cf / r.cp,
-      CHURN[r.w] and verdict(dr <= TARGET_RUN) or "")
+    local dr, fr = r.cd / r.cm, r.cc / r.cm
+    line("%-11s %8.3f %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f %8.3f | %7.3f %7.3f %7.2f %7.3f | %s", r.w,
+      r.p, r.m, r.d, r.f, r.cp, r.cm, r.cd, r.cf, dr, r.cd / r.cp, r.cf / r.cp, fr,
+      CHURN[r.w] and verdict(dr <= TARGET_RUN) .. ", " .. (fr <= TARGET_RUN and "within" or "over") or "")
   end
 end
 os.remove(region)

@@ -301,6 +301,47 @@ static int pack_rawk(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	return 0;
 }
 
+#if VM_BENCH_CUT == 4 /* bench-only builds: see vm.h */
+/* The trace's bytes alone (instructions and constants, snapshots, their
+ * map, machine code) as one bin: what any stop record copies, with no
+ * encoding, no constants' values, no opcode modes. Not a readable log. */
+static int cut_bytes_only(msgpack_packer *pk, msgpack_sbuffer *sb,
+			  const uint8_t *T, const struct ljt_layout *lay,
+			  const uint8_t *ir, uint32_t nk, uint32_t nins,
+			  uint32_t nsnap)
+{
+	const uint8_t *snap = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snap);
+	const uint8_t *map =
+	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
+	const uint8_t *mc = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->mcode);
+	uint32_t nmap = 0;
+	for (uint32_t sn = 0; snap && sn < nsnap; sn++) {
+		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
+		uint32_t e =
+		    (lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0)) +
+		    S[lay->snap_nent];
+		if (e > nmap)
+			nmap = e;
+	}
+	size_t n[4] = {
+	    (size_t)(nins - nk) * 8, snap ? (size_t)nsnap * lay->snap_size : 0,
+	    map ? 4 * (size_t)nmap : 0, mc ? ljt_u32(T, lay->szmcode) : 0};
+	const uint8_t *from[4] = {ir + 8 * (size_t)nk, snap, map, mc};
+	pstr(pk, "raw");
+	pk_bin(pk, n[0] + n[1] + n[2] + n[3]);
+	char *p = alog_mpw_room(sb, n[0] + n[1] + n[2] + n[3]);
+	if (!p)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		if (n[i])
+			memcpy(p, from[i], n[i]);
+		p += n[i];
+	}
+	sb->size += n[0] + n[1] + n[2] + n[3];
+	return 6;
+}
+#endif
+
 /* The stop record's trace fields from the GCtrace's memory (layout lay),
  * as a raw stop record (format 3, audit/auditraw.h): info, raw (the IR,
  * snapshots and snapshot map copied as bytes), rawk (the constants whose
@@ -323,6 +364,10 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	if (nins <= B || nk > B || !ir)
 		return -1;
 	*nexit = nsnap;
+#if VM_BENCH_CUT == 4
+	if (sb != &A->sbr) /* (not a check against jit.util) */
+		return cut_bytes_only(pk, sb, T, lay, ir, nk, nins, nsnap);
+#endif
 	/* the trace's memory is cold when its stop event runs: ask for the
 	 * constants, instructions and snapshots now, so that the misses
 	 * overlap (the encoding below reads them in dependent steps) */

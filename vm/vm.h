@@ -138,7 +138,9 @@ enum { VM_LM_CHECKING, VM_LM_ON, VM_LM_OFF };
  * is left of a trace stop's cost without its later parts: 1, the handler
  * returns at once (LuaJIT's call of the module); 2, a stop returns at its
  * start (the dispatch: the event read, the lock, the region ensured);
- * 3, everything but the region's add (the facts, rows and name). */
+ * 3, everything but the region's add (the facts, rows and name);
+ * 4, an auditlog whose raw stop records are the trace's bytes alone
+ * (bench/audit_bench.lua's floor; not a readable log). */
 #ifndef VM_BENCH_CUT
 #define VM_BENCH_CUT 0
 #endif
