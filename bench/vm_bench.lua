@@ -449,7 +449,7 @@ for _, res in ipairs(results) do
       compile and f2(us(0.02 * compile)) or "-", cell(m, mm), cell(c3, c3m), cell(c2, c2m),
       cell(c1, c1m), cell(left, leftm), cell(add, addm), verdict)
   end
-  line("over the 2%% budget on its own: the work before the region's add on %d of %d workloads,",
+  line("over the 2%% budget on its own, by the mean (the target's): the work before the region's add on %d of %d workloads,",
     nover, nrow)
   line("the region's add on %d of %d", naover, nrow)
   line("")
