@@ -41,14 +41,18 @@
 --              medians next to the means.
 --     A third run (diag) reads stats() after every stop, outside the timed
 --     call, to count why traces were skipped: table (c).
---     Three more module runs (e), with builds of the module cut short
+--     Four more module runs (e), with builds of the module cut short
 --     (build/bench/cutN/jitsframe.so, vm/vm.h VM_BENCH_CUT): 3, everything
 --     but the region's add; 2, a stop that returns at its start (the
 --     dispatch alone); 1, a handler that returns at once. 3 minus 2 is the
 --     work a stop does before the region's add (the trace's facts, rows and
 --     name, read from the GCtrace, its machine code and its prototype while
 --     the VM still holds them): set against the 2% budget, it says whether
---     the target can be met by any region, however fast its add.
+--     the target can be met by any region, however fast its add. Cut 5
+--     only copies the trace's facts and its name's source to a ring and
+--     returns: the least a stop would do if another thread derived and
+--     added the rows (the machine code stays until a flush; the name's
+--     prototype can go with the trace).
 -- (b) Whole run. Wall time of `luajit W` against
 --     `luajit -e 'assert(require("jitsframe").start{...})' W` and against
 --     `luajit -e 'require("vmtime").noop()' W` (only a no-op C handler
@@ -99,7 +103,8 @@ local B = root .. "/build"
 -- the module's cut builds (section (e)): make -C bench build makes them
 local function cutdir(n) return B .. "/bench/cut" .. n end
 for _, f in ipairs { B .. "/lua/jitsframe.so", B .. "/bench/vmtime.so",
-  cutdir(1) .. "/jitsframe.so", cutdir(2) .. "/jitsframe.so", cutdir(3) .. "/jitsframe.so" } do
+  cutdir(1) .. "/jitsframe.so", cutdir(2) .. "/jitsframe.so", cutdir(3) .. "/jitsframe.so",
+  cutdir(5) .. "/jitsframe.so" } do
   assert(exists(f), f .. " missing: build with make -C bench build")
 end
 
@@ -225,8 +230,9 @@ for _, vm in ipairs(vms) do
       local J, jtext = timing_run(vm, w, "jitdump")
       os.execute("rm -rf " .. sh_quote(region .. ".jd"))
       local r = { name = w, P = P, M = M, D = D, J = J, odd = {}, C = {} }
-      -- (e): the cut builds, 3 (no region add) down to 1 (nothing)
-      for c = 3, 1, -1 do
+      -- (e): the cut builds, 5 (a copy to a ring) and 3 (no region add)
+      -- down to 1 (nothing)
+      for _, c in ipairs { 5, 3, 2, 1 } do
         local C, ctext = timing_run(vm, w, "module", c)
         r.C[c] = C
         if ctext ~= expect then
@@ -418,7 +424,7 @@ for _, res in ipairs(results) do
   line("    \"add\" = the region's add = module (a) - no region add. Each against the budget.")
   line("%-10s %6s | %-18s %-18s %-18s %-18s %-18s %-18s| %s", "workload", "budget", "module (a)",
     "no region add", "stop returns", "handler returns", "left", "add", "left, add")
-  local nover, naover, nrow = 0, 0, 0
+  local nover, naover, nrow, c5in, c5n, c5 = 0, 0, 0, 0, 0, {}
   for _, r in ipairs(res.rows) do
     local b = baseline(r.P)
     local compile = r.P.compile.n > 0 and r.P.compile.sum / r.P.compile.n or nil
@@ -437,6 +443,12 @@ for _, res in ipairs(results) do
     local c1, c1m = cost(r.C[1])
     local left, leftm = c3 and c2 and c3 - c2, c3m and c2m and c3m - c2m
     local add, addm = m and c3 and m - c3, mm and c3m and mm - c3m
+    local c5c, c5m = cost(r.C[5])
+    if c5c and compile then
+      c5n = c5n + 1
+      if c5c <= 0.02 * compile then c5in = c5in + 1 end
+      c5[#c5 + 1] = ("%s %s"):format(r.name, cell(c5c, c5m))
+    end
     local verdict = "-"
     if left and add and compile then
       nrow = nrow + 1
@@ -452,6 +464,9 @@ for _, res in ipairs(results) do
   line("over the 2%% budget on its own, by the mean (the target's): the work before the region's add on %d of %d workloads,",
     nover, nrow)
   line("the region's add on %d of %d", naover, nrow)
+  line("a stop that only copies its facts and its name's source to a ring (build/bench/cut5: the")
+  line("least a stop would do if another thread derived and added its rows), within the budget")
+  line("on %d of %d: %s", c5in, c5n, table.concat(c5, ", "))
   line("")
   line("(c) module stats() at the end of a third run that also counted the reasons of skips")
   line("%-11s %7s %9s %7s %7s %6s  %s", "workload", "traces", "published", "skipped",

@@ -140,7 +140,9 @@ enum { VM_LM_CHECKING, VM_LM_ON, VM_LM_OFF };
  * start (the dispatch: the event read, the lock, the region ensured);
  * 3, everything but the region's add (the facts, rows and name);
  * 4, an auditlog whose raw stop records are the trace's bytes alone
- * (bench/audit_bench.lua's floor; not a readable log). */
+ * (bench/audit_bench.lua's floor; not a readable log); 5, a stop that
+ * only copies its facts and its name's source to a ring, the least a
+ * stop would do if another thread derived and added the rows. */
 #ifndef VM_BENCH_CUT
 #define VM_BENCH_CUT 0
 #endif
