@@ -301,6 +301,23 @@ static int pack_rawk(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	return 0;
 }
 
+/* The snapshot map's length in entries: the furthest end of the nsnap
+ * snapshots' entry ranges. */
+static uint32_t snap_map_len(const uint8_t *snap, uint32_t nsnap,
+			     const struct ljt_layout *lay)
+{
+	uint32_t nmap = 0;
+	for (uint32_t sn = 0; sn < nsnap; sn++) {
+		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
+		uint32_t e =
+		    (lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0)) +
+		    S[lay->snap_nent];
+		if (e > nmap)
+			nmap = e;
+	}
+	return nmap;
+}
+
 #if VM_BENCH_CUT == 4 /* bench-only builds: see vm.h */
 /* The trace's bytes alone (instructions and constants, snapshots, their
  * map, machine code) as one bin: what any stop record copies, with no
@@ -314,15 +331,7 @@ static int cut_bytes_only(msgpack_packer *pk, msgpack_sbuffer *sb,
 	const uint8_t *map =
 	    (const uint8_t *)(uintptr_t)ljt_u64(T, lay->snapmap);
 	const uint8_t *mc = (const uint8_t *)(uintptr_t)ljt_u64(T, lay->mcode);
-	uint32_t nmap = 0;
-	for (uint32_t sn = 0; snap && sn < nsnap; sn++) {
-		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
-		uint32_t e =
-		    (lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0)) +
-		    S[lay->snap_nent];
-		if (e > nmap)
-			nmap = e;
-	}
+	uint32_t nmap = snap ? snap_map_len(snap, nsnap, lay) : 0;
 	size_t n[4] = {
 	    (size_t)(nins - nk) * 8, snap ? (size_t)nsnap * lay->snap_size : 0,
 	    map ? 4 * (size_t)nmap : 0, mc ? ljt_u32(T, lay->szmcode) : 0};
@@ -485,15 +494,7 @@ static int pack_trace_raw(lua_State *L, struct ctx *c, msgpack_packer *pk,
 	if (!A->raw_v1 && !pack_raw_v2(A, pk, sb, ir, nk, nins, snap, map,
 				       nsnap, lay, ops, nops))
 		goto rawk;
-	uint32_t nmap = 0;
-	for (uint32_t sn = 0; sn < nsnap; sn++) {
-		const uint8_t *S = snap + (size_t)sn * lay->snap_size;
-		uint32_t ofs =
-		    lay->mapofs_w == 4 ? ljt_u32(S, 0) : ljt_u16(S, 0);
-		uint32_t e = ofs + S[lay->snap_nent];
-		if (e > nmap)
-			nmap = e;
-	}
+	uint32_t nmap = snap_map_len(snap, nsnap, lay);
 	size_t nir = (size_t)(nins - nk) * 8,
 	       nsn = (size_t)nsnap * lay->snap_size;
 	size_t len = ALOG_RAW_HEAD + 2 * (size_t)nops + 16 + nir + nsn +
