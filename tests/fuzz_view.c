@@ -609,6 +609,26 @@ static int stop_cb(const struct jsf_func *f, void *ctx)
 	return 7;
 }
 
+/* A name's or source map's answer nr at pc and time t (what: which) is
+ * one of the documented ones: a length up to max, -ENOENT, -ENODATA,
+ * -EBADMSG, or -EAGAIN from a live region only. false: it was -EAGAIN,
+ * ask no more at this time. */
+static bool info_rc(const char *what, int nr, int max, bool live, uint64_t pc,
+		    uint64_t t)
+{
+	if (nr == -EAGAIN) {
+		if (!live)
+			FAIL("%s: -EAGAIN post-mortem", what);
+		return false;
+	}
+	if (nr < 0 && nr != -ENOENT && nr != -ENODATA && nr != -EBADMSG)
+		FAIL("%s %#llx t %llu: rc %d", what, (unsigned long long)pc,
+		     (unsigned long long)t, nr);
+	if (nr > max)
+		FAIL("%s: rc %d", what, nr);
+	return true;
+}
+
 static bool lookup_rc_ok(int rc, bool live)
 {
 	return rc == 0 || rc == -ENOENT ||
@@ -852,18 +872,8 @@ static void read_region(bool live, const struct model *m, bool pristine,
 			char got[48], want[96];
 			uint64_t pc = f->start + f->size / 2, t = times[ti];
 			int nr = jsf_view_name(v, pc, t, got, sizeof(got));
-			if (nr == -EAGAIN) {
-				if (!live)
-					FAIL("name: -EAGAIN post-mortem");
+			if (!info_rc("name", nr, 1024, live, pc, t))
 				break;
-			}
-			if (nr < 0 && nr != -ENOENT && nr != -ENODATA &&
-			    nr != -EBADMSG)
-				FAIL("name %#llx t %llu: rc %d",
-				     (unsigned long long)pc,
-				     (unsigned long long)t, nr);
-			if (nr > 1024)
-				FAIL("name: rc %d", nr);
 			if (nr >= 0 &&
 			    strlen(got) != ((size_t)nr < sizeof(got) - 1
 						? (size_t)nr
@@ -911,18 +921,8 @@ static void read_region(bool live, const struct model *m, bool pristine,
 				 mfs = 0;
 			int nr =
 			    jsf_view_srcmap(v, pc, t, got, sizeof(got), &mfs);
-			if (nr == -EAGAIN) {
-				if (!live)
-					FAIL("srcmap: -EAGAIN post-mortem");
+			if (!info_rc("srcmap", nr, 1 << 20, live, pc, t))
 				break;
-			}
-			if (nr < 0 && nr != -ENOENT && nr != -ENODATA &&
-			    nr != -EBADMSG)
-				FAIL("srcmap %#llx t %llu: rc %d",
-				     (unsigned long long)pc,
-				     (unsigned long long)t, nr);
-			if (nr > (1 << 20))
-				FAIL("srcmap: rc %d", nr);
 			if (nr >= 0 && (mfs > pc || pc - mfs > UINT32_MAX))
 				FAIL(
 				    "srcmap: function start %#llx for pc %#llx",
