@@ -192,6 +192,15 @@ local function baseline(P)
   return b
 end
 
+-- What a run T's stop handler costs per trace beyond the wrapping of the
+-- plain run P, ns: the mean, and the difference of the medians; nil
+-- without stops.
+local function stop_cost(T, P)
+  if not T or T.stop.n == 0 then return nil end
+  return T.stop.sum / T.stop.n - baseline(P).stop,
+    (T.stop.median or 0) - (P.stop.median or 0)
+end
+
 -- A 95% interval for median(a) / median(b) over paired runs: the runs
 -- resampled, pair by pair, 2000 times (a fixed seed: the same runs give
 -- the same interval). A whole-run ratio here moves by several percent
@@ -331,8 +340,8 @@ for _, res in ipairs(results) do
     local ntr = M.stop.n
     local compile = P.compile.n > 0 and us(P.compile.sum / P.compile.n) or nil
     local vmall = P.compile.n > 0 and us((P.compile.sum + P.aborted.sum) / P.compile.n) or nil
-    local stop = ntr > 0 and us(M.stop.sum / ntr - b.stop) or nil
-    local stopmed = ntr > 0 and us((M.stop.median or 0) - (P.stop.median or 0)) or nil
+    local sm, smed = stop_cost(M, P)
+    local stop, stopmed = sm and us(sm), smed and us(smed)
     -- The first call (one-time setup) is shown on its own, not in "all".
     local first = M.first.ns - b[M.first.kind]
     local all = -first
@@ -426,12 +435,8 @@ for _, res in ipairs(results) do
     "no region add", "stop returns", "handler returns", "left", "add", "left, add")
   local nover, naover, nrow, c5in, c5n, c5 = 0, 0, 0, 0, 0, {}
   for _, r in ipairs(res.rows) do
-    local b = baseline(r.P)
     local compile = r.P.compile.n > 0 and r.P.compile.sum / r.P.compile.n or nil
-    local function cost(T)
-      if not T or T.stop.n == 0 then return nil end
-      return T.stop.sum / T.stop.n - b.stop, (T.stop.median or 0) - (r.P.stop.median or 0)
-    end
+    local function cost(T) return stop_cost(T, r.P) end
     local function cell(mean, med)
       if not mean then return "-" end
       return ("%.2f (%.2f) %s"):format(us(mean), us(med),
