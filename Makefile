@@ -152,12 +152,12 @@ $(eval $(call program,asan,$(B)/asan/jitsframe))
 # --- the LuaJIT module (vm/): no -lluajit, the VM exports the Lua C API;
 # it exports luaopen_jitsframe alone (vm/jitsframe.map); -z now: symbols
 # are bound at require, not on first use inside the first traces' events ---
+module_link = $(CC) $(CFLAGS) -fPIC -shared -Wl,--version-script=vm/jitsframe.map \
+	-Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
+	-Wl,-z,now $(1) -o $@ -lgcc_s $(call syslibs,vm) $(LDLIBS)
 $(B)/lua/jitsframe.so: $(patsubst %.c,$(B)/rel/%.o,$(vm_SRC)) $(call closure,rel,vm) vm/jitsframe.map
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -Wl,--version-script=vm/jitsframe.map \
-		-Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
-		-Wl,-z,now $(filter %.o %.a,$^) -o $@ -lgcc_s \
-		$(call syslibs,vm) $(LDLIBS)
+	$(call module_link,$(filter %.o %.a,$^))
 
 # bench/vm_bench.lua's cut builds of the module (vm/vm.h VM_BENCH_CUT;
 # never installed): the files that have cuts compiled again, cut short
@@ -167,11 +167,8 @@ $(B)/bench/cut%/jitsframe.so: $(VM_CUT_SRC) $(patsubst %.c,$(B)/rel/%.o,$(filter
 	for f in $(VM_CUT_SRC); do $(CC) $(WARN) -DVM_BENCH_CUT=$* \
 		$(call dirflags,vm/x.c) $(rel_CFLAGS) -c $$f \
 		-o $(dir $@)$$(basename $$f .c).o || exit 1; done
-	$(CC) $(CFLAGS) -fPIC -shared -Wl,--version-script=vm/jitsframe.map \
-		-Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
-		-Wl,-z,now $(addprefix $(dir $@),$(notdir $(VM_CUT_SRC:.c=.o))) \
-		$(filter %.o %.a,$(filter-out $(VM_CUT_SRC),$^)) -o $@ -lgcc_s \
-		$(call syslibs,vm) $(LDLIBS)
+	$(call module_link,$(addprefix $(dir $@),$(notdir $(VM_CUT_SRC:.c=.o))) \
+		$(filter %.o %.a,$(filter-out $(VM_CUT_SRC),$^)))
 
 # `jitsframe audit replay` runs this driver (found beside the CLI, in lua/)
 $(B)/lua/jitsframe_replay.lua: vm/replay.lua
