@@ -5,10 +5,15 @@
 
 TRUTH: the workload's output (tests/lua/luaframes.lua): lines
 "FUNC name chunk linedefined lastlinedefined", Lua's own debug.getinfo,
-the ground truth. DIR: stacks.folded and profile.pb.gz of one mode.
+the ground truth; for the sampler, also "FUNC init ..." of a LUA_INIT
+chunk, as the same luajit reports it (tests/t_luaframes.sh). DIR:
+stacks.folded and profile.pb.gz of one mode.
   mixed   every run of Lua frames (`_[l]`) sits right above (leaf side
           of) a trace frame and is, root to leaf, a prefix of f;g;h (or
-          the main chunk alone), each labelled chunk:linedefined; most
+          the main chunk alone), each labelled chunk:linedefined (the
+          sampler's interpreter walk adds runs with no trace frame: a
+          prefix of main;f;g;h, or the LUA_INIT chunk alone while it
+          starts the module); most
           samples through trace code carry the whole f;g;h; pprof has
           the functions f, g, h with filename chunk and start_line
           linedefined, every Line of theirs inside the function, and its
@@ -139,6 +144,7 @@ def main():
     lab = {k: "%s:%d_[l]" % (fn[k][0], fn[k][1]) for k in fn}
     chain = [lab["f"], lab["g"], lab["h"]]
     main_l = lab.get("main")
+    init_l = lab.get("init")
     st = folded(d + "/stacks.folded")
     total = sum(st.values())
     check(total > 0, "%s: %d samples in stacks.folded" % (mode, total))
@@ -165,8 +171,12 @@ def main():
                 above = i > 0 and fr[i - 1].endswith("_[j]")
                 # the sampler's interpreter walk: Lua frames wherever the
                 # interpreter runs them, always a prefix of main;f;g;h
-                interp = sampler and not above and \
-                    run == ([main_l] + chain)[:len(run)]
+                # and before the workload, the LUA_INIT chunk that
+                # started the module (`profile -- CMD` runs as `run`
+                # does): that chunk alone, as LuaJIT names it
+                interp = sampler and not above and (
+                    run == ([main_l] + chain)[:len(run)] or
+                    (init_l is not None and run == [init_l]))
                 if not above and not interp and not (
                         below and run == [main_l]):
                     bad.append("not above a trace frame: " + s)
