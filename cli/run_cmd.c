@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "Usage: jitsframe run [--region PATH] [--replace] [--module-dir DIR]\n"
-    "                     [--quiet] [-a PATH [--level full]\n"
+    "Usage: jitsframe run [--region PATH] [--replace] [--region-history N]\n"
+    "                     [--module-dir DIR] [--quiet]\n"
+    "                     [-a PATH [--level full]\n"
     "                     [--auditlog-max BYTES] [--auditlog-keep N]]\n"
     "                     -- CMD [ARGS...]\n"
     "\n"
@@ -31,6 +32,10 @@ static const char usage[] =
     "                    256 MiB free, else /tmp; PID is CMD's; printed on\n"
     "                    stderr)\n"
     "  --replace         replace an existing file at PATH\n"
+    "  --region-history N  removed traces the region keeps for time\n"
+    "                    queries (report's samples in code since freed),\n"
+    "                    the oldest dropped first: bounds its memory in a\n"
+    "                    process that flushes often (default 1048576)\n"
     "  --module-dir DIR  where jitsframe.so is (default: the lua/ directory\n"
     "                    beside this program)\n"
     "  --quiet           the module prints nothing on stderr\n"
@@ -107,11 +112,13 @@ int cmd_run(int argc, char **argv)
 	    {"level", required_argument, 0, 'L'},
 	    {"auditlog-max", required_argument, 0, 'M'},
 	    {"auditlog-keep", required_argument, 0, 'K'},
+	    {"region-history", required_argument, 0, 'H'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	const char *region = NULL, *moddir = NULL, *alog = NULL, *alevel = NULL;
-	const char *amax = NULL, *akeep = NULL;
+	const char *amax = NULL, *akeep = NULL, *rhist = NULL;
+	char hbuf[16]; /* --region-history in decimal, as start() reads it */
 	uint64_t num;
 	int replace = 0, quiet = 0, c;
 	optind = 1;
@@ -154,6 +161,20 @@ int cmd_run(int argc, char **argv)
 			}
 			*(c == 'M' ? &amax : &akeep) = optarg;
 			break;
+		case 'H':
+			if (!cli_u64(optarg, &num) || !num ||
+			    num > UINT32_MAX) {
+				fprintf(
+				    stderr,
+				    "jitsframe run: --region-history is a "
+				    "count from 1 to 4294967295, not '%s'\n",
+				    optarg);
+				return EX_USAGE;
+			}
+			snprintf(hbuf, sizeof(hbuf), "%llu",
+				 (unsigned long long)num);
+			rhist = hbuf;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return EX_OK;
@@ -172,7 +193,8 @@ int cmd_run(int argc, char **argv)
 	if ((alog && setenv(JSF_ENV_AUDITLOG, alog, 1)) ||
 	    (alevel && setenv(JSF_ENV_AUDITLOG_LEVEL, alevel, 1)) ||
 	    (amax && setenv(JSF_ENV_AUDITLOG_MAX, amax, 1)) ||
-	    (akeep && setenv(JSF_ENV_AUDITLOG_KEEP, akeep, 1))) {
+	    (akeep && setenv(JSF_ENV_AUDITLOG_KEEP, akeep, 1)) ||
+	    (rhist && setenv(JSF_ENV_REGION_HISTORY, rhist, 1))) {
 		perror("jitsframe run: setenv");
 		return EX_INPUT;
 	}

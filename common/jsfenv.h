@@ -19,6 +19,10 @@
  * 16, and at most 256 MiB of them, on a tmpfs a sixteenth of its size if
  * less); the others are removed */
 #define JSF_ENV_REGION_KEEP "JITSFRAME_REGION_KEEP"
+/* set by `run --region-history` (and users: a count >= 1), read by start():
+ * removed traces the region keeps for time queries (jitsframe.h's
+ * jsf_region_opts.history_max; default 1048576), the oldest dropped first */
+#define JSF_ENV_REGION_HISTORY "JITSFRAME_REGION_HISTORY"
 /* set by `run` ("1"/"0", --replace), read by the LUA_INIT snippet: start()
  * may replace an existing region file */
 #define JSF_ENV_REGION_REPLACE "JITSFRAME_REGION_REPLACE"

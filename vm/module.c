@@ -131,6 +131,20 @@ static const char *env_set(const char *name)
 	return v && *v ? v : NULL;
 }
 
+/* *out = s, a decimal count from 1 to UINT32_MAX (a Lua number's text:
+ * digits alone); false for anything else. */
+static bool count_of(const char *s, uint32_t *out)
+{
+	size_t n = strspn(s, "0123456789");
+	if (!n || s[n] || n > 10)
+		return false;
+	unsigned long long v = strtoull(s, NULL, 10);
+	if (!v || v > UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
 /* The default directory's regions of processes that are gone, the newest
  * kept (keep: a count, "all", NULL: the library's default); once per
  * process, once its own region is made there (not on a refused start, and
@@ -163,7 +177,7 @@ static int l_start(lua_State *L)
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
 	const char *path = NULL, *jitdump = NULL, *alog = NULL, *alevel = NULL;
 	int replace = 0, quiet = -1, perfmap = 0, no_mlock = 0, luamap = -1;
-	const char *rkeep = NULL;
+	const char *rkeep = NULL, *rhist = NULL;
 	uint64_t amax = 64u << 20;
 	unsigned akeep = 3;
 	if (!lua_isnoneornil(L, 1)) {
@@ -203,7 +217,13 @@ static int l_start(lua_State *L)
 			rkeep = lua_tostring(L, -1);
 		else if (lua_isboolean(L, -1) && !lua_toboolean(L, -1))
 			rkeep = "all";
-		lua_pop(L, 12);
+		lua_getfield(L, 1, "region_history");
+		if (lua_type(L, -1) == LUA_TNUMBER ||
+		    lua_type(L, -1) == LUA_TSTRING)
+			rhist = lua_tostring(L, -1);
+		else if (!lua_isnil(L, -1))
+			rhist = "";
+		lua_pop(L, 13);
 	}
 	const char *env;
 	if (!alog)
@@ -238,6 +258,12 @@ static int l_start(lua_State *L)
 	if (rkeep && strcmp(rkeep, "all") && (!digits || rkeep[digits]))
 		return fail(L, "jitsframe: region_keep must be a count or "
 			       "\"all\"");
+	if (!rhist)
+		rhist = env_set(JSF_ENV_REGION_HISTORY);
+	uint32_t history = 0;
+	if (rhist && !count_of(rhist, &history))
+		return fail(L, "jitsframe: region_history must be a count "
+			       "from 1 to 4294967295");
 	pthread_mutex_lock(&m->mu);
 	m->raw_fault = getenv(JSF_ENV_VM_RAWFAULT) != NULL;    /* tests only */
 	m->lm_shift = getenv(JSF_ENV_VM_LUAMAP_SHIFT) != NULL; /* tests only */
@@ -281,6 +307,7 @@ static int l_start(lua_State *L)
 			 jitdump ? jitdump : "");
 		m->want_perfmap = perfmap;
 		m->no_mlock = no_mlock;
+		m->history = history;
 	}
 	if (fresh && m->layout > 0) {
 		vm_luavm_check(m, L, &lay);
@@ -418,7 +445,7 @@ static int l_stats(lua_State *L)
 	}
 	if (m->region && m->pid == vm_self_pid()) {
 		/* resident pages (jitsframe.h): what is locked, what was
-		 * refused (RLIMIT_MEMLOCK), and why */
+		 * refused (RLIMIT_MEMLOCK), and why; then the history */
 		struct jsf_region_stats st = {.sz = sizeof(st)};
 		if (jsf_region_stats(m->region, &st) == 0) {
 			lua_pushnumber(L, (lua_Number)st.locked_bytes);
@@ -429,6 +456,15 @@ static int l_stats(lua_State *L)
 				lua_pushstring(L, strerror(st.lock_errno));
 				lua_setfield(L, -2, "lock_error");
 			}
+			/* its size, and the removed traces it keeps for
+			 * time queries and has dropped (region_history) */
+			lua_pushnumber(L, (lua_Number)st.file_size);
+			lua_setfield(L, -2, "region_bytes");
+			lua_pushnumber(
+			    L, (lua_Number)(st.logged_funcs - st.live_funcs));
+			lua_setfield(L, -2, "history");
+			lua_pushnumber(L, (lua_Number)st.dropped_history);
+			lua_setfield(L, -2, "history_dropped");
 		}
 	}
 	vaudit_stats(&m->audit, L);

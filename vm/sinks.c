@@ -48,6 +48,7 @@ static int region_fallback(struct vmod *m, int why)
 	struct jsf_region_opts o = {
 	    .sz = sizeof(o),
 	    .runtime_ext = VM_RTX,
+	    .history_max = m->history,
 	    .flags = JSF_REGION_REPLACE | JSF_REGION_MAPPED |
 		     (m->no_mlock ? (uint32_t)JSF_REGION_NO_MLOCK : 0)};
 	snprintf(want, sizeof(want), "%s", m->path);
@@ -101,7 +102,8 @@ static void open_jitdump(struct vmod *m)
 static int open_region(struct vmod *m)
 {
 	int err;
-	struct jsf_region_opts o = {.sz = sizeof(o), .runtime_ext = VM_RTX};
+	struct jsf_region_opts o = {
+	    .sz = sizeof(o), .runtime_ext = VM_RTX, .history_max = m->history};
 	if (m->base_path[0]) {
 		if (m->pid && m->pid != getpid()) /* a forked child: own file */
 			snprintf(m->path, sizeof(m->path), "%s-%d",

@@ -71,7 +71,8 @@ struct vmod {
 	int quiet;
 	int replace; /* replace an existing file at an explicit path */
 	int want_perfmap;
-	int no_mlock; /* start{mlock = false}: JSF_REGION_NO_MLOCK */
+	int no_mlock;	  /* start{mlock = false}: JSF_REGION_NO_MLOCK */
+	uint32_t history; /* start{region_history}: history_max; 0 default */
 	/* ffnames.c: trace events seen, and the one at which to look for
 	 * builtins and modules again (here, beside what each event touches
 	 * anyway) */
