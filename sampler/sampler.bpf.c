@@ -617,6 +617,40 @@ static long step(__u32 i, void *vctx)
 
 /* ---- Lua frames (docs/ABI.md 1.6): one per step, innermost first */
 #define GCVMASK ((1ull << 47) - 1)
+
+/* What prototype pt is at the sample (smp_lframe.name ..): its chunk
+ * name's GCstr, first line, sizebc, the name's length and first and last
+ * 8 bytes; name 0 when any of it cannot be read (user space then does
+ * not name the frame). */
+static __always_inline void lframe_ident(struct smp_lframe *o,
+					 const struct smp_luavm *v, __u64 pt,
+					 __u32 sizebc)
+{
+	__u64 cn = 0;
+	__u32 len = 0;
+	o->sizebc = sizebc;
+	o->pad2 = 0;
+	__builtin_memset(o->head, 0, 8);
+	__builtin_memset(o->tail, 0, 8);
+	if (bpf_probe_read_user(&cn, 8, (void *)(pt + v->pt_chunkname)) ||
+	    bpf_probe_read_user(&o->firstline, 4,
+				(void *)(pt + v->pt_firstline)))
+		goto none;
+	cn &= GCVMASK;
+	if (!cn || bpf_probe_read_user(&len, 4, (void *)(cn + v->str_len)))
+		goto none;
+	o->namelen = len;
+	if (bpf_probe_read_user(o->head, len < 8 ? (len & 7) : 8,
+				(void *)(cn + v->str_data)))
+		goto none;
+	if (len > 8 && bpf_probe_read_user(
+			   o->tail, 8, (void *)(cn + v->str_data + len - 8)))
+		goto none;
+	o->name = cn;
+	return;
+none:
+	o->name = 0;
+}
 struct lctx {
 	struct walk *w;
 	struct smp_luavm *v;
@@ -835,9 +869,11 @@ static long lstep(__u32 i, void *vctx)
 			}
 			o->pt = pt;
 			o->pc = pc;
+			lframe_ident(o, v, pt, sizebc);
 		} else {
 			o->pt = 0;
 			o->pc = fn;
+			o->name = 0;
 		}
 		w->lua.nlframes = n + 1;
 	}

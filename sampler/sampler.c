@@ -69,15 +69,19 @@ struct wproc {
 	struct smp_luavm lv;
 };
 
-/* A prototype read through /proc/PID/mem (smp_lua_frames). */
+/* A prototype as read through /proc/PID/mem (smp_lua_frames), and kept
+ * (smp.lp) under what the kernel saw of it at the sample that read it:
+ * found again only by a frame the kernel saw the same (same_proto). */
 struct lproto {
 	int pid;
-	uint64_t pt;
-	char *chunk;
-	uint32_t firstline, numline, sizebc;
+	uint64_t pt, name; /* name: its chunk name's GCstr */
+	uint32_t firstline, numline, sizebc, namelen;
 	uint64_t lineinfo;
+	uint8_t head[8], tail[8];
+	char *chunk; /* '@' or '=' dropped, cut to LNAME - 1 bytes */
 };
 #define LPROTO_BITS 12
+#define LNAME 512 /* a chunk name's bytes kept, its NUL included */
 #define LUAQ 32
 
 struct smp {
@@ -95,6 +99,8 @@ struct smp {
 	struct smp_lua *luaq[LUAQ];
 	uint32_t luahead;
 	struct lproto *lp[1u << LPROTO_BITS];
+	/* the chunk names of the last smp_lua_frames call's frames */
+	char lname[SMP_MAX_LFRAMES][LNAME];
 	uint64_t lua_samples, lua_stop[SMP_LSTOP__N];
 	struct smp_opts op;
 	/* lifecycle and opts.all */
@@ -1440,6 +1446,12 @@ void smp_stats(const struct smp *s, struct smp_stats *st)
 
 /* ---- Lua frames: prototypes read through /proc/PID/mem */
 
+/* n bytes at a through fd, an open /proc/PID/mem: 0 or -EIO */
+static int mem_pread(int fd, uint64_t a, void *buf, size_t n)
+{
+	return pread(fd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -EIO;
+}
+
 static int mem_read(int pid, uint64_t a, void *buf, size_t n)
 {
 	char p[64];
@@ -1447,30 +1459,29 @@ static int mem_read(int pid, uint64_t a, void *buf, size_t n)
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ssize_t r = pread(fd, buf, n, (off_t)a);
+	int err = mem_pread(fd, a, buf, n);
 	close(fd);
-	return r == (ssize_t)n ? 0 : -EIO;
+	return err;
 }
 
-static struct lproto *get_proto(struct smp *s, const struct wproc *w,
-				uint64_t pt)
+/* The prototype of frame f as it is now, read through fd (/proc/PID/mem),
+ * into q (its chunk name into name, LNAME bytes, '@' or '=' dropped, cut
+ * to fit): 0, or -1 when it cannot be read, has no chunk name (freed, or
+ * not one at all) or is not the prototype the kernel saw at the sample.
+ * The VM frees a prototype with its chunk and puts the next one of its
+ * size in the same place (a chunk loaded, run, collected, another loaded)
+ * between the sample and this read (the ring is drained every 100 ms at
+ * most): what is read must be what the kernel read then (smp_lframe.name
+ * ..): the same chunk name GCstr, first line and sizebc, a name of the
+ * same length, first and last 8 bytes. */
+static int read_proto(int fd, const struct smp_luavm *lv,
+		      const struct smp_lframe *f, struct lproto *q, char *name)
 {
-	uint32_t h = (uint32_t)(((pt >> 3) ^ (uint64_t)w->pid) * 2654435761u) >>
-		     (32 - LPROTO_BITS);
-	for (uint32_t k = 0; k < 8; k++) {
-		struct lproto *q = s->lp[(h + k) & ((1u << LPROTO_BITS) - 1)];
-		if (q && q->pt == pt && q->pid == w->pid)
-			return q;
-	}
-	const struct smp_luavm *lv = &w->lv;
+	uint64_t pt = f->pt;
 	uint8_t b[256];
-	if (lv->pt_size > sizeof(b) || mem_read(w->pid, pt, b, lv->pt_size))
-		return NULL;
-	struct lproto *q = calloc(1, sizeof(*q));
-	if (!q)
-		return NULL;
-	q->pid = w->pid;
-	q->pt = pt;
+	if (fd < 0 || lv->pt_size > sizeof(b) ||
+	    mem_pread(fd, pt, b, lv->pt_size))
+		return -1;
 	uint64_t cn = 0;
 	memcpy(&q->sizebc, b + lv->pt_sizebc, 4);
 	memcpy(&q->firstline, b + lv->pt_firstline, 4);
@@ -1479,24 +1490,85 @@ static struct lproto *get_proto(struct smp *s, const struct wproc *w,
 	memcpy(&cn, b + lv->pt_chunkname, 8);
 	cn &= (1ull << 47) - 1;
 	uint32_t len = 0;
-	char name[512];
-	if (cn && !mem_read(w->pid, cn + lv->str_len, &len, 4) && len < 4096) {
-		uint32_t n = len < sizeof(name) - 1 ? len : sizeof(name) - 1;
-		if (!mem_read(w->pid, cn + lv->str_data, name, n)) {
-			name[n] = 0;
-			const char *c = name;
-			if (*c == '@' || *c == '=')
-				c++;
-			q->chunk = strdup(c);
+	if (!cn || cn != f->name || q->firstline != f->firstline ||
+	    q->sizebc != f->sizebc ||
+	    mem_pread(fd, cn + lv->str_len, &len, 4) || len != f->namelen ||
+	    len >= 4096)
+		return -1;
+	/* the whole name, to check its first and last 8 bytes */
+	char whole[4096];
+	if (mem_pread(fd, cn + lv->str_data, whole, len) ||
+	    memcmp(whole, f->head, len < 8 ? len : 8) ||
+	    (len > 8 && memcmp(whole + len - 8, f->tail, 8)))
+		return -1;
+	uint32_t n = len < LNAME - 1 ? len : LNAME - 1;
+	memcpy(name, whole, n);
+	name[n] = 0;
+	if (*name == '@' || *name == '=')
+		memmove(name, name + 1, n);
+	return 0;
+}
+
+/* *fd, pid's /proc/PID/mem opened at the first call (*fd -2 until then):
+ * the descriptor, or -1 */
+static int mem_open(int *fd, int pid)
+{
+	if (*fd == -2) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+		*fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	return *fd;
+}
+
+/* q, kept for pid, was read for a frame the kernel saw as it saw f */
+static bool same_proto(const struct lproto *q, int pid,
+		       const struct smp_lframe *f)
+{
+	return q->pid == pid && q->pt == f->pt && q->name == f->name &&
+	       q->firstline == f->firstline && q->sizebc == f->sizebc &&
+	       q->namelen == f->namelen && !memcmp(q->head, f->head, 8) &&
+	       !memcmp(q->tail, f->tail, 8);
+}
+
+/* Frame f's prototype into q and its name into name: kept from an earlier
+ * sample that saw it the same (a frame of a process that has exited since
+ * is still named), else read through *fd (opened here when -2). 0 or -1
+ * (not named: see read_proto). */
+static int get_proto(struct smp *s, const struct wproc *w,
+		     const struct smp_lframe *f, int *fd, struct lproto *q,
+		     char *name)
+{
+	if (!f->name)
+		return -1;
+	uint32_t h =
+	    (uint32_t)(((f->pt >> 3) ^ (uint64_t)w->pid) * 2654435761u) >>
+	    (32 - LPROTO_BITS);
+	for (uint32_t k = 0; k < 8; k++) {
+		struct lproto *c = s->lp[(h + k) & ((1u << LPROTO_BITS) - 1)];
+		if (c && same_proto(c, w->pid, f)) {
+			*q = *c;
+			snprintf(name, LNAME, "%s", c->chunk);
+			return 0;
 		}
 	}
-	if (!q->chunk) {
-		/* no chunk name readable: not a prototype this side can
-		 * name (freed, or not one at all): its frame is not
-		 * published (smp_lua_frames stops there), nor is it kept */
-		free(q);
-		return NULL;
+	if (read_proto(mem_open(fd, w->pid), &w->lv, f, q, name))
+		return -1;
+	struct lproto *c = malloc(sizeof(*c));
+	char *chunk = strdup(name);
+	if (!c || !chunk) {
+		free(c);
+		free(chunk);
+		return 0; /* named, not kept */
 	}
+	*c = *q;
+	c->pid = w->pid;
+	c->pt = f->pt;
+	c->name = f->name;
+	c->namelen = f->namelen;
+	memcpy(c->head, f->head, 8);
+	memcpy(c->tail, f->tail, 8);
+	c->chunk = chunk;
 	uint32_t slot = h;
 	for (uint32_t k = 0; k < 8; k++)
 		if (!s->lp[(h + k) & ((1u << LPROTO_BITS) - 1)]) {
@@ -1508,13 +1580,12 @@ static struct lproto *get_proto(struct smp *s, const struct wproc *w,
 		free(s->lp[slot]->chunk);
 		free(s->lp[slot]);
 	}
-	s->lp[slot] = q;
-	return q;
+	s->lp[slot] = c;
+	return 0;
 }
 
 /* lj_debug_line: the line of bytecode position pos */
-static uint32_t proto_line(const struct wproc *w, const struct lproto *q,
-			   uint32_t pos)
+static uint32_t proto_line(int fd, const struct lproto *q, uint32_t pos)
 {
 	if (pos > q->sizebc || !q->lineinfo)
 		return 0;
@@ -1525,7 +1596,7 @@ static uint32_t proto_line(const struct wproc *w, const struct lproto *q,
 	pos--;
 	uint32_t v = 0;
 	size_t wd = q->numline < 256 ? 1 : q->numline < 65536 ? 2 : 4;
-	if (mem_read(w->pid, q->lineinfo + wd * pos, &v, wd))
+	if (mem_pread(fd, q->lineinfo + wd * pos, &v, wd))
 		return 0;
 	return q->firstline + v;
 }
@@ -1582,6 +1653,7 @@ static int lua_frames(struct smp *s, const struct smp_event *e,
 	if (!w || !w->has_lv)
 		return -ENOENT;
 	const struct smp_lua *l = e->lua;
+	int memfd = -2; /* /proc/PID/mem, opened at the first prototype */
 	/* the native frames VM entries run in, leaf first */
 	uint32_t ent[SMP_MAX_FRAMES] = {0};
 	uint32_t nent = vm_entries(w, fr, nf, ent);
@@ -1615,18 +1687,20 @@ static int lua_frames(struct smp *s, const struct smp_event *e,
 			continue;
 		}
 		o->pt = f->pt;
-		struct lproto *q = get_proto(s, w, f->pt);
-		if (!q) {
+		struct lproto q;
+		if (get_proto(s, w, f, &memfd, &q, s->lname[n - 1])) {
 			n--; /* unnamed: the frames from it on left out */
 			break;
 		}
-		o->chunk = q->chunk;
-		o->firstline = q->firstline;
+		o->chunk = s->lname[n - 1];
+		o->firstline = q.firstline;
 		uint64_t bc = f->pt + w->lv.pt_size;
-		if (f->pc > bc && f->pc <= bc + 4ull * q->sizebc)
-			o->line =
-			    proto_line(w, q, (uint32_t)((f->pc - bc) / 4 - 1));
+		if (f->pc > bc && f->pc <= bc + 4ull * q.sizebc)
+			o->line = proto_line(mem_open(&memfd, w->pid), &q,
+					     (uint32_t)((f->pc - bc) / 4 - 1));
 	}
+	if (memfd >= 0)
+		close(memfd);
 	return n;
 }
 

@@ -106,8 +106,9 @@ int smp_poll(struct smp *s, int timeout_ms, smp_event_fn fn, void *ctx);
 
 /* The Lua frames of an event (e->lua), innermost first, resolved through
  * /proc/PID/mem with the layout the region published (each prototype read
- * once): how many were written to out (up to max), or a negative errno.
- * Strings stay valid until smp_close. */
+ * as it is now, never named from an earlier read: its memory may hold
+ * another prototype since): how many were written to out (up to max), or
+ * a negative errno. Strings stay valid until the next call on s. */
 struct smp_luaframe {
 	const char *chunk;  /* the chunk name ("@" and "=" stripped); NULL: a
 			       C function or builtin */

@@ -116,6 +116,16 @@ struct smp_lframe {
 	 * seg was placed by, so that user space can place the frame the
 	 * same way on a native walk of its own (the kernel's cut short) */
 	__u64 cf;
+	/* (pt != 0) the prototype as it was at the sample: its chunk name
+	 * (the GCstr, 0: not read), first line and sizebc, the name's length
+	 * and its first and last 8 bytes (as far as it goes). User space
+	 * reads the name later, when the VM may have freed the prototype and
+	 * put another in its place (a chunk loaded, run, collected, the next
+	 * one of its size loaded), and names the frame only if what it
+	 * reads is this (sampler.c, lua_frames). */
+	__u64 name;
+	__u32 firstline, sizebc, namelen, pad2;
+	__u8 head[8], tail[8];
 };
 #define SMP_LF_TRACE 1 /* the frame a trace runs in (g->jit_base) */
 /* The VM state (g->vmstate: < 0 ~LJ_VMST_*: -1 interpreted, -2 C, -3 GC,
