@@ -619,17 +619,17 @@ static long step(__u32 i, void *vctx)
 #define GCVMASK ((1ull << 47) - 1)
 
 /* What prototype pt is at the sample (smp_lframe.name ..): its chunk
- * name's GCstr, first line, sizebc, the name's length and first and last
- * 8 bytes; name 0 when any of it cannot be read (user space then does
- * not name the frame). */
+ * name's GCstr, first line, sizebc, the name's hash and length and its
+ * first and last 8 bytes; name 0 when any of it cannot be read (user
+ * space then does not name the frame). */
 static __always_inline void lframe_ident(struct smp_lframe *o,
 					 const struct smp_luavm *v, __u64 pt,
 					 __u32 sizebc)
 {
 	__u64 cn = 0;
-	__u32 len = 0;
+	__u32 len;
 	o->sizebc = sizebc;
-	o->pad2 = 0;
+	o->firstline = o->namehash = o->namelen = 0;
 	__builtin_memset(o->head, 0, 8);
 	__builtin_memset(o->tail, 0, 8);
 	if (bpf_probe_read_user(&cn, 8, (void *)(pt + v->pt_chunkname)) ||
@@ -637,9 +637,10 @@ static __always_inline void lframe_ident(struct smp_lframe *o,
 				(void *)(pt + v->pt_firstline)))
 		goto none;
 	cn &= GCVMASK;
-	if (!cn || bpf_probe_read_user(&len, 4, (void *)(cn + v->str_len)))
+	if (!cn || v->str_len < 4 ||
+	    bpf_probe_read_user(&o->namehash, 8, (void *)(cn + v->str_len - 4)))
 		goto none;
-	o->namelen = len;
+	len = o->namelen;
 	if (bpf_probe_read_user(o->head, len < 8 ? (len & 7) : 8,
 				(void *)(cn + v->str_data)))
 		goto none;

@@ -75,7 +75,7 @@ struct wproc {
 struct lproto {
 	int pid;
 	uint64_t pt, name; /* name: its chunk name's GCstr */
-	uint32_t firstline, numline, sizebc, namelen;
+	uint32_t firstline, numline, sizebc, namehash, namelen;
 	uint64_t lineinfo;
 	uint8_t head[8], tail[8];
 	char *chunk; /* '@' or '=' dropped, cut to LNAME - 1 bytes */
@@ -1473,7 +1473,7 @@ static int mem_read(int pid, uint64_t a, void *buf, size_t n)
  * between the sample and this read (the ring is drained every 100 ms at
  * most): what is read must be what the kernel read then (smp_lframe.name
  * ..): the same chunk name GCstr, first line and sizebc, a name of the
- * same length, first and last 8 bytes. */
+ * same hash and length, first and last 8 bytes. */
 static int read_proto(int fd, const struct smp_luavm *lv,
 		      const struct smp_lframe *f, struct lproto *q, char *name)
 {
@@ -1489,12 +1489,13 @@ static int read_proto(int fd, const struct smp_luavm *lv,
 	memcpy(&q->lineinfo, b + lv->pt_lineinfo, 8);
 	memcpy(&cn, b + lv->pt_chunkname, 8);
 	cn &= (1ull << 47) - 1;
-	uint32_t len = 0;
+	uint32_t hl[2] = {0, 0}; /* the name's hash and length */
 	if (!cn || cn != f->name || q->firstline != f->firstline ||
-	    q->sizebc != f->sizebc ||
-	    mem_pread(fd, cn + lv->str_len, &len, 4) || len != f->namelen ||
-	    len >= 4096)
+	    q->sizebc != f->sizebc || lv->str_len < 4 ||
+	    mem_pread(fd, cn + lv->str_len - 4, hl, 8) ||
+	    hl[0] != f->namehash || hl[1] != f->namelen || hl[1] >= 4096)
 		return -1;
+	uint32_t len = hl[1];
 	/* the whole name, to check its first and last 8 bytes */
 	char whole[4096];
 	if (mem_pread(fd, cn + lv->str_data, whole, len) ||
@@ -1527,8 +1528,8 @@ static bool same_proto(const struct lproto *q, int pid,
 {
 	return q->pid == pid && q->pt == f->pt && q->name == f->name &&
 	       q->firstline == f->firstline && q->sizebc == f->sizebc &&
-	       q->namelen == f->namelen && !memcmp(q->head, f->head, 8) &&
-	       !memcmp(q->tail, f->tail, 8);
+	       q->namehash == f->namehash && q->namelen == f->namelen &&
+	       !memcmp(q->head, f->head, 8) && !memcmp(q->tail, f->tail, 8);
 }
 
 /* Frame f's prototype into q and its name into name: kept from an earlier
@@ -1565,6 +1566,7 @@ static int get_proto(struct smp *s, const struct wproc *w,
 	c->pid = w->pid;
 	c->pt = f->pt;
 	c->name = f->name;
+	c->namehash = f->namehash;
 	c->namelen = f->namelen;
 	memcpy(c->head, f->head, 8);
 	memcpy(c->tail, f->tail, 8);

@@ -117,14 +117,18 @@ struct smp_lframe {
 	 * same way on a native walk of its own (the kernel's cut short) */
 	__u64 cf;
 	/* (pt != 0) the prototype as it was at the sample: its chunk name
-	 * (the GCstr, 0: not read), first line and sizebc, the name's length
-	 * and its first and last 8 bytes (as far as it goes). User space
+	 * (the GCstr, 0: not read), first line and sizebc, the name's hash
+	 * (the 4 bytes before its length: LuaJIT's GCstr hash, of bytes
+	 * across it; rewritten only when a string-table resize moves the
+	 * string between LuaJIT's two hashes, a flood of collisions: its
+	 * frame then goes unnamed, never misnamed) and length, and its
+	 * first and last 8 bytes (as far as it goes). User space
 	 * reads the name later, when the VM may have freed the prototype and
 	 * put another in its place (a chunk loaded, run, collected, the next
 	 * one of its size loaded), and names the frame only if what it
 	 * reads is this (sampler.c, lua_frames). */
 	__u64 name;
-	__u32 firstline, sizebc, namelen, pad2;
+	__u32 firstline, sizebc, namehash, namelen; /* hash, len: one read */
 	__u8 head[8], tail[8];
 };
 #define SMP_LF_TRACE 1 /* the frame a trace runs in (g->jit_base) */
