@@ -105,10 +105,12 @@ typedef int (*smp_event_fn)(const struct smp_event *e, void *ctx);
 int smp_poll(struct smp *s, int timeout_ms, smp_event_fn fn, void *ctx);
 
 /* The Lua frames of an event (e->lua), innermost first, resolved through
- * /proc/PID/mem with the layout the region published (each prototype read
- * as it is now, never named from an earlier read: its memory may hold
- * another prototype since): how many were written to out (up to max), or
- * a negative errno. Strings stay valid until the next call on s. */
+ * /proc/PID/mem with the layout the region published. A frame is named
+ * only from the prototype the kernel saw at the sample (smp_lframe.name
+ * ..): as read now, or as kept from an earlier sample the kernel saw the
+ * same; its memory may hold another prototype since. How many were
+ * written to out (up to max), or a negative errno. Strings stay valid
+ * until the next call on s. */
 struct smp_luaframe {
 	const char *chunk;  /* the chunk name ("@" and "=" stripped); NULL: a
 			       C function or builtin */

@@ -30,14 +30,18 @@ trap 'rm -rf "$T"' EXIT
 command -v "$LJ" >/dev/null || skip_all_ci "no $LJ"
 export LUA_CPATH="$PWD/build/lua/?.so;;"
 unset JITSFRAME_REGION_HISTORY
-# one run: NAME HISTORY SCALE -> $T/NAME.region; sets vm hist drop bytes
-one() {
-	local line
-	line=$("$LJ" tests/lua/history.lua "$T/$1.region" "$2" "$W" "$3" |
-		grep '^TRACES')
+# traces NAME CMD...: CMD (a run of tests/lua/history.lua) and its
+# TRACES line into vm hist drop bytes (empty without one), its stderr in
+# $T/NAME.err; prints one line of them
+traces() {
+	local name=$1 line
+	shift
+	line=$("$@" 2>"$T/$name.err" | grep '^TRACES')
 	read -r _ vm hist drop bytes <<<"$line"
-	echo "$1: VM's traces ${vm:-?}, history ${hist:-?}, dropped ${drop:-?}, region ${bytes:-?} bytes"
+	echo "$name: VM's traces ${vm:-?}, history ${hist:-?}, dropped ${drop:-?}, region ${bytes:-?} bytes"
 }
+# one NAME HISTORY SCALE: the workload with start() on $T/NAME.region
+one() { traces "$1" "$LJ" tests/lua/history.lua "$T/$1.region" "$2" "$W" "$3"; }
 echo "1..5"
 
 one def1 - 0.5 >"$T/log"
@@ -80,14 +84,13 @@ else
 		"dump: $logged (kept ${b4[1]})" "$(cat "$T/b4.err" "$T/val" | head -5)"
 fi
 
-line=$("$J" run --quiet --replace --region "$T/run.region" --region-history 100 -- \
-	"$LJ" tests/lua/history.lua - - "$W" 2 2>"$T/run.err" | grep '^TRACES')
-read -r _ vm hist drop bytes <<<"$line"
-if [ -n "$line" ] && [ $((hist + drop)) = "$vm" ] && [ "$drop" -gt 0 ] &&
+traces run "$J" run --quiet --replace --region "$T/run.region" --region-history 100 -- \
+	"$LJ" tests/lua/history.lua - - "$W" 2 >"$T/log"
+if [ -n "$vm" ] && [ $((hist + drop)) = "$vm" ] && [ "$drop" -gt 0 ] &&
     [ $((bytes * 100)) -le $((b1[3] * 150)) ]; then
 	ok "run --region-history 100: ${hist} kept + ${drop} dropped = ${vm}, ${bytes} bytes"
 else
-	notok "run --region-history 100: bounded as start's option" "${line:-no TRACES line}" \
+	notok "run --region-history 100: bounded as start's option" "$(cat "$T/log")" \
 		"$(head -3 "$T/run.err")"
 fi
 
